@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from vllm_guard import cli
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*argv: str, env: dict[str, str] | None = None) -> Result:
+    """Run the real cli.main() with a clean, offline environment; return code and output."""
+    base = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
+    base.update(env or {})
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(list(argv), environ=base, stdout=out, stderr=err)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def write_profile(tmp_path: Path):
+    def write(text: str, name: str = "p.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write

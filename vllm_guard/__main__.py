@@ -1,0 +1,3 @@
+from vllm_guard.cli import main
+
+raise SystemExit(main())

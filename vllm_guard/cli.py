@@ -1,0 +1,145 @@
+"""Command line: parse, dispatch one function per subcommand, turn errors into exit codes.
+
+Kept light on imports so that `vllm-guard --help` stays fast: every command
+imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from typing import NoReturn, TextIO
+
+from vllm_guard import __version__
+from vllm_guard.errors import GuardError, UsageError
+from vllm_guard.exit_codes import EXIT_CODE_MEANINGS, ExitCode
+
+PROG = "vllm-guard"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() owns every exit code."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint=f"see `{self.prog} --help`")
+
+
+def _exit_code_table() -> str:
+    return "exit codes:\n" + "\n".join(f"  {int(c):>3}  {m}" for c, m in EXIT_CODE_MEANINGS.items())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks for errors")
+
+    parser = _Parser(
+        prog=PROG,
+        description="A drop-in `vllm serve` that checks GPU memory, host and model before loading, "
+        "and supervises vLLM with a guarded retry ladder.",
+        epilog=_exit_code_table(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=description or help_text, parents=[common],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_exit_code_table())
+        p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+        return p
+
+    def target(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--machine", metavar="FILE",
+                       help="plan against a machine snapshot instead of this machine (env VLLMGUARD_MACHINE)")
+        p.add_argument("target", nargs="?", metavar="TARGET",
+                       help="a profile (*.toml) or a model id / local path as `vllm serve` takes it "
+                       "(env VLLMGUARD_PROFILE when omitted)")
+        p.add_argument("vllm_args", nargs=argparse.REMAINDER, metavar="VLLM OPTIONS",
+                       help="`vllm serve` options; they override the profile's values")
+
+    serve = command("serve", "check, then start and supervise vLLM",
+                    "Run the preflight checks, then start vLLM. Guard options go before TARGET; "
+                    "everything after TARGET is passed to `vllm serve`.")
+    serve.add_argument("--dry-run", action="store_true",
+                       help="print the checks, the command line and the environment; start nothing")
+    serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
+    target(serve)
+
+    check = command("check", "preflight checks only: will this profile start here?")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    target(check)
+
+    snapshot = command("snapshot", "record this machine's GPUs and host as a JSON snapshot")
+    snapshot.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE")
+    snapshot.add_argument("--json", action="store_true", help="print the snapshot JSON to stdout")
+
+    explain = command("explain", "diagnose a failed vLLM start from its log")
+    explain.add_argument("log", nargs="?", metavar="FILE", help="a log file, or - for stdin")
+    explain.add_argument("--unit", metavar="NAME", help="read the journal of this systemd unit")
+    explain.add_argument("--exit-status", type=int, metavar="N", help="vLLM's exit status (negative: signal)")
+    explain.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+
+    init = command("init", "write a profile fitted to this machine (or a snapshot)")
+    init.add_argument("model", metavar="MODEL", help="a Hugging Face id or a local path")
+    init.add_argument("--machine", metavar="FILE", help="fit the profile to a machine snapshot")
+    init.add_argument("-tp", "--tensor-parallel-size", type=int, default=1, metavar="N")
+    init.add_argument("--users", type=int, metavar="N", help="full-length requests that must fit at once")
+    init.add_argument("--context", metavar="N", help="wanted max-model-len (e.g. 32768 or 32K)")
+    init.add_argument("-o", "--output", metavar="PROFILE", help="where to write the profile (default: stdout)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    attempts = command("attempts", "show the attempt history of a profile")
+    attempts.add_argument("source", nargs="?", metavar="PROFILE|FILE")
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the CLI and return the exit code. Tests call this directly."""
+    env = dict(os.environ if environ is None else environ)
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = False
+    try:
+        # argparse prints --help and --version to sys.stdout; send them where the caller asked.
+        with contextlib.redirect_stdout(out):
+            args = build_parser().parse_args(args_list)
+        debug = bool(getattr(args, "debug", False))
+        if args.command is None:
+            build_parser().print_help(out)
+            return ExitCode.USAGE
+        from vllm_guard import commands
+
+        return int(commands.dispatch(args, env=env, stdout=out, stderr=err))
+    except GuardError as e:
+        if debug:
+            traceback.print_exc(file=err)
+        err.write(f"{PROG}: error: {e.message}\n")
+        if e.hint:
+            err.write(f"hint: {e.hint}\n")
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except SystemExit as e:  # --help and --version
+        return int(e.code) if isinstance(e.code, int) else 0
+    except Exception:
+        if debug:
+            traceback.print_exc(file=err)
+        else:
+            exc = sys.exc_info()[1]
+            err.write(f"{PROG}: internal error: {type(exc).__name__}: {exc}\n"
+                      "hint: this is a bug in vllm-guard; run again with --debug and report the traceback\n")
+        return int(ExitCode.ERROR)
+

@@ -1,0 +1,104 @@
+"""Pure: (Profile, resolved facts) -> LaunchPlan, the exact vLLM command and environment.
+
+The single place that turns the guard's view of a deployment into vLLM's argv.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from vllm_guard.profile import ENV_PREFIX, Profile
+from vllm_guard.redact import MASK, SECRET_OPTION_DESTS, is_secret_name, redact_env
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    argv: tuple[str, ...]
+    secret_indices: frozenset[int]
+    env_set: Mapping[str, str]  # variables the guard sets or changes for vLLM, with the reason
+    env_reasons: Mapping[str, str]
+    env_unset: tuple[str, ...]  # the guard's own variables, removed from vLLM's environment
+    health_url: str
+    uds: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def redacted_argv(self) -> list[str]:
+        out = list(self.argv)
+        for i in self.secret_indices:
+            head, eq, _ = out[i].partition("=")
+            out[i] = f"{head}={MASK}" if eq and head.startswith("-") else MASK
+        return out
+
+    def command_line(self) -> str:
+        return shlex.join(self.redacted_argv())
+
+    def redacted_env_set(self) -> dict[str, str]:
+        return redact_env(self.env_set)
+
+    def secrets(self) -> list[str]:
+        values = [self.argv[i].partition("=")[2] or self.argv[i] for i in self.secret_indices]
+        return values + [v for k, v in self.env_set.items() if is_secret_name(k)]
+
+    def environment(self, environ: Mapping[str, str]) -> dict[str, str]:
+        env = {k: v for k, v in environ.items() if k not in self.env_unset}
+        env.update(self.env_set)
+        return env
+
+
+def build_plan(
+    profile: Profile,
+    *,
+    environ: Mapping[str, str],
+    cuda_visible_devices: str | None = None,
+) -> LaunchPlan:
+    """Render the profile into vLLM's command line and environment changes."""
+    argv: list[str] = [str(profile.setting("vllm")), "serve", profile.model]
+    secret: set[int] = set()
+    if profile.revision is not None and not profile.is_set("revision"):
+        argv += ["--revision", profile.revision]
+    for arg in profile.args:
+        tokens = arg.argv()
+        is_secret = (arg.spec is not None and arg.spec.dest in SECRET_OPTION_DESTS) or (
+            arg.spec is None and is_secret_name(arg.key)
+        )
+        for j, token in enumerate(tokens):
+            # The value tokens, and the `--api-key=VALUE` form; the bare `--hf-token` flag is no secret.
+            if is_secret and (j > 0 or "=" in token):
+                secret.add(len(argv) + j)
+        argv += tokens
+
+    env_set: dict[str, str] = {}
+    reasons: dict[str, str] = {}
+    # NVML numbers GPUs by PCI bus id; CUDA's default order is fastest-first. The same
+    # order makes the guard's GPU indices and vLLM's agree (vLLM 0.33 platforms/cuda.py:996).
+    env_set["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    reasons["CUDA_DEVICE_ORDER"] = "so CUDA numbers GPUs as NVML does"
+    if cuda_visible_devices is not None:
+        env_set["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
+        reasons["CUDA_VISIBLE_DEVICES"] = "the GPUs chosen in guard.gpus"
+    for key, value in profile.env.items():
+        env_set[key] = value
+        reasons[key] = "from the profile's [env]"
+    env_set = {k: v for k, v in env_set.items() if environ.get(k) != v}
+    unset = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX)))
+
+    uds = profile.value("uds")
+    host = profile.value("host") or ""
+    # vLLM binds "" (all interfaces) by default; readiness is asked locally.
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    port = profile.value("port") or 8000
+    health_url = f"http://{host}:{port}/health" if uds is None else f"http+unix://{uds}/health"
+    return LaunchPlan(
+        argv=tuple(argv),
+        secret_indices=frozenset(secret),
+        env_set=env_set,
+        env_reasons={k: reasons[k] for k in env_set},
+        env_unset=unset,
+        health_url=health_url,
+        uds=uds,
+    )

@@ -1,0 +1,389 @@
+"""A profile: TOML file (or a `vllm serve` command line) -> a frozen, validated Profile.
+
+Precedence, highest first: the command line (vLLM options after TARGET, guard
+options before it), the guard's own ``VLLMGUARD_*`` environment variables, the
+profile file, then defaults. The format is documented in ``docs/profile.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vllm_guard.errors import ProfileError, UsageError
+from vllm_guard.options import (
+    ArgvProblem,
+    OptionTable,
+    ValueProblem,
+    VllmArg,
+    coerce_profile_value,
+    load_table,
+    parse_argv,
+    parse_human_int,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+ENV_PREFIX = "VLLMGUARD_"
+TOP_LEVEL_TABLES = ("model", "vllm", "env", "guard")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of ``[guard]`` or its sub-tables: its type, default and meaning."""
+
+    kind: str  # str | bool | int | float | gpus | str_list | len
+    default: Any
+    help: str
+    env: str | None = None
+    minimum: float | None = None
+
+
+# The guard's own settings. Each later capability adds the keys it uses, here.
+GUARD_SETTINGS: dict[str, Setting] = {
+    "vllm": Setting("str", "vllm", "vLLM executable: a name on PATH or a path", env="VLLMGUARD_VLLM_BIN"),
+    "gpus": Setting("gpus", None, "GPUs to use, as NVML indices or UUIDs; default: all that vLLM would see"),
+    "allow-unknown-vllm-options": Setting(
+        "bool", False, "pass [vllm] keys that vLLM 0.33 does not know (for a newer vLLM)"
+    ),
+    "max-model-len-cap": Setting("len", None, 'upper bound for max-model-len = "auto"', minimum=1),
+}
+CHECK_SETTINGS: dict[str, Setting] = {
+    "skip": Setting("str_list", (), "check ids not to run"),
+    "warn-only": Setting("str_list", (), "check ids whose failure is only a warning"),
+    "min-concurrency": Setting("float", None, "warn when full-length requests that fit at once are fewer", minimum=0),
+    "host-ram-factor": Setting("float", 2.0, "host memory needed, as a multiple of the weight size", minimum=0),
+    "free-memory-margin-mib": Setting(
+        "int", 512, "free GPU memory wanted above the budget: vLLM measures after its own CUDA context",
+        minimum=0,
+    ),
+    "shm-fail-mib": Setting("int", 200, "/dev/shm free below this fails with tensor parallel > 1", minimum=0),
+    "shm-warn-mib": Setting("int", 1024, "/dev/shm free below this warns", minimum=0),
+    "disk-headroom": Setting("float", 0.10, "free disk wanted above the weight size, as a fraction", minimum=0),
+    "nofile-min": Setting("int", 65536, "warn when the open-files soft limit is below this", minimum=0),
+}
+SUBTABLES: dict[str, dict[str, Setting]] = {"checks": CHECK_SETTINGS}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything the guard needs to know about one model deployment."""
+
+    model: str
+    revision: str | None = None
+    args: tuple[VllmArg, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    guard: Mapping[str, Any] = field(default_factory=dict)
+    checks: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    sha256: str | None = None
+    overridden: tuple[str, ...] = ()  # keys set by the command line or the environment
+
+    @property
+    def name(self) -> str:
+        if self.path is not None:
+            return self.path.stem
+        return self.model.rstrip("/").rsplit("/", 1)[-1]
+
+    def value(self, dest: str, default: Any = _MISSING) -> Any:
+        """The effective value of a vLLM option: the last one given, else vLLM's default."""
+        for arg in reversed(self.args):
+            if arg.identity == dest:
+                return arg.value
+        if default is not _MISSING:
+            return default
+        spec = load_table().by_dest.get(dest)
+        return spec.default if spec is not None else None
+
+    def is_set(self, dest: str) -> bool:
+        return any(arg.identity == dest for arg in self.args)
+
+    def with_value(self, dest: str, value: Any) -> Profile:
+        """A copy with one vLLM option set, keeping the position of the old one."""
+        spec = load_table().by_dest[dest]
+        new = VllmArg(spec.name, value, spec)
+        args = list(self.args)
+        for i, arg in enumerate(args):
+            if arg.identity == dest:
+                args[i] = new
+                break
+        else:
+            args.append(new)
+        return replace(self, args=tuple(args))
+
+    def setting(self, key: str) -> Any:
+        return self.guard.get(key, GUARD_SETTINGS[key].default)
+
+    def check_setting(self, key: str) -> Any:
+        return self.checks.get(key, CHECK_SETTINGS[key].default)
+
+
+# --- loading ---------------------------------------------------------------
+
+
+def load_profile(path: Path, *, environ: Mapping[str, str] | None = None) -> Profile:
+    """Read and validate a profile file.
+
+    Raises:
+        ProfileError: with the file, the line, the key, what was expected and a hint.
+    """
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: no such profile", hint="check the path, or give a model id") from None
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read the profile: {e.strerror}") from None
+    try:
+        text = raw_bytes.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileError(
+            f"{path}: invalid TOML: {e}",
+            hint="see docs/profile.md for the format; strings need quotes, tables need [brackets]",
+        ) from None
+    profile = _from_data(data, _Locator(path, text))
+    profile = replace(profile, path=path, sha256=hashlib.sha256(raw_bytes).hexdigest())
+    return apply_environment(profile, environ)
+
+
+def drop_in_profile(model: str, *, environ: Mapping[str, str] | None = None) -> Profile:
+    """The profile of a plain `vllm serve MODEL ...` command line: only defaults."""
+    if not model.strip():
+        raise UsageError("the model id is empty", hint="give a Hugging Face id or a local path")
+    return apply_environment(Profile(model=model), environ)
+
+
+def apply_environment(profile: Profile, environ: Mapping[str, str] | None) -> Profile:
+    """Apply the guard's own environment variables over the profile's [guard] values."""
+    if not environ:
+        return profile
+    guard = dict(profile.guard)
+    overridden = list(profile.overridden)
+    for key, setting in GUARD_SETTINGS.items():
+        if setting.env and environ.get(setting.env):
+            guard[key] = environ[setting.env]
+            overridden.append(f"guard.{key} (from {setting.env})")
+    return replace(profile, guard=guard, overridden=tuple(overridden))
+
+
+def apply_cli(profile: Profile, tokens: Sequence[str]) -> Profile:
+    """Apply vLLM options from the command line; each replaces the profile's value for it.
+
+    Raises:
+        UsageError: for an unknown option or a value vLLM would reject.
+    """
+    if not tokens:
+        return profile
+    table = load_table()
+    try:
+        allow_unknown = bool(profile.setting("allow-unknown-vllm-options"))
+        cli_args = parse_argv(tokens, table, allow_unknown=allow_unknown)
+    except ArgvProblem as e:
+        hint = f"did you mean --{e.suggestion}?" if e.suggestion else "see `vllm serve --help=all`"
+        raise UsageError(str(e), hint=hint) from None
+    for arg in cli_args:
+        if arg.spec is not None and arg.spec.dest == "model":
+            raise UsageError(
+                "--model is deprecated in vLLM 0.33: give the model as TARGET",
+                hint="vllm-guard serve MODEL [options]",
+            )
+    given = {arg.identity for arg in cli_args}
+    kept = tuple(arg for arg in profile.args if arg.identity not in given)
+    overridden = profile.overridden + tuple(f"--{arg.key} (command line)" for arg in cli_args)
+    return replace(profile, args=kept + tuple(cli_args), overridden=overridden)
+
+
+class _Locator:
+    """Finds the line of a key in the TOML text, for error messages."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def line(self, table: str, key: str | None = None) -> int | None:
+        current = ""
+        header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
+        for number, line in enumerate(self.lines, start=1):
+            m = header.match(line)
+            if m:
+                current = m.group(1).replace('"', "").replace(" ", "")
+                if key is None and current == table:
+                    return number
+                continue
+            if key is not None and current == table:
+                m = re.match(r'^\s*"?([A-Za-z0-9_.-]+)"?\s*=', line)
+                if m and m.group(1) == key:
+                    return number
+        return None
+
+    def error(self, table: str, key: str | None, message: str, hint: str | None = None) -> ProfileError:
+        line = self.line(table, key)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        name = f"[{table}] {key}" if key is not None else f"[{table}]"
+        return ProfileError(f"{where}: {name}: {message}", hint=hint)
+
+
+def _from_data(data: Mapping[str, Any], loc: _Locator) -> Profile:
+    for table in data:
+        if table not in TOP_LEVEL_TABLES:
+            close = difflib.get_close_matches(table, TOP_LEVEL_TABLES, n=1)
+            hint = f"did you mean [{close[0]}]?" if close else f"the tables are {', '.join(TOP_LEVEL_TABLES)}"
+            raise loc.error(table, None, "unknown table", hint)
+        if not isinstance(data[table], dict):
+            raise loc.error(table, None, "expected a table", f"write it as [{table}] with keys below it")
+    model, revision = _read_model(data.get("model"), loc)
+    guard, checks = _read_guard(data.get("guard", {}), loc)
+    args = _read_vllm(data.get("vllm", {}), loc, allow_unknown=bool(guard.get("allow-unknown-vllm-options")))
+    env = _read_env(data.get("env", {}), loc)
+    return Profile(model=model, revision=revision, args=args, env=env, guard=guard, checks=checks)
+
+
+def _read_model(table: Mapping[str, Any] | None, loc: _Locator) -> tuple[str, str | None]:
+    if table is None:
+        raise ProfileError(
+            f"{loc.path}: the [model] table is missing",
+            hint='add\n  [model]\n  id = "meta-llama/Llama-3.1-8B-Instruct"   # or a local path',
+        )
+    for key in table:
+        if key not in ("id", "revision"):
+            close = difflib.get_close_matches(key, ("id", "revision"), n=1)
+            raise loc.error("model", key, "unknown key", f"did you mean `{close[0]}`?" if close else
+                            "[model] takes id and revision; vLLM options go in [vllm]")
+    model = table.get("id")
+    if not isinstance(model, str) or not model.strip():
+        raise loc.error("model", "id" if "id" in table else None,
+                        "expected `id`, a Hugging Face repo id or a local path (a non-empty string)",
+                        'id = "Qwen/Qwen3-0.6B"')
+    revision = table.get("revision")
+    if revision is not None and not isinstance(revision, str):
+        raise loc.error("model", "revision", f"expected a string (branch, tag or commit), got {revision!r}")
+    return model, revision
+
+
+def _read_vllm(table: Mapping[str, Any], loc: _Locator, *, allow_unknown: bool) -> tuple[VllmArg, ...]:
+    opts: OptionTable = load_table()
+    args: dict[str, VllmArg] = {}
+    for key, value in table.items():
+        found = opts.lookup_key(key)
+        if found is None:
+            if allow_unknown:
+                tokens = ("--" + key, *([] if value is True else [str(value)]))
+                args[key] = VllmArg(key, value, None, tokens)
+                continue
+            suggestion = opts.suggest(key)
+            hint = f"did you mean `{suggestion}`?" if suggestion else "see `vllm serve --help=all`"
+            hint += " (for options of a newer vLLM, set guard.allow-unknown-vllm-options = true)"
+            raise loc.error("vllm", key, f"not a vLLM {opts.vllm_version} option", hint)
+        spec, negative = found
+        if spec.dest == "model":
+            raise loc.error("vllm", key, "the model goes in [model] id, not in [vllm]", '[model]\nid = "..."')
+        if spec.dest in args:
+            raise loc.error("vllm", key, f"sets the same option as `{args[spec.dest].key}`",
+                            "keep one of the two keys")
+        try:
+            coerced = coerce_profile_value(spec, value)
+        except ValueProblem as e:
+            raise loc.error("vllm", key, str(e), f"see `vllm serve --help={spec.name}`") from None
+        if negative:
+            coerced = not coerced  # `disable-log-stats = true` is `enable-...` false
+        if spec.dest == "gpu_memory_utilization" and not 0 < coerced <= 1:
+            raise loc.error("vllm", key, f"must be in (0, 1], got {value!r}",
+                            "it is a fraction of the GPU's total memory, e.g. 0.9")
+        if spec.dest == "max_model_len" and coerced != -1 and coerced <= 0:
+            raise loc.error("vllm", key, f"must be positive or \"auto\", got {value!r}")
+        args[spec.dest] = VllmArg(spec.name, coerced, spec)
+    return tuple(args.values())
+
+
+def _read_env(table: Mapping[str, Any], loc: _Locator) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for key, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise loc.error("env", key, f"expected a string, got {value!r}", f'{key} = "..."')
+        if key.startswith(ENV_PREFIX):
+            raise loc.error("env", key, "the guard's own variables are not passed to vLLM",
+                            "set it in the guard's environment, or use the [guard] key")
+        env[key] = str(value)
+    return env
+
+
+def _read_guard(table: Mapping[str, Any], loc: _Locator) -> tuple[dict[str, Any], dict[str, Any]]:
+    guard = _read_settings(table, GUARD_SETTINGS, "guard", loc, subtables=SUBTABLES)
+    checks = _read_settings(table.get("checks", {}), CHECK_SETTINGS, "guard.checks", loc)
+    return guard, checks
+
+
+def _read_settings(
+    table: Any,
+    settings: Mapping[str, Setting],
+    name: str,
+    loc: _Locator,
+    *,
+    subtables: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise loc.error(name, None, "expected a table")
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if subtables and key in subtables:
+            continue
+        setting = settings.get(key)
+        if setting is None:
+            known = [*settings, *(subtables or {})]
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean `{close[0]}`?" if close else f"[{name}] keys: {', '.join(known)}"
+            raise loc.error(name, key, "unknown key", hint)
+        try:
+            out[key] = _coerce_setting(setting, value)
+        except ValueProblem as e:
+            raise loc.error(name, key, str(e), setting.help) from None
+    return out
+
+
+def _coerce_setting(setting: Setting, value: Any) -> Any:
+    kind = setting.kind
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueProblem(f"expected true or false, got {value!r}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise ValueProblem(f"expected a non-empty string, got {value!r}")
+        return value
+    if kind == "str_list":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueProblem(f"expected a list of strings, got {value!r}")
+        return tuple(value)
+    if kind == "gpus":
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(
+            (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v)
+            for v in items
+        ):
+            raise ValueProblem(f"expected a list of GPU indices (0, 1, ...) or UUIDs, got {value!r}")
+        return tuple(items)
+    number: float
+    if kind == "len" and isinstance(value, str):
+        number = parse_human_int(value)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        kind in ("int", "len") and not isinstance(value, int)
+    ):
+        expected = "a number" if kind == "float" else "an integer"
+        raise ValueProblem(f"expected {expected}, got {value!r}")
+    else:
+        number = value
+    if setting.minimum is not None and number < setting.minimum:
+        raise ValueProblem(f"must be at least {setting.minimum:g}, got {value!r}")
+    return float(number) if kind == "float" else int(number)
