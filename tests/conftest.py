@@ -10,6 +10,8 @@ from vllm_guard import cli
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
+MACHINES = ROOT / "profiles" / "machines"
+L4 = str(MACHINES / "l4-24gb.json")
 
 
 @dataclass

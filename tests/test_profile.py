@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import L4, run_cli
 from vllm_guard.profile import load_profile
 
 GOOD = """\
@@ -39,8 +39,8 @@ def command_of(out: str) -> list[str]:
 
 
 def test_good_profile_renders_every_type(write_profile) -> None:
-    r = run_cli("serve", "--dry-run", str(write_profile(GOOD)))
-    assert r.code == 0, r.err
+    r = run_cli("serve", "--dry-run", "--machine", L4, str(write_profile(GOOD)))
+    assert r.code == 0, r.out + r.err
     assert command_of(r.out) == [
         "/opt/vllm/bin/vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--revision", "main",
         "--max-model-len", "16384", "--gpu-memory-utilization", "0.9", "--enforce-eager",
@@ -52,8 +52,8 @@ def test_good_profile_renders_every_type(write_profile) -> None:
 
 
 def test_secrets_never_printed(write_profile) -> None:
-    r = run_cli("serve", "--dry-run", str(write_profile(GOOD)), "--api-key=sk-cli-secret", "--hf-token", "hf_cli",
-                env={"VLLMGUARD_VLLM_BIN": "vllm", "MY_PASSWORD": "pw12345"})
+    r = run_cli("serve", "--dry-run", "--machine", L4, str(write_profile(GOOD)), "--api-key=sk-cli-secret",
+                "--hf-token", "hf_cli", env={"VLLMGUARD_VLLM_BIN": "vllm", "MY_PASSWORD": "pw12345"})
     assert r.code == 0
     for secret in ("sk-profile-secret", "hf_profile_secret", "sk-cli-secret", "hf_cli"):
         assert secret not in r.out + r.err
@@ -61,7 +61,8 @@ def test_secrets_never_printed(write_profile) -> None:
 
 
 def test_cli_overrides_profile_and_keeps_order(write_profile) -> None:
-    r = run_cli("serve", "--dry-run", str(write_profile(GOOD)), "--max-model-len", "8k", "--no-enforce-eager",
+    r = run_cli("serve", "--dry-run", "--machine", L4, str(write_profile(GOOD)), "--max-model-len", "8k",
+                "--no-enforce-eager",
                 "--trust-remote-code")
     argv = command_of(r.out)
     assert argv.count("--max-model-len") == 1 and argv[argv.index("--max-model-len") + 1] == "8k"
@@ -71,11 +72,11 @@ def test_cli_overrides_profile_and_keeps_order(write_profile) -> None:
 
 def test_precedence_cli_over_env_over_profile(write_profile, tmp_path: Path) -> None:
     path = write_profile(GOOD)
-    assert command_of(run_cli("serve", "--dry-run", str(path)).out)[0] == "/opt/vllm/bin/vllm"
+    assert command_of(run_cli("serve", "--dry-run", "--machine", L4, str(path)).out)[0] == "/opt/vllm/bin/vllm"
     env = {"VLLMGUARD_VLLM_BIN": "/env/vllm"}
     assert command_of(run_cli("serve", "--dry-run", str(path), env=env).out)[0] == "/env/vllm"
     env["VLLMGUARD_PROFILE"] = str(path)
-    r = run_cli("serve", "--dry-run", env=env)
+    r = run_cli("serve", "--dry-run", "--machine", L4, env=env)
     assert r.code == 0 and "meta-llama/Llama-3.1-8B-Instruct" in r.out
     # An explicit TARGET wins over VLLMGUARD_PROFILE.
     r = run_cli("serve", "--dry-run", "Qwen/Qwen3-0.6B", env=env)
@@ -88,9 +89,17 @@ def test_guard_variables_are_removed_from_vllm_env(write_profile) -> None:
 
 
 def test_drop_in_prints_exactly_what_was_asked() -> None:
-    r = run_cli("serve", "--dry-run", "Qwen/Qwen3-0.6B", "--max-model-len", "4096", "--enforce-eager")
-    assert r.code == 0
-    assert "vllm serve Qwen/Qwen3-0.6B --max-model-len 4096 --enforce-eager\n" in r.out
+    r = run_cli("serve", "--dry-run", "--machine", L4, "Qwen/Qwen3-0.6B", "--max-model-len", "4096", "--enforce-eager")
+    assert r.code == 0, r.out
+    assert "\nvllm serve Qwen/Qwen3-0.6B --max-model-len 4096 --enforce-eager\n" in r.out
+
+
+def test_dry_run_prints_the_command_even_when_preflight_fails() -> None:
+    # This machine (and CI's) has no GPU: the preflight fails, the command line is still shown.
+    r = run_cli("serve", "--dry-run", "Qwen/Qwen3-0.6B", "--max-model-len", "4096")
+    assert r.code == 4
+    assert "\nvllm serve Qwen/Qwen3-0.6B --max-model-len 4096\n" in r.out
+    assert "gpu.present" in r.out
 
 
 def test_drop_in_passes_unknown_to_guard_options_untouched() -> None:
@@ -156,7 +165,7 @@ def test_missing_and_unreadable_profiles(tmp_path: Path) -> None:
 def test_allow_unknown_vllm_options(write_profile) -> None:
     text = '[model]\nid = "m"\n[guard]\nallow-unknown-vllm-options = true\n[vllm]\nfuture-knob = 3\n'
     r = run_cli("serve", "--dry-run", str(write_profile(text)), "--another-future", "x")
-    assert r.code == 0, r.err
+    assert r.code == 4, r.err  # "m" is no model the guard knows: preflight fails, the command is printed
     assert command_of(r.out)[3:] == ["--future-knob", "3", "--another-future", "x"]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from vllm_guard.errors import NotBuiltError, UsageError
 from vllm_guard.exit_codes import ExitCode
@@ -16,6 +16,8 @@ from vllm_guard.profile import Profile, apply_cli, drop_in_profile, load_profile
 
 
 def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    if hasattr(args, "vllm_args"):
+        take_trailing_guard_options(args)
     handlers: dict[str, Callable[..., int]] = {
         "serve": serve,
         "check": check,
@@ -44,28 +46,96 @@ def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, s
     return apply_cli(profile, vllm_args)
 
 
-def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+# Guard options also accepted after TARGET, because vLLM 0.33 has no option spelled like
+# them (not even as an abbreviation); before TARGET is the form that can never collide.
+TRAILING_GUARD_OPTIONS = {"--machine": True, "--json": False, "--dry-run": False, "--force": False, "--debug": False}
+
+
+def take_trailing_guard_options(args: argparse.Namespace) -> None:
+    from vllm_guard.options import load_table
+
+    table = load_table()
+    rest: list[str] = []
+    tokens = iter(args.vllm_args)
+    for token in tokens:
+        name, eq, value = token.partition("=")
+        dest = name[2:].replace("-", "_")
+        if name in TRAILING_GUARD_OPTIONS and hasattr(args, dest) and table.resolve(name) is None:
+            if TRAILING_GUARD_OPTIONS[name]:
+                value = value if eq else next(tokens, "")
+                if not value:
+                    raise UsageError(f"{name} needs a value")
+                setattr(args, dest, value)
+            else:
+                setattr(args, dest, True)
+            continue
+        rest.append(token)
+    args.vllm_args = rest
+
+
+def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Profile, Any, Any, str]:
+    from vllm_guard import checks, probes
+
     profile = resolve_target(args.target, args.vllm_args, env)
+    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
+    facts = probes.gather(profile, environ=env, machine_file=machine_file)
+    target = str(profile.path) if profile.path is not None else profile.model
+    return profile, facts, checks.preflight(profile, facts), target
+
+
+def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard import plan as plan_mod
     from vllm_guard import report
 
-    plan = plan_mod.build_plan(profile, environ=env)
     if not args.dry_run:
+        # Validate the target first, so a broken profile still says what is wrong (exit 3).
+        resolve_target(args.target, args.vllm_args, env)
         raise NotBuiltError(
             "launching and supervising vLLM is not built in this version of vllm-guard",
-            hint="`vllm-guard serve --dry-run ...` prints the exact command line; run that yourself for now",
+            hint="`vllm-guard serve --dry-run ...` runs the checks and prints the exact command line",
         )
+    _, facts, pre, target = _preflight(args, env)
+    report.print_check(pre, facts, target, stdout)
+    plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     report.print_plan(plan, stdout)
+    if pre.verdict == "fail":
+        if args.force:
+            stdout.write("preflight failed; --force: a launch would go ahead anyway\n")
+            return ExitCode.OK
+        return ExitCode.PREFLIGHT_FAILED
     return ExitCode.OK
 
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    resolve_target(args.target, args.vllm_args, env)
-    raise NotBuiltError("the preflight checks are not built in this version; the profile itself is valid")
+    from vllm_guard import report
+
+    _, facts, pre, target = _preflight(args, env)
+    if args.json:
+        stdout.write(report.check_json(pre, facts, target) + "\n")
+    else:
+        report.print_check(pre, facts, target, stdout)
+    return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
 
 
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    raise NotBuiltError("`vllm-guard snapshot` is not built in this version")
+    import json
+
+    from vllm_guard import probes, report
+
+    machine = probes.probe_machine(environ=env)
+    text = json.dumps(machine.to_dict(), indent=2) + "\n"
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    if args.json:
+        stdout.write(text)
+    else:
+        report.print_machine(machine, stdout)
+        if args.output:
+            stdout.write(f"snapshot written to {args.output}; plan against it with --machine {args.output}\n")
+    return ExitCode.OK
 
 
 def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:

@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from vllm_guard.facts import Gpu
 from vllm_guard.profile import ENV_PREFIX, Profile
 from vllm_guard.redact import MASK, SECRET_OPTION_DESTS, is_secret_name, redact_env
 
@@ -102,3 +103,44 @@ def build_plan(
         health_url=health_url,
         uds=uds,
     )
+
+
+def select_gpus(
+    gpus: tuple[Gpu, ...], wanted: tuple[int | str, ...] | None, cuda_visible: str | None
+) -> tuple[tuple[Gpu, ...], str | None, list[str]]:
+    """The GPUs vLLM will see, the CUDA_VISIBLE_DEVICES the guard sets, and notes.
+
+    ``guard.gpus`` (NVML indices or UUIDs) wins and is passed on as indices, which
+    mean the same GPUs to CUDA under CUDA_DEVICE_ORDER=PCI_BUS_ID. Otherwise an
+    inherited CUDA_VISIBLE_DEVICES is honoured as CUDA reads it: indices or
+    (prefixes of) UUIDs, up to the first entry that names no GPU.
+    """
+    notes: list[str] = []
+    if wanted:
+        chosen = []
+        for item in wanted:
+            gpu = _find_gpu(gpus, str(item))
+            if gpu is None:
+                notes.append(f"guard.gpus names {item!r}, which is not a GPU of this machine")
+            elif gpu not in chosen:
+                chosen.append(gpu)
+        return tuple(chosen), ",".join(str(g.index) for g in chosen), notes
+    if cuda_visible is None:
+        return gpus, None, notes
+    chosen = []
+    for entry in (e.strip() for e in cuda_visible.split(",")):
+        gpu = _find_gpu(gpus, entry) if entry else None
+        if gpu is None:
+            if entry:
+                notes.append(f"CUDA_VISIBLE_DEVICES entry {entry!r} names no GPU here; CUDA ignores it "
+                             "and every entry after it")
+            break
+        chosen.append(gpu)
+    return tuple(chosen), None, notes
+
+
+def _find_gpu(gpus: tuple[Gpu, ...], key: str) -> Gpu | None:
+    if key.isdigit():
+        return next((g for g in gpus if g.index == int(key)), None)
+    matches = [g for g in gpus if g.uuid.startswith(key) or g.uuid.removeprefix("GPU-").startswith(key)]
+    return matches[0] if len(matches) == 1 else None

@@ -322,6 +322,14 @@ def _read_env(table: Mapping[str, Any], loc: _Locator) -> dict[str, str]:
 def _read_guard(table: Mapping[str, Any], loc: _Locator) -> tuple[dict[str, Any], dict[str, Any]]:
     guard = _read_settings(table, GUARD_SETTINGS, "guard", loc, subtables=SUBTABLES)
     checks = _read_settings(table.get("checks", {}), CHECK_SETTINGS, "guard.checks", loc)
+    from vllm_guard.checks import CHECK_IDS  # checks imports this module; import at use
+
+    for key in ("skip", "warn-only"):
+        for check_id in checks.get(key, ()):
+            if check_id not in CHECK_IDS:
+                close = difflib.get_close_matches(check_id, CHECK_IDS, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"check ids: {', '.join(CHECK_IDS)}"
+                raise loc.error("guard.checks", key, f"{check_id!r} is not a check id", hint)
     return guard, checks
 
 

@@ -2,26 +2,179 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+import json
+from typing import Any, TextIO
 
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
+from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
+from vllm_guard.facts import Facts, Machine
+from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
+
+STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
 
 
 def _console(stream: TextIO) -> Console:
-    return Console(file=stream, highlight=False, soft_wrap=True)
+    return Console(file=stream, highlight=False, soft_wrap=False, width=_width(stream))
+
+
+def _width(stream: TextIO) -> int | None:
+    # A pipe or a file gets a fixed, readable width; a terminal keeps its own.
+    return None if getattr(stream, "isatty", lambda: False)() else 120
+
+
+def fmt(value: Any, key: str = "") -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if (key.endswith("bytes") or "_bytes_" in key) and isinstance(value, (int, float)):
+        return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.0f} MiB"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10000 else str(value)
+    return str(value)
+
+
+def _pairs(d: dict[str, Any]) -> str:
+    return "\n".join(f"{k.replace('_bytes', '')}: {fmt(v, k)}" for k, v in d.items())
 
 
 def print_plan(plan: LaunchPlan, stream: TextIO) -> None:
     """The command line and the environment changes a launch would use (secrets masked)."""
     c = _console(stream)
     c.print("[bold]command[/bold]")
-    c.print(plan.command_line(), markup=False)
+    c.print(plan.command_line(), markup=False, soft_wrap=True)
     c.print("[bold]environment[/bold]")
     for key, value in plan.redacted_env_set().items():
-        c.print(f"  {key}={value}", markup=False, end="")
-        c.print(f"  [dim]# {plan.env_reasons.get(key, '')}[/dim]")
+        c.print(Text.assemble(f"  {key}={value}", (f"  # {plan.env_reasons.get(key, '')}", "dim")))
     for key in plan.env_unset:
-        c.print(f"  unset {key}", markup=False, end="")
-        c.print("  [dim]# the guard's own variable[/dim]")
+        c.print(Text.assemble(f"  unset {key}", ("  # the guard's own variable", "dim")))
+
+
+def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO) -> None:
+    c = _console(stream)
+    m = facts.model
+    c.print(Text.assemble(("vllm-guard check ", "bold"), (target, "bold cyan"), f" on {facts.machine_origin}"))
+    weights = f"weights {fmt(m.weights_bytes, '_bytes')} ({m.weights_source})" if m.weights_bytes else "weights unknown"
+    c.print(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}, "
+            f"derived max length {fmt(m.derived_max_len)}", markup=False)
+    for g in facts.gpus:
+        cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
+        c.print(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
+                f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}", markup=False)
+    table = Table(show_lines=False, header_style="bold")
+    for col in ("check", "status", "measured", "required", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in pre.findings:
+        table.add_row(f.id, Text(f.status, style=STATUS_STYLE[f.status]), _pairs(f.measured), _pairs(f.required),
+                      f.fix or "")
+    c.print(table)
+    problems = [f for f in pre.findings if f.status in (FAIL, WARN)]
+    for f in problems:
+        c.print(Text(f"{f.status.upper()} {f.id}: ", style=STATUS_STYLE[f.status]), end="")
+        c.print(f.message + (f" ({f.note})" if f.note else ""), markup=False)
+    if pre.estimate is not None:
+        _print_budget(c, pre)
+    for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
+        c.print(f"note: {note}", markup=False, style="dim")
+    _print_verdict(c, pre.verdict, pre.findings)
+
+
+def _print_budget(c: Console, pre: Preflight) -> None:
+    e = pre.estimate
+    assert e is not None
+    parts = [("weights", e.weights_bytes_per_gpu, "blue"), ("non-torch", e.non_torch_bytes, "magenta"),
+             ("activations", e.activation_bytes, "yellow"), ("CUDA graphs", e.cudagraph_bytes, "cyan"),
+             ("KV cache", max(e.kv_budget_bytes or 0, 0), "green")]
+    used = sum(v or 0 for _, v, _ in parts)
+    rest = max(e.budget_bytes - used, 0)
+    over = max(used - e.budget_bytes, 0)
+    c.print(f"[bold]memory per GPU[/bold]: budget {fmt(e.budget_bytes, '_bytes')} = "
+            f"{fmt(e.gpu_total_bytes, '_bytes')} x utilization {e.utilization:g}")
+    width = 60
+    bar = Text()
+    scale = max(e.budget_bytes, used, 1)
+    for _name, value, style in [*parts, ("rest", rest, "dim")]:
+        bar.append("█" * round((value or 0) / scale * width), style=style)
+    c.print(bar)
+    legend = Text()
+    for name, value, style in [*parts, ("rest of budget", rest, "dim")]:
+        legend.append("■ ", style=style)
+        legend.append(f"{name} {fmt(value, '_bytes')}  ")
+    c.print(legend)
+    if over:
+        c.print(f"[red]over budget by {fmt(over, '_bytes')}[/red]")
+    kv_line = f"KV cache: {fmt(e.kv_bytes_per_token)} bytes/token"
+    if e.kv_tokens is not None:
+        kv_line += f", {e.kv_tokens:,} tokens"
+    if e.max_fitting_model_len is not None:
+        kv_line += f"; longest max-model-len that fits: {e.max_fitting_model_len:,}"
+    if e.max_concurrency is not None and e.max_model_len:
+        kv_line += f"; {e.max_concurrency:.2f}x concurrency at {e.max_model_len:,} tokens"
+    c.print(kv_line, markup=False)
+    if e.defaults:
+        c.print(f"vLLM defaults used for: {', '.join(e.defaults)} "
+                f"(max-num-batched-tokens {e.max_num_batched_tokens}, max-num-seqs {e.max_num_seqs})",
+                markup=False, style="dim")
+
+
+def _print_verdict(c: Console, verdict: str, findings: list[Finding]) -> None:
+    fails = [f for f in findings if f.status == FAIL]
+    text = Text("verdict: ", style="bold")
+    text.append(verdict.upper(), style=STATUS_STYLE[verdict])
+    if fails and fails[0].fix:
+        text.append(f" - {fails[0].id}: {fails[0].fix}")
+    c.print(text)
+
+
+def check_json(pre: Preflight, facts: Facts, target: str) -> str:
+    e = pre.estimate
+    doc = {
+        "verdict": pre.verdict,
+        "target": target,
+        "machine": facts.machine_origin,
+        "model_source": facts.model.source,
+        "model": facts.model.to_dict(),
+        "checks": [f.to_dict() for f in pre.findings],
+        "memory": e.to_dict() if e is not None else None,
+        "notes": [*pre.notes, *facts.notes, *facts.model.notes, *facts.machine.notes],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def print_machine(machine: Machine, stream: TextIO) -> None:
+    c = _console(stream)
+    c.print(Text.assemble(("machine ", "bold"), (machine.hostname or "?", "bold cyan"),
+                          f" taken {machine.taken_at}, GPU facts from {machine.source}"))
+    if machine.driver_version:
+        c.print(f"NVIDIA driver {machine.driver_version}, CUDA {machine.cuda_driver_version or '?'}")
+    if not machine.gpus:
+        c.print("[yellow]no GPUs[/yellow]")
+    else:
+        t = Table(header_style="bold")
+        for col in ("GPU", "name", "total", "used", "free", "cc", "MIG", "processes"):
+            t.add_column(col)
+        for g in machine.gpus:
+            procs = "unknown" if g.processes is None else "\n".join(
+                f"{p.pid} {p.user or '?'} {p.name or '?'} {fmt(p.used_memory_bytes, '_bytes')}"
+                + (" ORPHANED vLLM" if p.orphaned_vllm else "") for p in g.processes) or "-"
+            cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
+            t.add_row(str(g.index), g.name or "?", fmt(g.memory_total_bytes, "_bytes"),
+                      fmt(g.memory_used_bytes, "_bytes"), fmt(g.memory_free_bytes, "_bytes"), cc,
+                      fmt(g.mig_enabled), procs)
+        c.print(t)
+    h = machine.host
+    c.print(f"RAM {fmt(h.memory_available_bytes, '_bytes')} available of {fmt(h.memory_total_bytes, '_bytes')}"
+            + (f", cgroup limit {fmt(h.cgroup_memory_limit_bytes, '_bytes')}" if h.cgroup_memory_limit_bytes else "")
+            + f"; swap free {fmt(h.swap_free_bytes, '_bytes')}; /dev/shm {fmt(h.shm_free_bytes, '_bytes')} free of "
+            f"{fmt(h.shm_total_bytes, '_bytes')}; {fmt(h.cpu_count)} CPUs; open files {fmt(h.nofile_soft_limit)}",
+            markup=False)
+    for d in h.disks:
+        c.print(f"disk {d.path}: {fmt(d.free_bytes, '_bytes')} free of {fmt(d.total_bytes, '_bytes')}", markup=False)
+    for note in machine.notes:
+        c.print(f"note: {note}", markup=False, style="yellow")

@@ -1,0 +1,300 @@
+"""Facts: frozen, unit-named data about the GPUs, the host and the model.
+
+Unknown is ``None`` (with a note saying why), never 0. The machine part
+round-trips through JSON: that is the snapshot format (``docs/machine-snapshot.md``)
+and the seam every test stands on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from vllm_guard.errors import SnapshotError
+
+MACHINE_SCHEMA = "vllm-guard.machine/1"
+_SCHEMA_NAME, _, _SCHEMA_VERSION = MACHINE_SCHEMA.rpartition("/")
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    name: str | None
+    user: str | None
+    used_memory_bytes: int | None
+    orphaned_vllm: bool = False
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int  # NVML index; equals the CUDA index under CUDA_DEVICE_ORDER=PCI_BUS_ID
+    uuid: str
+    name: str | None
+    pci_bus_id: str | None
+    memory_total_bytes: int | None
+    memory_used_bytes: int | None
+    memory_free_bytes: int | None
+    compute_capability: tuple[int, int] | None
+    mig_enabled: bool | None
+    processes: tuple[GpuProcess, ...] | None  # None: the driver would not list them
+    unified_memory: bool = False  # GH200-class: NVML has no memory info, host RAM is the pool
+
+
+@dataclass(frozen=True)
+class Disk:
+    path: str
+    free_bytes: int | None
+    total_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Host:
+    memory_total_bytes: int | None
+    memory_available_bytes: int | None
+    cgroup_memory_limit_bytes: int | None  # None: no limit (or no cgroup memory controller)
+    cgroup_memory_usage_bytes: int | None
+    swap_free_bytes: int | None
+    shm_total_bytes: int | None
+    shm_free_bytes: int | None
+    cpu_count: int | None
+    nofile_soft_limit: int | None
+    disks: tuple[Disk, ...] = ()
+
+    @property
+    def effective_memory_available_bytes(self) -> int | None:
+        """What a new process can still use: the host's available memory, capped by the cgroup's room."""
+        candidates = [self.memory_available_bytes]
+        if self.cgroup_memory_limit_bytes is not None:
+            used = self.cgroup_memory_usage_bytes or 0
+            candidates.append(max(self.cgroup_memory_limit_bytes - used, 0))
+        known = [c for c in candidates if c is not None]
+        return min(known) if known else None
+
+    def disk_for(self, path: str) -> Disk | None:
+        """The recorded disk whose path is the longest prefix of ``path``."""
+        best: Disk | None = None
+        for disk in self.disks:
+            prefix = disk.path.rstrip("/") + "/"
+            if (path.rstrip("/") + "/").startswith(prefix) and (best is None or len(disk.path) > len(best.path)):
+                best = disk
+        return best
+
+
+@dataclass(frozen=True)
+class Machine:
+    taken_at: str
+    hostname: str | None
+    source: str  # nvml | nvidia-smi | none
+    driver_version: str | None
+    cuda_driver_version: str | None
+    gpus: tuple[Gpu, ...]
+    host: Host
+    notes: tuple[str, ...] = ()
+    schema: str = MACHINE_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "taken_at": self.taken_at,
+            "hostname": self.hostname,
+            "source": self.source,
+            "driver_version": self.driver_version,
+            "cuda_driver_version": self.cuda_driver_version,
+            "gpus": [_gpu_to_dict(g) for g in self.gpus],
+            "host": {
+                **{f.name: getattr(self.host, f.name) for f in fields(Host) if f.name != "disks"},
+                "disks": [vars(d).copy() for d in self.host.disks],
+            },
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, origin: str = "snapshot") -> Machine:
+        """Read a snapshot; refuse what is malformed, foreign or from a newer schema.
+
+        Raises:
+            SnapshotError: naming the key that is wrong and what was expected.
+        """
+        r = _Reader(origin)
+        if not isinstance(data, dict):
+            raise r.error("", "expected a JSON object")
+        schema = data.get("schema")
+        if not isinstance(schema, str) or not schema.startswith(_SCHEMA_NAME + "/"):
+            raise r.error("schema", f"expected {MACHINE_SCHEMA!r}, got {schema!r}: not a vllm-guard machine snapshot")
+        version = schema.rpartition("/")[2]
+        if version != _SCHEMA_VERSION:
+            raise SnapshotError(
+                f"{origin}: snapshot schema {schema!r} is not {MACHINE_SCHEMA!r}; refusing to misread it",
+                hint="upgrade vllm-guard to read it, or take the snapshot again with this version",
+            )
+        gpus_raw = r.get(data, "gpus", list)
+        host_raw = r.get(data, "host", dict)
+        return cls(
+            schema=schema,
+            taken_at=r.get(data, "taken_at", str),
+            hostname=r.opt(data, "hostname", str),
+            source=r.get(data, "source", str),
+            driver_version=r.opt(data, "driver_version", str),
+            cuda_driver_version=r.opt(data, "cuda_driver_version", str),
+            gpus=tuple(_gpu_from_dict(r, g, f"gpus[{i}]") for i, g in enumerate(gpus_raw)),
+            host=_host_from_dict(r, host_raw),
+            notes=tuple(r.opt(data, "notes", list) or ()),
+        )
+
+
+def _gpu_to_dict(g: Gpu) -> dict[str, Any]:
+    d = {f.name: getattr(g, f.name) for f in fields(Gpu)}
+    d["compute_capability"] = list(g.compute_capability) if g.compute_capability else None
+    d["processes"] = [vars(p).copy() for p in g.processes] if g.processes is not None else None
+    return d
+
+
+class _Reader:
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def error(self, key: str, message: str) -> SnapshotError:
+        where = f" {key}:" if key else ""
+        return SnapshotError(f"{self.origin}:{where} {message}",
+                             hint="take a snapshot with `vllm-guard snapshot -o FILE`; docs/machine-snapshot.md "
+                             "describes the format")
+
+    def get(self, data: Mapping[str, Any], key: str, kind: type, prefix: str = "") -> Any:
+        if key not in data:
+            raise self.error(prefix + key, "missing")
+        return self._check(data[key], key, kind, prefix)
+
+    def opt(self, data: Mapping[str, Any], key: str, kind: type, prefix: str = "") -> Any:
+        value = data.get(key)
+        return None if value is None else self._check(value, key, kind, prefix)
+
+    def _check(self, value: Any, key: str, kind: type, prefix: str) -> Any:
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok:
+            raise self.error(prefix + key, f"expected {kind.__name__}, got {value!r}")
+        if kind is int and value < 0:
+            raise self.error(prefix + key, f"expected a non-negative integer, got {value!r}")
+        return value
+
+
+def _gpu_from_dict(r: _Reader, g: Any, where: str) -> Gpu:
+    if not isinstance(g, dict):
+        raise r.error(where, "expected an object")
+    p = where + "."
+    cc_raw = r.opt(g, "compute_capability", list, p)
+    cc: tuple[int, int] | None = None
+    if cc_raw is not None:
+        if len(cc_raw) != 2 or not all(isinstance(x, int) for x in cc_raw):
+            raise r.error(p + "compute_capability", f"expected [major, minor], got {cc_raw!r}")
+        cc = (cc_raw[0], cc_raw[1])
+    procs_raw = r.opt(g, "processes", list, p)
+    procs = None
+    if procs_raw is not None:
+        procs = tuple(
+            GpuProcess(
+                pid=r.get(x, "pid", int, f"{p}processes[{i}]."),
+                name=r.opt(x, "name", str),
+                user=r.opt(x, "user", str),
+                used_memory_bytes=r.opt(x, "used_memory_bytes", int, f"{p}processes[{i}]."),
+                orphaned_vllm=bool(x.get("orphaned_vllm", False)),
+            )
+            for i, x in enumerate(procs_raw)
+            if isinstance(x, dict) or _raise(r.error(f"{p}processes[{i}]", "expected an object"))
+        )
+    return Gpu(
+        index=r.get(g, "index", int, p),
+        uuid=r.get(g, "uuid", str, p),
+        name=r.opt(g, "name", str, p),
+        pci_bus_id=r.opt(g, "pci_bus_id", str, p),
+        memory_total_bytes=r.opt(g, "memory_total_bytes", int, p),
+        memory_used_bytes=r.opt(g, "memory_used_bytes", int, p),
+        memory_free_bytes=r.opt(g, "memory_free_bytes", int, p),
+        compute_capability=cc,
+        mig_enabled=r.opt(g, "mig_enabled", bool, p),
+        processes=procs,
+        unified_memory=bool(g.get("unified_memory", False)),
+    )
+
+
+def _raise(error: Exception) -> bool:
+    raise error
+
+
+def _host_from_dict(r: _Reader, h: Mapping[str, Any]) -> Host:
+    p = "host."
+    ints = {
+        f.name: r.opt(h, f.name, int, p)
+        for f in fields(Host)
+        if f.name != "disks"
+    }
+    disks = tuple(
+        Disk(
+            path=r.get(d, "path", str, f"{p}disks[{i}]."),
+            free_bytes=r.opt(d, "free_bytes", int, f"{p}disks[{i}]."),
+            total_bytes=r.opt(d, "total_bytes", int, f"{p}disks[{i}]."),
+        )
+        for i, d in enumerate(r.opt(h, "disks", list, p) or [])
+        if isinstance(d, dict) or _raise(r.error(f"{p}disks[{i}]", "expected an object"))
+    )
+    return Host(**ints, disks=disks)
+
+
+# --- the model --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the guard knows about a model, normalised from its config.json (text part)."""
+
+    model: str
+    source: str  # local | cache | hub | bundled
+    architecture: str | None = None
+    model_type: str | None = None
+    num_layers: int | None = None
+    num_attention_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    hidden_size: int | None = None
+    intermediate_size: int | None = None
+    vocab_size: int | None = None
+    torch_dtype: str | None = None
+    derived_max_len: int | None = None
+    derived_max_len_key: str | None = None
+    sliding_window: int | None = None
+    layer_types: tuple[str, ...] | None = None  # "full" | "sliding" per layer, when they differ
+    kv_lora_rank: int | None = None  # MLA (DeepSeek-style) latent
+    qk_rope_head_dim: int | None = None
+    quant_method: str | None = None
+    quant_bits: int | None = None
+    quant_group_size: int | None = None
+    is_multimodal: bool = False
+    weights_bytes: int | None = None
+    weights_source: str | None = None  # index | safetensors | hub-metadata | files | estimate
+    weights_local: bool | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the checks judge: the machine, the GPUs vLLM will see, the model, live-only facts."""
+
+    machine: Machine
+    machine_origin: str  # "this machine" or the snapshot's path
+    gpus: tuple[Gpu, ...]  # the GPUs vLLM will see, in CUDA order (PCI bus order)
+    cuda_visible_devices: str | None  # what the guard sets for vLLM; None: inherited unchanged
+    model: ModelFacts
+    live: bool  # False under --machine: port, executable and running user are not this machine's
+    port_free: bool | None = None
+    vllm_path: str | None = None
+    user: str | None = None
+    environ_allows_long_len: bool = False
+    notes: tuple[str, ...] = ()

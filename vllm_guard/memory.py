@@ -1,0 +1,374 @@
+"""Pure: the memory model of a vLLM 0.33 start, per GPU (vllm-reference §4).
+
+budget = ceil(total x utilization); KV budget = budget - weights - non-torch
+- activation peak - CUDA-graph estimate; KV tokens, the longest max-model-len
+that fits and the concurrency follow from the KV bytes per token.
+
+Every constant that is not a vLLM formula is a calibration, collected below with
+where it comes from. The seed case (domain.md, a real vLLM log) is a test.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_guard.facts import Gpu, ModelFacts
+
+GIB = 2**30
+MIB = 2**20
+
+# --- calibration constants ----------------------------------------------------
+# Non-torch memory at TP=1: "non_torch_memory takes 0.12GiB" in the seed log
+# (Llama-3.1-8B, bf16, 23.64 GiB card). CUDA context is not in it: vLLM measures
+# after creating its context.
+NON_TORCH_BYTES_TP1 = int(0.12 * GIB)
+# With tensor/pipeline parallel, NCCL communicators and vLLM's custom all-reduce
+# buffers add to it. Estimate, not yet calibrated against a TP>1 log.
+NON_TORCH_BYTES_PARALLEL = int(0.5 * GIB)
+# Activation peak of the profiling pass, per token of max-num-batched-tokens:
+# the MLP's gate/up output and activation (3 x intermediate) plus about four
+# hidden-sized buffers (residual, norm, attention in/out), in the activation dtype;
+# plus the sampler warm-up's fp32 logits and probabilities for max-num-seqs rows.
+# Seed case: predicts 1.15 GiB where vLLM measured 1.22 GiB.
+ACTIVATION_INTERMEDIATE_FACTOR = 3
+ACTIVATION_HIDDEN_FACTOR = 4
+SAMPLER_FP32_COPIES = 2
+# CUDA-graph memory, per captured batch size and per layer on this GPU. Estimate
+# from public vLLM logs of 7-8B models ("Graph capturing finished ..., took
+# 0.5-0.7 GiB" with the default 51 capture sizes and 32 layers): 0.6 GiB / (51 x 32).
+CUDAGRAPH_BYTES_PER_SIZE_LAYER = int(0.6 * GIB / (51 * 32))
+# vLLM 0.33 config/cache.py:185: the default block size.
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_UTILIZATION = 0.92  # vLLM 0.33 config/cache.py:215 (0.9 before)
+
+KV_DTYPE_BYTES: dict[str, float] = {
+    "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1,
+    "fp8_per_token_head": 1, "int8_per_token_head": 1, "int4_per_token_head": 0.5,
+    "nvfp4": 0.5, "nvfp4_4over6": 0.5, "ultraquant_4bit": 0.5,
+}
+MODEL_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 2, "float": 2, "auto": 2}
+# float32 checkpoints are served in 16-bit by vLLM unless --dtype float32 is explicit.
+EXPLICIT_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 4, "float": 4}
+
+
+@dataclass(frozen=True)
+class Params:
+    """The vLLM options the memory model reads; None means "not set: vLLM's default"."""
+
+    utilization: float | None = None
+    max_model_len: int | None = None  # -1: "auto"
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    block_size: int | None = None
+    kv_cache_memory_bytes: int | None = None
+    cpu_offload_gb: float = 0.0
+    enable_chunked_prefill: bool | None = None
+    performance_mode: str = "balanced"
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    max_cudagraph_capture_size: int | None = None
+
+    @classmethod
+    def from_values(cls, get: Any, is_set: Any) -> Params:
+        """Build from a profile's accessors: ``get(dest)`` and ``is_set(dest)``."""
+
+        def opt(dest: str) -> Any:
+            return get(dest) if is_set(dest) else None
+
+        sizes = opt("cudagraph_capture_sizes")
+        return cls(
+            utilization=opt("gpu_memory_utilization"),
+            max_model_len=opt("max_model_len"),
+            max_num_batched_tokens=opt("max_num_batched_tokens"),
+            max_num_seqs=opt("max_num_seqs"),
+            enforce_eager=bool(get("enforce_eager")),
+            kv_cache_dtype=str(get("kv_cache_dtype") or "auto"),
+            dtype=str(get("dtype") or "auto"),
+            tensor_parallel_size=int(get("tensor_parallel_size") or 1),
+            pipeline_parallel_size=int(get("pipeline_parallel_size") or 1),
+            block_size=opt("block_size"),
+            kv_cache_memory_bytes=opt("kv_cache_memory_bytes"),
+            cpu_offload_gb=float(get("cpu_offload_gb") or 0.0),
+            enable_chunked_prefill=opt("enable_chunked_prefill"),
+            performance_mode=str(get("performance_mode") or "balanced"),
+            cudagraph_capture_sizes=tuple(sizes) if sizes else None,
+            max_cudagraph_capture_size=opt("max_cudagraph_capture_size"),
+        )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    gpu_total_bytes: int
+    utilization: float
+    budget_bytes: int
+    weights_bytes_per_gpu: int | None
+    non_torch_bytes: int
+    activation_bytes: int | None
+    cudagraph_bytes: int
+    kv_budget_bytes: int | None
+    kv_bytes_per_token: int | None
+    kv_tokens: int | None
+    max_model_len: int | None
+    max_fitting_model_len: int | None
+    max_concurrency: float | None
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    block_size: int
+    kv_cache_memory_fixed: bool
+    defaults: tuple[str, ...] = ()  # options whose value is vLLM's default, not the profile's
+    notes: tuple[str, ...] = field(default=())
+
+    def kv_needed_bytes(self, model: ModelFacts, params: Params, length: int) -> int | None:
+        return kv_bytes_for_length(model, params, length, self.block_size, self.max_num_batched_tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = ("gpu_total_bytes", "utilization", "budget_bytes", "weights_bytes_per_gpu", "non_torch_bytes",
+                "activation_bytes", "cudagraph_bytes", "kv_budget_bytes", "kv_bytes_per_token", "kv_tokens",
+                "max_model_len", "max_fitting_model_len", "max_concurrency", "max_num_batched_tokens",
+                "max_num_seqs", "block_size")
+        d: dict[str, Any] = {k: getattr(self, k) for k in keys}
+        d["defaults"] = list(self.defaults)
+        return d
+
+
+# --- KV cache per token --------------------------------------------------------
+
+
+def kv_dtype_bytes(model: ModelFacts, params: Params) -> float | None:
+    kv = params.kv_cache_dtype
+    if kv == "auto":
+        if params.dtype != "auto":
+            return EXPLICIT_DTYPE_BYTES.get(params.dtype)
+        return MODEL_DTYPE_BYTES.get(str(model.torch_dtype or "auto"), 2)
+    return KV_DTYPE_BYTES.get(kv)
+
+
+def layer_kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
+    """KV bytes one layer stores per token on one GPU (vLLM 0.33 v1/kv_cache_interface.py)."""
+    element = kv_dtype_bytes(model, params)
+    if element is None:
+        return None
+    if model.is_mla:
+        if params.kv_cache_dtype == "fp8_ds_mla":
+            return 656  # v1/attention/backends/mla/flashmla_sparse.py:79
+        # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
+        return int((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * int(element)
+    if model.num_kv_heads is None or model.head_dim is None:
+        return None
+    # config/model.py:1683: KV heads are replicated when TP exceeds them.
+    heads_per_gpu = max(1, model.num_kv_heads // params.tensor_parallel_size)
+    return int(2 * heads_per_gpu * model.head_dim * element)
+
+
+def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:
+    if model.num_layers is None:
+        return None
+    return math.ceil(model.num_layers / params.pipeline_parallel_size)  # the fullest stage
+
+
+def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
+    """KV bytes per token per GPU, as if every layer attended fully (domain.md's formula)."""
+    per_layer = layer_kv_bytes_per_token(model, params)
+    layers = layers_per_gpu(model, params)
+    if per_layer is None or layers is None:
+        return None
+    return per_layer * layers
+
+
+def kv_bytes_for_length(
+    model: ModelFacts, params: Params, length: int, block_size: int, max_num_batched_tokens: int
+) -> int | None:
+    """KV bytes one request of ``length`` tokens needs on one GPU, in whole blocks.
+
+    Sliding-window layers keep only ``window - 1 + max_num_batched_tokens`` tokens
+    plus a block (v1/kv_cache_interface.py:918-955).
+    """
+    per_layer = layer_kv_bytes_per_token(model, params)
+    layers = layers_per_gpu(model, params)
+    if per_layer is None or layers is None:
+        return None
+    page = block_size * per_layer
+    full_blocks = math.ceil(length / block_size)
+    types = model.layer_types
+    if not types or model.sliding_window is None:
+        return layers * full_blocks * page
+    share = layers / len(types)  # this stage's share of each kind
+    sliding = sum(1 for t in types if t == "sliding") * share
+    window_tokens = min(model.sliding_window - 1 + max_num_batched_tokens, length)
+    sliding_blocks = min(math.ceil(window_tokens / block_size) + 1, full_blocks)
+    return int((layers - sliding) * full_blocks * page + sliding * sliding_blocks * page)
+
+
+# --- defaults -----------------------------------------------------------------
+
+
+def default_batch_sizes(gpu: Gpu) -> tuple[int, int]:
+    """vLLM 0.33's `vllm serve` defaults by GPU (engine/arg_utils.py:2940-3039): tokens, seqs."""
+    total = gpu.memory_total_bytes or 0
+    name = (gpu.name or "").upper()
+    if total >= 160 * GIB:
+        return 16384, 1024
+    if total >= 70 * GIB and "A100" not in name and "GB10" not in name:
+        return 8192, 1024
+    return 2048, 256
+
+
+def scheduler_sizes(params: Params, gpu: Gpu, max_model_len: int) -> tuple[int, int, list[str]]:
+    """max-num-batched-tokens and max-num-seqs as vLLM 0.33 resolves them (arg_utils.py:3151-3241)."""
+    defaults: list[str] = []
+    tokens_default, seqs_default = default_batch_sizes(gpu)
+    if params.performance_mode == "throughput":
+        tokens_default, seqs_default = tokens_default * 2, seqs_default * 2
+    tokens = params.max_num_batched_tokens
+    seqs = params.max_num_seqs
+    if seqs is None:
+        seqs = seqs_default
+        defaults.append("max-num-seqs")
+    if tokens is None:
+        tokens = tokens_default
+        defaults.append("max-num-batched-tokens")
+        if params.enable_chunked_prefill is False:
+            tokens = max(max_model_len, tokens)
+        tokens = min(seqs * max_model_len, tokens)
+    seqs = min(seqs, tokens)
+    return tokens, seqs, defaults
+
+
+def capture_sizes(params: Params, max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
+    """The CUDA-graph batch sizes vLLM 0.33 captures by default (config/vllm.py:2452-2604)."""
+    if params.cudagraph_capture_sizes:
+        return sorted(set(params.cudagraph_capture_sizes))
+    limit = params.max_cudagraph_capture_size or min(max_num_seqs * 2, 512)
+    limit = min(limit, max_num_batched_tokens)
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, limit + 1, 16)]
+    return [s for s in sizes if s <= limit]
+
+
+# --- the estimate ---------------------------------------------------------------
+
+
+def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
+    """Predict vLLM 0.33's memory split on one GPU for these options."""
+    notes: list[str] = []
+    defaults: list[str] = []
+    total = gpu.memory_total_bytes or 0
+    util = params.utilization
+    if util is None:
+        util = DEFAULT_UTILIZATION
+        defaults.append("gpu-memory-utilization")
+    budget = math.ceil(total * util)  # v1/worker/utils.py:724
+    parallel = params.tensor_parallel_size * params.pipeline_parallel_size
+
+    max_len = params.max_model_len
+    if max_len is None:
+        max_len = model.derived_max_len
+        defaults.append("max-model-len")
+    auto = max_len == -1
+    sizing_len = model.derived_max_len if auto else max_len
+    tokens, seqs, sched_defaults = scheduler_sizes(params, gpu, sizing_len or 2048)
+    defaults += sched_defaults
+    block = params.block_size or DEFAULT_BLOCK_SIZE
+
+    weights = None
+    if model.weights_bytes is not None:
+        weights = int(model.weights_bytes / parallel - params.cpu_offload_gb * GIB)
+        weights = max(weights, 0)
+    non_torch = NON_TORCH_BYTES_TP1 if parallel == 1 else NON_TORCH_BYTES_PARALLEL
+    activation = activation_bytes(model, params, tokens, seqs)
+    graphs = 0
+    if not params.enforce_eager:
+        layers = layers_per_gpu(model, params) or 0
+        graphs = len(capture_sizes(params, seqs, tokens)) * layers * CUDAGRAPH_BYTES_PER_SIZE_LAYER
+    per_token = kv_bytes_per_token(model, params)
+    if per_token is None:
+        notes.append("KV bytes per token unknown: the model's heads or the KV dtype are not known")
+
+    fixed = params.kv_cache_memory_bytes is not None
+    kv_budget: int | None
+    if fixed:
+        kv_budget = params.kv_cache_memory_bytes
+        notes.append("--kv-cache-memory-bytes fixes the KV cache size; utilization does not size it")
+    elif weights is None or activation is None:
+        kv_budget = None
+        notes.append("KV budget unknown: the weight size or the model's shape is not known")
+    else:
+        kv_budget = budget - weights - non_torch - activation - graphs
+
+    kv_tokens = fit_len = concurrency = None
+    layer_bytes = layer_kv_bytes_per_token(model, params)
+    layers_here = layers_per_gpu(model, params)
+    if kv_budget is not None and layer_bytes and layers_here:
+        page_all = block * layer_bytes * layers_here
+        blocks = max(kv_budget, 0) // page_all
+        fit_len = max_fitting_len(model, params, kv_budget, block, tokens)
+        if model.derived_max_len:  # vLLM refuses more than the model's own maximum anyway
+            fit_len = min(fit_len, model.derived_max_len)
+        if auto:
+            max_len = min(fit_len, model.derived_max_len or fit_len)
+        if max_len:
+            need = kv_bytes_for_length(model, params, max_len, block, tokens) or 0
+            concurrency = (blocks * page_all) / need if need else None
+            kv_tokens = int(concurrency * max_len) if concurrency is not None else None
+    return Estimate(
+        gpu_total_bytes=total,
+        utilization=util,
+        budget_bytes=budget,
+        weights_bytes_per_gpu=weights,
+        non_torch_bytes=non_torch,
+        activation_bytes=activation,
+        cudagraph_bytes=graphs,
+        kv_budget_bytes=kv_budget,
+        kv_bytes_per_token=per_token,
+        kv_tokens=kv_tokens,
+        max_model_len=max_len if max_len != -1 else None,
+        max_fitting_model_len=fit_len,
+        max_concurrency=concurrency,
+        max_num_batched_tokens=tokens,
+        max_num_seqs=seqs,
+        block_size=block,
+        kv_cache_memory_fixed=fixed,
+        defaults=tuple(defaults),
+        notes=tuple(notes),
+    )
+
+
+def activation_bytes(model: ModelFacts, params: Params, tokens: int, seqs: int) -> int | None:
+    if model.hidden_size is None or model.vocab_size is None:
+        return None
+    inter = (model.intermediate_size or 4 * model.hidden_size) / params.tensor_parallel_size
+    act = EXPLICIT_DTYPE_BYTES.get(params.dtype, 2)
+    per_token = (ACTIVATION_INTERMEDIATE_FACTOR * inter + ACTIVATION_HIDDEN_FACTOR * model.hidden_size) * act
+    sampler = seqs * model.vocab_size * 4 * SAMPLER_FP32_COPIES
+    return int(tokens * per_token + sampler)
+
+
+def max_fitting_len(model: ModelFacts, params: Params, kv_budget: int, block: int, batched_tokens: int) -> int:
+    """The longest max-model-len whose one request fits, as vLLM's estimate_max_model_len finds it.
+
+    vLLM keeps one block in reserve (the null block), then binary-searches
+    (v1/core/kv_cache_planning.py:97-148); the answer is a multiple of the block size.
+    """
+    layer_bytes = layer_kv_bytes_per_token(model, params) or 0
+    layers = layers_per_gpu(model, params) or 0
+    available = kv_budget - block * layer_bytes * layers
+    if available <= 0 or not layer_bytes:
+        return 0
+
+    def fits(length: int) -> bool:
+        need = kv_bytes_for_length(model, params, length, block, batched_tokens)
+        return need is not None and need <= available
+
+    low, high = 0, max(model.derived_max_len or 0, 1) * 64
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low // block * block

@@ -1,0 +1,218 @@
+"""The only module that imports `psutil`: host memory, cgroup limits, /dev/shm, disks, processes, ports."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+from vllm_guard.facts import Disk, Host
+
+# Above this a cgroup v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX pages).
+CGROUP_V1_UNLIMITED = 2**62
+# Processes that adopt orphans: init, systemd (also --user), container inits.
+REAPERS = frozenset({"systemd", "init", "tini", "docker-init", "dumb-init", "containerd-shim", "s6-svscan",
+                     "catatonit", "runsv"})
+# vLLM 0.33 sets these process titles (v1/engine/utils.py:286-292); comm keeps 15 characters.
+VLLM_CHILD_PREFIXES = ("VLLM::EngineCor", "VLLM::Worker")
+
+
+def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup",
+               shm_path: str = "/dev/shm") -> Host:
+    """Host facts. Equivalent: `free -b`, `df -B1 /dev/shm PATH`, `ulimit -n`, `cat /sys/fs/cgroup/memory.max`."""
+    import psutil
+
+    vm = psutil.virtual_memory()
+    try:
+        swap_free: int | None = int(psutil.swap_memory().free)
+    except (OSError, RuntimeError):
+        swap_free = None
+    limit, usage = cgroup_memory(proc_root, cgroup_root)
+    shm_total, shm_free = _statvfs(shm_path)
+    try:
+        cpus: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count()
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    disks = []
+    for path in dict.fromkeys(disk_paths):
+        total, free = _disk_usage(path)
+        disks.append(Disk(path=path, free_bytes=free, total_bytes=total))
+    return Host(
+        memory_total_bytes=int(vm.total),
+        memory_available_bytes=int(vm.available),
+        cgroup_memory_limit_bytes=limit,
+        cgroup_memory_usage_bytes=usage,
+        swap_free_bytes=swap_free,
+        shm_total_bytes=shm_total,
+        shm_free_bytes=shm_free,
+        cpu_count=cpus,
+        nofile_soft_limit=None if soft == resource.RLIM_INFINITY else int(soft),
+        disks=tuple(disks),
+    )
+
+
+def _statvfs(path: str) -> tuple[int | None, int | None]:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None, None
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize  # df's Size and Avail
+
+
+def _disk_usage(path: str) -> tuple[int | None, int | None]:
+    """Usage of the filesystem that holds ``path``, or will hold it once created."""
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        usage = shutil.disk_usage(p)
+    except OSError:
+        return None, None
+    return int(usage.total), int(usage.free)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if text == "max":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def cgroup_memory(proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> tuple[int | None, int | None]:
+    """The memory limit and usage of this process's cgroup (what Docker --memory and MemoryMax= set).
+
+    cgroup v2: the tightest ``memory.max`` from this cgroup up to the root, and ``memory.current``.
+    cgroup v1: ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` of the memory controller.
+    Returns (None, None) where there is no limit or no memory controller.
+    """
+    try:
+        lines = Path(proc_root, "self", "cgroup").read_text().splitlines()
+    except OSError:
+        return None, None
+    root = Path(cgroup_root)
+    v2_path: str | None = None
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, rel = rest.partition(":")
+        if "memory" in controllers.split(","):
+            # A v1 memory controller wins, also on hybrid hosts where "0::/" lists no controllers.
+            return _cgroup_v1(root / "memory", rel)
+        if hierarchy == "0" and controllers == "":
+            v2_path = rel
+    if v2_path is not None:
+        return _cgroup_v2(root, v2_path)
+    return None, None
+
+
+def _candidates(base: Path, rel: str) -> list[Path]:
+    """This cgroup's directory and its ancestors; inside a container the namespace root is ``base``."""
+    parts = [p for p in rel.strip("/").split("/") if p]
+    dirs = [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
+    return [d for d in dirs if d.is_dir()] or [base]
+
+
+def _cgroup_v2(root: Path, rel: str) -> tuple[int | None, int | None]:
+    dirs = _candidates(root, rel)
+    limits = [v for d in dirs if (v := _read_int(d / "memory.max")) is not None]
+    usage = next((v for d in dirs if (v := _read_int(d / "memory.current")) is not None), None)
+    return (min(limits) if limits else None), (usage if limits else None)
+
+
+def _cgroup_v1(root: Path, rel: str) -> tuple[int | None, int | None]:
+    dirs = _candidates(root, rel)
+    limits = [v for d in dirs if (v := _read_int(d / "memory.limit_in_bytes")) is not None
+              and v < CGROUP_V1_UNLIMITED]
+    usage = next((v for d in dirs if (v := _read_int(d / "memory.usage_in_bytes")) is not None), None)
+    return (min(limits) if limits else None), (usage if limits else None)
+
+
+def gpu_process_info(pid: int) -> dict[str, Any]:
+    """Name, user and orphan status of a GPU process; empty when it is not visible here (other PID namespace)."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        with p.oneshot():
+            name = p.name()
+            try:
+                cmd0 = (p.cmdline() or [""])[0]
+            except (psutil.AccessDenied, psutil.ZombieProcess):
+                cmd0 = ""
+            try:
+                user: str | None = p.username()
+            except (psutil.AccessDenied, KeyError):
+                user = None
+            ppid = p.ppid()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return {}
+    title = cmd0 if cmd0.startswith("VLLM::") else name
+    parent_name = None
+    if ppid > 1:
+        try:
+            parent_name = psutil.Process(ppid).name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            parent_name = None
+    return {"name": title, "user": user,
+            "orphaned_vllm": is_orphaned_vllm(title, ppid, parent_name)}
+
+
+def is_orphaned_vllm(title: str, ppid: int, parent_name: str | None) -> bool:
+    """An EngineCore or worker whose `vllm serve` parent is gone (re-parented to init or a subreaper).
+
+    vLLM 0.33's EngineCore has no parent-death watch (vllm-reference §5), so a
+    SIGKILLed API server leaves it holding VRAM.
+    """
+    if not title.startswith(VLLM_CHILD_PREFIXES):
+        return False
+    if title.startswith("VLLM::Worker") and parent_name is not None and parent_name.startswith("VLLM::EngineCor"):
+        return False
+    return ppid <= 1 or parent_name is None or parent_name in REAPERS or parent_name.startswith("systemd")
+
+
+def port_free(host: str | None, port: int) -> bool | None:
+    """Whether vLLM could bind host:port now, by binding it ourselves (never by connecting anywhere).
+
+    vLLM binds with SO_REUSEADDR (launcher.py:340-379), so a port in TIME_WAIT counts as free.
+    """
+    address = host or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return False
+            return None  # e.g. an address of another machine: unknown here
+    return True
+
+
+def unix_socket_free(path: str) -> bool:
+    return not Path(path).exists()
+
+
+def find_executable(name: str, search_path: str | None) -> str | None:
+    """The vLLM executable as the guard would start it: a path, or a name on PATH. Never imported."""
+    if "/" in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return shutil.which(name, path=search_path)
+
+
+def current_user() -> str | None:
+    import psutil
+
+    try:
+        return str(psutil.Process().username())
+    except (psutil.Error, KeyError):
+        return None

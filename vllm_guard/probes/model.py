@@ -1,0 +1,210 @@
+"""The only module that imports `huggingface_hub`: config.json and weight sizes, never the weights.
+
+Sources, in order: a local directory; the local Hugging Face cache (offline);
+the Hub (config.json and safetensors metadata only); the bundled facts of
+popular models. The result says which source answered.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from vllm_guard import model_config
+from vllm_guard.facts import ModelFacts
+
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+# safetensors dtype names -> bytes per element (safetensors format spec).
+SAFETENSORS_DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2,
+                           "I16": 2, "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1}
+HUB_CONNECT_TIMEOUT_S = 2.0
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def probe_model(
+    model: str,
+    *,
+    revision: str | None,
+    environ: Mapping[str, str],
+    cache_dir: str,
+    disable_sliding_window: bool = False,
+) -> ModelFacts:
+    """Gather model facts from the first source that knows the model; never raises for an unknown model."""
+    notes: list[str] = []
+    found = _from_local_dir(model) or _from_cache(model, revision, cache_dir)
+    if found is None and not _truthy(environ.get("HF_HUB_OFFLINE")) and _looks_like_repo_id(model):
+        found = _from_hub(model, revision, environ, cache_dir, notes)
+    if found is None:
+        found = _from_bundled(model)
+    if found is None:
+        notes.append("model facts unknown: not a local directory, not in the Hugging Face cache, "
+                     "not reachable on the Hub, and not among the bundled models")
+        return ModelFacts(model=model, source="unknown", notes=tuple(notes))
+    source, config, weights, weights_source, weights_local = found
+    fields = model_config.normalize(config, disable_sliding_window=disable_sliding_window)
+    if weights is None:
+        weights = model_config.estimate_weights_bytes(fields, config)
+        weights_source = "estimate" if weights is not None else None
+        if weights is not None:
+            notes.append("weight size estimated from config.json (no safetensors metadata found)")
+    fields["notes"] = tuple(notes) + tuple(fields["notes"])
+    return ModelFacts(model=model, source=source, weights_bytes=weights, weights_source=weights_source,
+                      weights_local=weights_local, **fields)
+
+
+_Found = tuple[str, Mapping[str, Any], "int | None", "str | None", "bool | None"]
+
+
+def _looks_like_repo_id(model: str) -> bool:
+    parts = model.split("/")
+    return 1 <= len(parts) <= 2 and all(parts) and not model.startswith((".", "~"))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _from_local_dir(model: str) -> _Found | None:
+    root = Path(model).expanduser()
+    config = _read_json(root / "config.json") if root.is_dir() else None
+    if not isinstance(config, dict):
+        return None
+    index = _read_json(root / INDEX_FILE)
+    weights: int | None = None
+    source: str | None = None
+    if isinstance(index, dict):
+        weights = _index_total(index)
+        source = "index" if weights is not None else None
+        files = set(index.get("weight_map", {}).values())
+        local = bool(files) and all((root / f).is_file() for f in files)
+    else:
+        shards = sorted(root.glob("*.safetensors"))
+        sizes = [safetensors_data_bytes(p) for p in shards]
+        if shards and all(s is not None for s in sizes):
+            weights, source = sum(s for s in sizes if s is not None), "safetensors"
+        elif bins := sorted(root.glob("*.bin")):
+            weights, source = sum(p.stat().st_size for p in bins), "files"
+        local = bool(shards) or source == "files"
+    return "local", config, weights, source, local
+
+
+def _index_total(index: Mapping[str, Any]) -> int | None:
+    total = (index.get("metadata") or {}).get("total_size")
+    return int(total) if isinstance(total, (int, float)) and total > 0 else None
+
+
+def safetensors_data_bytes(path: Path) -> int | None:
+    """Bytes of tensor data in a .safetensors file, from its header alone (format: u64 length + JSON)."""
+    try:
+        with path.open("rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            if length > 100 * 2**20:
+                return None
+            header = json.loads(f.read(length))
+    except (OSError, ValueError, struct.error):
+        return None
+    ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__" and isinstance(t, dict)]
+    return max(ends) if ends else 0
+
+
+def _from_cache(model: str, revision: str | None, cache_dir: str) -> _Found | None:
+    if not _looks_like_repo_id(model):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    def cached(name: str) -> Path | None:
+        try:
+            hit = try_to_load_from_cache(model, name, cache_dir=cache_dir, revision=revision)
+        except (ValueError, OSError):  # an id huggingface_hub rejects: not in the cache
+            return None
+        return Path(hit) if isinstance(hit, str) else None
+
+    config_path = cached("config.json")
+    config = _read_json(config_path) if config_path else None
+    if not isinstance(config, dict):
+        return None
+    weights: int | None = None
+    source: str | None = None
+    local: bool | None = False
+    index_path = cached(INDEX_FILE)
+    index = _read_json(index_path) if index_path else None
+    if isinstance(index, dict):
+        weights = _index_total(index)
+        source = "index" if weights is not None else None
+        files = set(index.get("weight_map", {}).values())
+        local = bool(files) and all(cached(f) is not None for f in files)
+    elif single := cached(SINGLE_FILE):
+        weights, source, local = safetensors_data_bytes(single), "safetensors", True
+    return "cache", config, weights, source, local
+
+
+def _hub_reachable(environ: Mapping[str, str]) -> bool:
+    """A quick TCP connect, so an offline machine answers in milliseconds, not after the Hub client's retries."""
+    endpoint = environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def _from_hub(model: str, revision: str | None, environ: Mapping[str, str], cache_dir: str,
+              notes: list[str]) -> _Found | None:
+    if not _hub_reachable(environ):
+        notes.append("the Hugging Face Hub is not reachable from here")
+        return None
+    from huggingface_hub import get_safetensors_metadata, hf_hub_download
+    from huggingface_hub.errors import HfHubHTTPError, NotASafetensorsRepoError
+
+    token = environ.get("HF_TOKEN") or None
+    try:
+        config_path = hf_hub_download(model, "config.json", revision=revision, cache_dir=cache_dir, token=token)
+    except HfHubHTTPError as e:
+        status = getattr(e.response, "status_code", None)
+        reason = {401: "needs a token (HF_TOKEN)", 403: "is gated: accept its licence on the Hub",
+                  404: "was not found"}.get(status or 0, f"failed ({e.__class__.__name__})")
+        notes.append(f"the Hub: {model} {reason}")
+        return None
+    except (OSError, ValueError) as e:
+        notes.append(f"the Hub: could not read config.json ({e.__class__.__name__})")
+        return None
+    config = _read_json(Path(config_path))
+    if not isinstance(config, dict):
+        return None
+    weights: int | None = None
+    try:
+        meta = get_safetensors_metadata(model, revision=revision, token=token)
+        counts = meta.parameter_count
+        weights = sum(n * SAFETENSORS_DTYPE_BYTES.get(dtype, 2) for dtype, n in counts.items())
+    except (NotASafetensorsRepoError, HfHubHTTPError, OSError, ValueError):
+        notes.append("the Hub has no safetensors metadata for this model")
+    return "hub", config, weights, "hub-metadata" if weights else None, False
+
+
+def _from_bundled(model: str) -> _Found | None:
+    data = json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text())
+    entry = data["models"].get(model.rstrip("/"))
+    if entry is None:
+        return None
+    weights = entry.get("weights_bytes")
+    return "bundled", entry["config"], weights, "index" if weights else None, None
+
+
+def bundled_models() -> list[str]:
+    data = json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text())
+    return sorted(data["models"])
