@@ -38,8 +38,10 @@ def _run(text: str | bytes) -> None:
     r = run_cli("serve", "--dry-run", "--machine", L4, str(path))
     assert r.code in (0, 2, 3, 4), (r.code, r.err)
     assert "Traceback" not in r.err and "internal error" not in r.err
-    if r.code:
+    if r.code in (2, 3):
         assert "error:" in r.err
+    if r.code == 4:
+        assert "verdict: FAIL" in r.out
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,120 @@
+"""A small fake of the `pynvml` namespace: only the functions the NVML probe calls.
+
+Injected into ``probe_machine(nvml=...)``; nothing of ours is patched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+MIB = 2**20
+GIB = 2**30
+
+
+class NVMLError(Exception):
+    pass
+
+
+class NVMLError_NotSupported(NVMLError):  # noqa: N801 - pynvml's own names
+    pass
+
+
+class NVMLError_LibraryNotFound(NVMLError):  # noqa: N801
+    pass
+
+
+class NVMLError_DriverNotLoaded(NVMLError):  # noqa: N801
+    pass
+
+
+class NVMLError_FunctionNotFound(NVMLError):  # noqa: N801
+    pass
+
+
+NOT_SUPPORTED = "not supported"
+
+
+@dataclass
+class Device:
+    name: str
+    total: int
+    used: int
+    cc: tuple[int, int]
+    uuid: str = ""
+    bus: str = "00000000:01:00.0"
+    mig: Any = (0, 0)  # (current, pending), or NOT_SUPPORTED
+    procs: Any = field(default_factory=list)  # [(pid, used bytes or None)], or NOT_SUPPORTED
+    memory: Any = True  # False: NotSupported (unified memory)
+
+
+class FakeNvml:
+    NVMLError = NVMLError
+    NVMLError_NotSupported = NVMLError_NotSupported
+    NVMLError_LibraryNotFound = NVMLError_LibraryNotFound
+    NVMLError_DriverNotLoaded = NVMLError_DriverNotLoaded
+    NVMLError_FunctionNotFound = NVMLError_FunctionNotFound
+
+    def __init__(self, devices: list[Device], *, driver: str = "580.95.05", cuda: int = 13000,
+                 init_error: type[NVMLError] | None = None) -> None:
+        self.devices = devices
+        self.driver = driver
+        self.cuda = cuda
+        self.init_error = init_error
+        self.initialised = 0
+
+    def nvmlInit(self) -> None:  # noqa: N802
+        if self.init_error:
+            raise self.init_error()
+        self.initialised += 1
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        self.initialised -= 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
+        return self.driver
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:  # noqa: N802
+        return self.cuda
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return len(self.devices)
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> Device:  # noqa: N802
+        return self.devices[i]
+
+    def nvmlDeviceGetUUID(self, d: Device) -> str:  # noqa: N802
+        return d.uuid or f"GPU-{self.devices.index(d):04d}-fake"
+
+    def nvmlDeviceGetName(self, d: Device) -> str:  # noqa: N802
+        return d.name
+
+    def nvmlDeviceGetPciInfo(self, d: Device) -> SimpleNamespace:  # noqa: N802
+        return SimpleNamespace(busId=d.bus.encode())  # older nvidia-ml-py returns bytes
+
+    def nvmlDeviceGetMemoryInfo(self, d: Device) -> SimpleNamespace:  # noqa: N802
+        if not d.memory:
+            raise NVMLError_NotSupported()
+        return SimpleNamespace(total=d.total, used=d.used, free=d.total - d.used)
+
+    def nvmlDeviceGetCudaComputeCapability(self, d: Device) -> tuple[int, int]:  # noqa: N802
+        return d.cc
+
+    def nvmlDeviceGetMigMode(self, d: Device) -> tuple[int, int]:  # noqa: N802
+        if d.mig == NOT_SUPPORTED:
+            raise NVMLError_NotSupported()
+        return d.mig
+
+    def nvmlDeviceGetComputeRunningProcesses(self, d: Device) -> list[SimpleNamespace]:  # noqa: N802
+        if d.procs == NOT_SUPPORTED:
+            raise NVMLError_NotSupported()
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in d.procs]
+
+
+def l4(**kw: Any) -> Device:
+    return Device("NVIDIA L4", 23034 * MIB, 396 * MIB, (8, 9), **kw)
+
+
+def a100(**kw: Any) -> Device:
+    return Device("NVIDIA A100-SXM4-80GB", 81920 * MIB, 600 * MIB, (8, 0), **kw)
