@@ -17,19 +17,19 @@ class NVMLError(Exception):
     pass
 
 
-class NVMLError_NotSupported(NVMLError):  # noqa: N801 - pynvml's own names
+class NVMLError_NotSupported(NVMLError):
     pass
 
 
-class NVMLError_LibraryNotFound(NVMLError):  # noqa: N801
+class NVMLError_LibraryNotFound(NVMLError):
     pass
 
 
-class NVMLError_DriverNotLoaded(NVMLError):  # noqa: N801
+class NVMLError_DriverNotLoaded(NVMLError):
     pass
 
 
-class NVMLError_FunctionNotFound(NVMLError):  # noqa: N801
+class NVMLError_FunctionNotFound(NVMLError):
     pass
 
 
@@ -64,49 +64,49 @@ class FakeNvml:
         self.init_error = init_error
         self.initialised = 0
 
-    def nvmlInit(self) -> None:  # noqa: N802
+    def nvmlInit(self) -> None:
         if self.init_error:
             raise self.init_error()
         self.initialised += 1
 
-    def nvmlShutdown(self) -> None:  # noqa: N802
+    def nvmlShutdown(self) -> None:
         self.initialised -= 1
 
-    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
+    def nvmlSystemGetDriverVersion(self) -> str:
         return self.driver
 
-    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:  # noqa: N802
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
         return self.cuda
 
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+    def nvmlDeviceGetCount(self) -> int:
         return len(self.devices)
 
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> Device:  # noqa: N802
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> Device:
         return self.devices[i]
 
-    def nvmlDeviceGetUUID(self, d: Device) -> str:  # noqa: N802
+    def nvmlDeviceGetUUID(self, d: Device) -> str:
         return d.uuid or f"GPU-{self.devices.index(d):04d}-fake"
 
-    def nvmlDeviceGetName(self, d: Device) -> str:  # noqa: N802
+    def nvmlDeviceGetName(self, d: Device) -> str:
         return d.name
 
-    def nvmlDeviceGetPciInfo(self, d: Device) -> SimpleNamespace:  # noqa: N802
+    def nvmlDeviceGetPciInfo(self, d: Device) -> SimpleNamespace:
         return SimpleNamespace(busId=d.bus.encode())  # older nvidia-ml-py returns bytes
 
-    def nvmlDeviceGetMemoryInfo(self, d: Device) -> SimpleNamespace:  # noqa: N802
+    def nvmlDeviceGetMemoryInfo(self, d: Device) -> SimpleNamespace:
         if not d.memory:
             raise NVMLError_NotSupported()
         return SimpleNamespace(total=d.total, used=d.used, free=d.total - d.used)
 
-    def nvmlDeviceGetCudaComputeCapability(self, d: Device) -> tuple[int, int]:  # noqa: N802
+    def nvmlDeviceGetCudaComputeCapability(self, d: Device) -> tuple[int, int]:
         return d.cc
 
-    def nvmlDeviceGetMigMode(self, d: Device) -> tuple[int, int]:  # noqa: N802
+    def nvmlDeviceGetMigMode(self, d: Device) -> tuple[int, int]:
         if d.mig == NOT_SUPPORTED:
             raise NVMLError_NotSupported()
         return d.mig
 
-    def nvmlDeviceGetComputeRunningProcesses(self, d: Device) -> list[SimpleNamespace]:  # noqa: N802
+    def nvmlDeviceGetComputeRunningProcesses(self, d: Device) -> list[SimpleNamespace]:
         if d.procs == NOT_SUPPORTED:
             raise NVMLError_NotSupported()
         return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in d.procs]
