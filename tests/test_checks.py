@@ -306,7 +306,8 @@ def test_defaults_are_reported(tmp_path: Path) -> None:
 
 
 def test_check_json_schema() -> None:
-    r = run_cli("check", "--json", "--machine", str(MACHINES / "l4-24gb.json"), "profiles/llama-3.1-8b-full-context.toml")
+    r = run_cli("check", "--json", "--machine", str(MACHINES / "l4-24gb.json"),
+                "profiles/llama-3.1-8b-full-context.toml")
     assert r.code == 4
     doc = json.loads(r.out)
     assert doc["verdict"] == "fail" and doc["model_source"] in ("local", "cache", "hub", "bundled")

@@ -143,7 +143,54 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
 
 
 def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    raise NotBuiltError("`vllm-guard init` is not built in this version")
+    from datetime import date
+
+    import tomli_w
+
+    from vllm_guard import __version__, generate, probes
+    from vllm_guard.options import ValueProblem, parse_human_int
+
+    if args.output and Path(args.output).exists() and not args.force:
+        raise UsageError(f"{args.output} exists", hint="use --force to overwrite it")
+    for name in ("tensor_parallel_size", "users"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    try:
+        context = parse_human_int(args.context) if args.context else None
+    except ValueProblem as e:
+        raise UsageError(f"--context: {e}") from None
+    profile = drop_in_profile(args.model, environ=env)
+    if args.tensor_parallel_size > 1:
+        profile = profile.with_value("tensor_parallel_size", args.tensor_parallel_size)
+    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
+    facts = probes.gather(profile, environ=env, machine_file=machine_file)
+    users = args.users or 1
+    fitted = generate.fit(facts, tensor_parallel=args.tensor_parallel_size, users=users, context=context)
+    gpu = facts.gpus[0]
+    header = [
+        f"vLLM profile for {args.model}, written by vllm-guard {__version__} init on {date.today().isoformat()}",
+        f"for {facts.machine.hostname or 'this machine'} ({gpu.name}, "
+        f"{(gpu.memory_total_bytes or 0) / 2**30:.2f} GiB) from {facts.machine_origin}; "
+        f"model facts from {facts.model.source}",
+        *fitted.reasons,
+        f"check it: vllm-guard check {args.output or 'PROFILE.toml'}"
+        + (f" --machine {machine_file}" if machine_file else ""),
+    ]
+    doc: dict[str, Any] = {"model": {"id": args.model}, "vllm": fitted.vllm}
+    if args.users:
+        doc["guard"] = {"checks": {"min-concurrency": args.users}}
+    text = "".join(f"# {line}\n" for line in header) + "\n" + tomli_w.dumps(doc)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+        stdout.write(f"wrote {args.output}\n")
+        stdout.write("".join(f"  {line}\n" for line in fitted.reasons))
+    else:
+        stdout.write(text)
+    return ExitCode.OK
 
 
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:

@@ -1,0 +1,158 @@
+"""Pure: fit a profile to a machine for `vllm-guard init`, saying how each value was chosen.
+
+Utilization stays inside the 0.85-0.92 corridor (domain.md: the usual margin)
+and below what other processes leave free; max-model-len is the longest that
+lets the requested number of full-length requests fit; fp8 KV and
+enforce-eager are used only when needed, and fp8 only where the GPU runs it natively.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from vllm_guard.errors import GuardError
+from vllm_guard.exit_codes import ExitCode
+from vllm_guard.facts import Facts, Gpu
+from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length
+
+CORRIDOR = (0.85, 0.92)
+DEFAULT_MARGIN_MIB = 512  # guard.checks.free-memory-margin-mib's default
+
+
+@dataclass(frozen=True)
+class Fitted:
+    vllm: dict[str, Any]  # [vllm] keys in profile spelling
+    reasons: list[str]
+    estimate: Estimate
+
+
+class CannotFit(GuardError):
+    exit_code = ExitCode.PREFLIGHT_FAILED
+
+
+def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int | None = None) -> Fitted:
+    """Choose utilization, max-model-len, and only if needed fp8 KV or enforce-eager.
+
+    Raises:
+        CannotFit: with what would be needed, when no profile in the corridor can start here.
+    """
+    model = facts.model
+    if model.source == "unknown" or model.weights_bytes is None:
+        raise CannotFit(f"nothing is known about {model.model}: " + "; ".join(model.notes),
+                        hint="check the id, set HF_TOKEN for a gated model, or give a local path")
+    gpus = facts.gpus[:tensor_parallel]
+    if len(gpus) < tensor_parallel or not gpus:
+        raise CannotFit(f"tensor parallel {tensor_parallel} needs {tensor_parallel} GPUs; {len(facts.gpus)} visible")
+    gpu = min(gpus, key=lambda g: g.memory_total_bytes or 0)
+    if gpu.memory_total_bytes is None:
+        raise CannotFit("the GPU's memory is unknown")
+    reasons: list[str] = []
+    util = _utilization(gpus, reasons)
+    params = Params(utilization=util, tensor_parallel_size=tensor_parallel)
+    derived = model.derived_max_len or 2048
+    cc = min((g.compute_capability for g in gpus if g.compute_capability), default=None)
+    fp8_native = cc is not None and cc >= (8, 9) and not model.is_mla
+    want = context or derived
+    for step in _variants(fp8_native):
+        trial = replace(params, **step)
+        longest = _longest(facts, gpu, trial, users, derived)
+        if longest >= (context or 1):
+            params = trial
+            if step.get("kv_cache_dtype"):
+                reasons.append("kv-cache-dtype fp8: needed to fit, and this GPU runs it natively (8.9+)")
+            if step.get("enforce_eager"):
+                reasons.append("enforce-eager: needed to fit (no CUDA graphs: 10-20% less throughput on short "
+                               "answers)")
+            break
+    else:
+        raise CannotFit(_refusal(facts, gpu, params, users, want, fp8_native),
+                        hint="use a quantized checkpoint, more GPUs (-tp N), or a shorter --context")
+    length = min(context, longest) if context else longest
+    who = f"{users} full-length request{'s' if users > 1 else ''} at once"
+    if context:
+        reasons.append(f"max-model-len {length}: the requested context, with room for {who}")
+    elif length >= derived:
+        reasons.append(f"max-model-len {length}: the model's own maximum ({model.derived_max_len_key}), with room "
+                       f"for {who}")
+    else:
+        reasons.append(f"max-model-len {length}: the longest with room for {who} (the model allows {derived})")
+    if fp8_native and params.kv_cache_dtype == "auto" and length < derived:
+        reasons.append("kv-cache-dtype fp8 would double the KV cache here (native on this GPU); not set, since "
+                       "it was not needed")
+    params = replace(params, max_model_len=length)
+    est = estimate(model, gpu, params)
+    values: dict[str, Any] = {"max-model-len": length, "gpu-memory-utilization": util}
+    if tensor_parallel > 1:
+        values["tensor-parallel-size"] = tensor_parallel
+    if params.kv_cache_dtype != "auto":
+        values["kv-cache-dtype"] = params.kv_cache_dtype
+    if params.enforce_eager:
+        values["enforce-eager"] = True
+    return Fitted(values, reasons, est)
+
+
+def _utilization(gpus: tuple[Gpu, ...], reasons: list[str]) -> float:
+    margin = DEFAULT_MARGIN_MIB * MIB
+    free_util = min(
+        math.floor(((g.memory_free_bytes or 0) - margin) / (g.memory_total_bytes or 1) * 100) / 100 for g in gpus
+    )
+    if free_util < CORRIDOR[0]:
+        raise CannotFit(
+            f"other processes leave only {free_util:.2f} of the GPU free; the safe corridor is "
+            f"{CORRIDOR[0]}-{CORRIDOR[1]}",
+            hint="wait for the GPU, or write the profile by hand with a lower gpu-memory-utilization "
+            f"(at most {max(free_util, 0):.2f} fits now)",
+        )
+    util = min(CORRIDOR[1], free_util)
+    free = min(g.memory_free_bytes or 0 for g in gpus)
+    if util < CORRIDOR[1]:
+        reasons.append(f"gpu-memory-utilization {util}: what other processes leave free ({free / GIB:.2f} GiB), "
+                       f"inside the {CORRIDOR[0]}-{CORRIDOR[1]} corridor")
+    else:
+        reasons.append(f"gpu-memory-utilization {util}: the top of the {CORRIDOR[0]}-{CORRIDOR[1]} corridor "
+                       f"({free / GIB:.2f} GiB free now)")
+    return util
+
+
+def _variants(fp8_native: bool) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = [{}]
+    if fp8_native:
+        steps.append({"kv_cache_dtype": "fp8"})
+    steps.append({"enforce_eager": True, **({"kv_cache_dtype": "fp8"} if fp8_native else {})})
+    return steps
+
+
+def _longest(facts: Facts, gpu: Gpu, params: Params, users: int, derived: int) -> int:
+    """The longest max-model-len (a multiple of the block size) with ``users`` requests fitting at once."""
+
+    def fits(length: int) -> bool:
+        e = estimate(facts.model, gpu, replace(params, max_model_len=length))
+        need = kv_bytes_for_length(facts.model, params, length, e.block_size, e.max_num_batched_tokens)
+        if e.kv_budget_bytes is None or need is None:
+            return False
+        page = need / max(math.ceil(length / e.block_size), 1)
+        return users * need <= e.kv_budget_bytes - page
+
+    low, high = 0, derived
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low if low == derived else low // 16 * 16
+
+
+def _refusal(facts: Facts, gpu: Gpu, params: Params, users: int, want: int, fp8_native: bool) -> str:
+    e = estimate(facts.model, gpu, replace(params, max_model_len=want, enforce_eager=True,
+                                           kv_cache_dtype="fp8" if fp8_native else "auto"))
+    need = (e.kv_needed_bytes(facts.model, replace(params, kv_cache_dtype="fp8" if fp8_native else "auto"), want)
+            or 0) * users
+    have = e.kv_budget_bytes or 0
+    if have <= 0:
+        return (f"the weights ({(facts.model.weights_bytes or 0) / GIB:.2f} GiB) leave no room for a KV cache on "
+                f"{gpu.name or 'this GPU'} even at utilization {params.utilization}")
+    return (f"{users} request(s) of {want} tokens need {need / GIB:.2f} GiB of KV cache; at most "
+            f"{have / GIB:.2f} GiB is available here, even with every allowed relaxation")
