@@ -105,6 +105,7 @@ def main(
     environ: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
 ) -> int:
     """Run the CLI and return the exit code. Tests call this directly."""
     env = dict(os.environ if environ is None else environ)
@@ -122,7 +123,7 @@ def main(
             return ExitCode.USAGE
         from vllm_guard import commands
 
-        return int(commands.dispatch(args, env=env, stdout=out, stderr=err))
+        return int(commands.dispatch(args, env=env, stdout=out, stderr=err, stdin=stdin))
     except GuardError as e:
         if debug:
             traceback.print_exc(file=err)

@@ -15,9 +15,12 @@ from vllm_guard.exit_codes import ExitCode
 from vllm_guard.profile import Profile, apply_cli, drop_in_profile, load_profile
 
 
-def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
+             stdin: TextIO | None = None) -> int:
     if hasattr(args, "vllm_args"):
         take_trailing_guard_options(args)
+    if args.command == "explain":
+        return explain(args, env=env, stdout=stdout, stderr=stderr, stdin=stdin)
     handlers: dict[str, Callable[..., int]] = {
         "serve": serve,
         "check": check,
@@ -138,8 +141,38 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     return ExitCode.OK
 
 
-def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    raise NotBuiltError("`vllm-guard explain` is not built in this version")
+def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
+            stdin: TextIO | None = None) -> int:
+    from vllm_guard import classify, ladder, report
+
+    text = _read_log(args, stdin)
+    diagnosis = classify.classify(text, exit_status=args.exit_status)
+    step = ladder.next_step(diagnosis, ladder.settings_from_log(diagnosis))
+    if args.json:
+        stdout.write(report.explain_json(diagnosis, step) + "\n")
+    else:
+        report.print_explain(diagnosis, step, stdout)
+    return ExitCode.ERROR if diagnosis.cls == "unknown" else ExitCode.OK
+
+
+def _read_log(args: argparse.Namespace, stdin: TextIO | None) -> str:
+    if args.unit:
+        from vllm_guard.shell import ShellError, run
+
+        try:
+            return run("journalctl", ["-u", args.unit, "-n", "2000", "--no-pager", "-o", "short"], timeout_s=30)
+        except ShellError as e:
+            raise UsageError(f"cannot read the journal of {args.unit}: {e}",
+                             hint="run as a user who may read the journal (root, or the systemd-journal group)"
+                             ) from None
+    if args.log in (None, "-"):
+        import sys
+
+        return (stdin or sys.stdin).read()
+    try:
+        return Path(args.log).read_text(errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read {args.log}: {e.strerror}") from None
 
 
 def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:

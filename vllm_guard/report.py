@@ -10,7 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
+from vllm_guard.classify import Diagnosis
 from vllm_guard.facts import Facts, Machine
+from vllm_guard.knowledge import ADVICE, PROFILING_ASSERTION, STAGE_NAMES, Advice
+from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
 
@@ -178,3 +181,53 @@ def print_machine(machine: Machine, stream: TextIO) -> None:
         c.print(f"disk {d.path}: {fmt(d.free_bytes, '_bytes')} free of {fmt(d.total_bytes, '_bytes')}", markup=False)
     for note in machine.notes:
         c.print(f"note: {note}", markup=False, style="yellow")
+
+
+def _advice(d: Diagnosis) -> Advice:
+    return PROFILING_ASSERTION if d.detail == "profiling_assertion" else ADVICE[d.cls]
+
+
+def explain_json(d: Diagnosis, step: Step | Stop) -> str:
+    advice = _advice(d)
+    doc: dict[str, Any] = {
+        "class": d.cls,
+        "stage": d.stage,
+        "detail": d.detail,
+        "numbers": d.numbers,
+        "evidence": list(d.evidence),
+        "exit_signal": d.exit_signal,
+        "explanation": advice.explanation,
+        "helps": list(advice.helps),
+        "does_not_help": list(advice.does_not_help),
+        "next_step": step.to_dict() if isinstance(step, Step) else None,
+        "no_step_reason": step.reason if isinstance(step, Stop) else None,
+    }
+    return json.dumps(doc, indent=2)
+
+
+def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
+    c = _console(stream)
+    advice = _advice(d)
+    style = "bold yellow" if d.cls == "unknown" else "bold red"
+    c.print(Text.assemble(("failure: ", "bold"), (d.cls, style), f" during {STAGE_NAMES.get(d.stage, d.stage)}"))
+    if d.numbers:
+        c.print("numbers: " + ", ".join(f"{k} {v}" for k, v in d.numbers.items()), markup=False)
+    if d.exit_signal:
+        c.print(f"vLLM was killed by signal {d.exit_signal}", markup=False)
+    c.print("[bold]evidence[/bold]")
+    for line in d.evidence:
+        c.print(f"  {line}", markup=False)
+    c.print("[bold]why[/bold]")
+    c.print(f"  {advice.explanation}", markup=False)
+    c.print("[bold]what helps[/bold]")
+    for item in advice.helps:
+        c.print(f"  + {item}", markup=False)
+    if advice.does_not_help:
+        c.print("[bold]what does not[/bold]")
+        for item in advice.does_not_help:
+            c.print(f"  - {item}", markup=False)
+    if isinstance(step, Step):
+        change = f"{step.param} = {step.value}" if step.param else "no change"
+        c.print(Text.assemble(("next step: ", "bold"), (change, "bold green"), f" ({step.reason})"))
+    else:
+        c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))

@@ -1,0 +1,188 @@
+"""The classifier and `vllm-guard explain` over a corpus of vLLM startup logs (tests/data/logs)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, run_cli
+from vllm_guard import cli
+from vllm_guard.classify import CLASSES, classify, clean_lines
+
+LOGS = DATA / "logs"
+
+# file -> (class, stage, numbers that must be found, next step as (param, value) or None, exit status)
+EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
+    "kv_cache_too_small_033_with_estimate.log": ("kv_cache_too_small", "kv_cache", {
+        "max_seq_len": 131072, "needed_gib": 16.0, "available_gib": 4.12, "estimated_max_len": 33728},
+        ("max-model-len", 33728), None),
+    "kv_cache_too_small_033_interleaved_streams.log": ("kv_cache_too_small", "kv_cache",
+                                                       {"estimated_max_len": 33728}, ("max-model-len", 33728), None),
+    "kv_cache_too_small_v1_0.10_models_s_no_estimate.log": ("kv_cache_too_small", "kv_cache", {
+        "max_seq_len": 32768, "needed_gib": 4.0, "available_gib": 2.55}, ("max-model-len", 20880), None),
+    "kv_cache_too_small_v1_early_GB_units.log": ("kv_cache_too_small", "kv_cache", {
+        "needed_gib": 16.0, "available_gib": 9.34}, ("max-model-len", 76512), None),
+    "kv_cache_too_small_v0_max_seq_len.log": ("kv_cache_too_small", "kv_cache", {
+        "max_seq_len": 32768, "kv_tokens": 25456}, ("max-model-len", 25456), None),
+    "kv_cache_too_small_journald_ansi.log": ("kv_cache_too_small", "kv_cache", {"estimated_max_len": 33728},
+                                             ("max-model-len", 33728), None),
+    "kv_cache_too_small_crlf_tqdm.log": ("kv_cache_too_small", "kv_cache", {"estimated_max_len": 33728},
+                                         ("max-model-len", 33728), None),
+    "gpu_busy_033_device_name.log": ("gpu_busy", "before_start", {
+        "free_gib": 12.18, "total_gib": 23.56, "utilization": 0.92, "requested_gib": 21.67}, (None, None), None),
+    "gpu_busy_v1_0.10_no_device_name.log": ("gpu_busy", "before_start", {
+        "free_gib": 61.05, "total_gib": 119.7, "utilization": 0.9}, ("gpu-memory-utilization", 0.5), None),
+    "gpu_busy_tp2_worker_prefix.log": ("gpu_busy", "before_start", {"free_gib": 30.02, "total_gib": 79.19},
+                                       (None, None), None),
+    "no_kv_memory_033.log": ("no_kv_memory", "kv_cache", {}, ("max-num-batched-tokens", 4096), None),
+    "no_kv_memory_autofit_cannot_fit.log": ("no_kv_memory", "kv_cache", {}, ("max-num-batched-tokens", 1024), None),
+    "oom_loading_v1_runner_wrapped.log": ("oom_loading", "weight_loading", {}, None, None),
+    "oom_loading_v2_raw_torch.log": ("oom_loading", "weight_loading", {"tried_to_allocate_gib": 1.96}, None, None),
+    "oom_loading_old_torch_text.log": ("oom_loading", "weight_loading", {"tried_to_allocate_gib": 0.219}, None, None),
+    "oom_loading_tp2_worker_traceback.log": ("oom_loading", "weight_loading", {"tried_to_allocate_gib": 1.96}, None,
+                                             None),
+    "oom_profiling_raw_after_load.log": ("oom_profiling", "profiling", {"tried_to_allocate_gib": 1.96},
+                                         ("max-num-batched-tokens", 8192), None),
+    "oom_profiling_sampler_warmup_v1.log": ("oom_profiling", "profiling", {"dummy_requests": 1024},
+                                            ("max-num-seqs", 512), None),
+    "oom_cudagraph_after_kv_sizing.log": ("oom_cudagraph", "cuda_graph", {"tried_to_allocate_gib": 1.96},
+                                          ("enforce-eager", True), None),
+    "oom_cudagraph_v1_two_line_kv_old_torch.log": ("oom_cudagraph", "cuda_graph", {"tried_to_allocate_gib": 0.02},
+                                                   ("enforce-eager", True), None),
+    "host_oom_exit_minus9_mid_load.log": ("host_oom", "weight_loading", {"signal": 9}, None, -9),
+    "host_oom_dmesg_killed_process.log": ("host_oom", "weight_loading", {"process": "VLLM::EngineCor"}, None, None),
+    "host_oom_systemd_result_oomkill.log": ("host_oom", "weight_loading", {}, None, None),
+    "host_oom_failed_core_proc_minus9.log": ("host_oom", "weight_loading", {"signal": 9}, None, None),
+    "shm_insufficient_dev_shm_033.log": ("shm_exhausted", "weight_loading", {"required_mib": 160, "free_mib": 63},
+                                         None, None),
+    "shm_bus_error_worker.log": ("shm_exhausted", "weight_loading", {}, None, None),
+    "shm_nccl_segment_warn.log": ("shm_exhausted", "weight_loading", {}, None, None),
+    "shm_sigbus_exit_minus7.log": ("shm_exhausted", "profiling", {"signal": 7}, None, -7),
+    "tp_indivisible_attention_heads.log": ("tp_indivisible", "before_start", {"heads": 32, "tp_size": 3}, None, None),
+    "tp_indivisible_pydantic_wrapped.log": ("tp_indivisible", "before_start", {"heads": 40, "tp_size": 3}, None, None),
+    "tp_indivisible_kv_heads_assertion.log": ("tp_indivisible", "weight_loading", {"numerator": 8, "denominator": 6},
+                                              None, None),
+    "tp_indivisible_quant_group.log": ("tp_indivisible", "weight_loading", {"group_size": 128}, None, None),
+    "dtype_bfloat16_on_t4.log": ("dtype_unsupported", "before_start", {"min_capability": 8.0,
+                                                                       "current_capability": 7.5}, None, None),
+    "quant_unsupported_min_capability.log": ("quant_unsupported", "before_start", {"min_capability": 80,
+                                                                                   "current_capability": 75},
+                                             None, None),
+    "quant_fp8_kv_cache_triton_backend.log": ("quant_unsupported", "weight_loading", {"current_capability": 8.6},
+                                              ("kv-cache-dtype", "auto"), None),
+    "max_len_exceeds_model_pydantic.log": ("max_len_exceeds_model", "before_start", {
+        "max_model_len": 200000, "derived_max_len": 131072}, ("max-model-len", 131072), None),
+    "too_few_gpus_world_size.log": ("too_few_gpus", "before_start", {"world_size": 4, "gpus": 2}, None, None),
+    "port_in_use_uvicorn_api_port.log": ("port_in_use", "before_start", {"port": 8000}, None, None),
+    "port_in_use_cpython_create_server_socket.log": ("port_in_use", "before_start", {}, None, None),
+    "disk_full_weights_download.log": ("disk_full", "weight_loading", {}, None, None),
+    "model_access_gated_repo_403.log": ("model_access", "before_start", {}, None, None),
+    "model_access_invalid_repo_id.log": ("model_access", "before_start", {}, None, None),
+    "model_access_401_no_token.log": ("model_access", "before_start", {}, None, None),
+    "remote_code_required_custom_config.log": ("remote_code_required", "before_start", {}, None, None),
+    "unsupported_architecture.log": ("unsupported_architecture", "before_start", {}, None, None),
+    "startup_timeout_engine_core.log": ("startup_timeout", "weight_loading", {}, (None, None), None),
+    # Traps: each looks like something it is not.
+    "trap_internal_zmq_port_busy_api_port_free.log": ("unknown", "weight_loading", {}, None, None),
+    "trap_torch_distributed_port_busy.log": ("unknown", "weight_loading", {}, None, None),
+    "trap_uvicorn_bind_error_other_port.log": ("unknown", "before_start", {}, None, None),
+    "trap_profiling_assertion_not_gpu_busy.log": ("unknown", "profiling", {"initial_free_gib": 21.86,
+                                                                          "current_free_gib": 23.01},
+                                                  (None, None), None),
+    "trap_oom_text_in_model_name_successful_start.log": ("unknown", "api_server", {}, None, None),
+    "unknown_generic_runtime_error.log": ("unknown", "profiling", {}, None, None),
+    "unknown_engine_died_no_reason.log": ("unknown", "profiling", {}, None, None),
+    "success_startup_033.log": ("unknown", "api_server", {}, None, None),
+}
+
+
+def test_corpus_is_complete() -> None:
+    files = {p.name for p in LOGS.glob("*.log")}
+    assert files == set(EXPECTED), files ^ set(EXPECTED)
+    assert len(files) >= 40
+    assert {v[0] for v in EXPECTED.values()} == set(CLASSES)  # every class has at least one fixture
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_log_fixture(name: str) -> None:
+    cls, stage, numbers, step, exit_status = EXPECTED[name]
+    argv = ["explain", str(LOGS / name), "--json"]
+    if exit_status is not None:
+        argv += ["--exit-status", str(exit_status)]
+    r = run_cli(*argv)
+    assert r.code == (1 if cls == "unknown" else 0), r.err
+    doc = json.loads(r.out)
+    assert (doc["class"], doc["stage"]) == (cls, stage)
+    for key, value in numbers.items():
+        assert doc["numbers"].get(key) == value, (key, doc["numbers"])
+    if step is None:
+        assert doc["next_step"] is None and doc["no_step_reason"]
+    else:
+        assert (doc["next_step"]["param"], doc["next_step"]["value"]) == step
+    assert doc["evidence"] and doc["explanation"] and doc["helps"]
+
+
+def test_root_cause_wins_over_the_wrapper() -> None:
+    d = classify((LOGS / "kv_cache_too_small_033_with_estimate.log").read_text())
+    assert "Engine core initialization failed" not in " ".join(d.evidence)
+    assert "ValueError: To serve at least one request" in d.evidence[0]
+
+
+def test_sigkill_after_profiling_is_not_host_oom() -> None:
+    text = (LOGS / "success_startup_033.log").read_text()
+    assert classify(text, exit_status=-9).cls == "unknown"
+    assert classify(text, exit_status=137).exit_signal == 9
+
+
+def test_exit_status_forms() -> None:
+    text = (LOGS / "host_oom_exit_minus9_mid_load.log").read_text()
+    assert classify(text, exit_status=137).cls == "host_oom"  # a shell's 128 + 9
+    assert classify(text, exit_status=1).cls == "unknown"
+    assert classify(text).cls == "unknown"  # the log alone cannot tell
+
+
+def test_prefixes_and_noise_are_removed() -> None:
+    raw = ("Nov 29 06:00:00 host vllm-guard[123]: (EngineCore pid=41301) \x1b[31mERROR 11-29 [core.py:1] boom"
+           "\x1b[0m\r\nbar  10%|█\rbar 100%|██████████|\r\n")
+    assert clean_lines(raw) == [("EngineCore", "ERROR 11-29 [core.py:1] boom"), ("", "bar 100%|██████████|")]
+
+
+def test_explain_reads_stdin() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    text = (LOGS / "gpu_busy_033_device_name.log").read_text()
+    code = cli.main(["explain", "-"], environ={}, stdout=out, stderr=err, stdin=io.StringIO(text))
+    assert code == 0 and "gpu_busy" in out.getvalue() and "what helps" in out.getvalue()
+
+
+def test_explain_reads_a_units_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--unit` runs journalctl (here a stand-in on PATH that prints a recorded journal)."""
+    journal = LOGS / "host_oom_systemd_result_oomkill.log"
+    tool = tmp_path / "journalctl"
+    tool.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\ncat {journal}\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    r = run_cli("explain", "--unit", "vllm-guard@llama", "--json")
+    assert r.code == 0 and json.loads(r.out)["class"] == "host_oom"
+    assert (tmp_path / "args").read_text().split()[:2] == ["-u", "vllm-guard@llama"]
+
+
+def test_explain_human_output_for_an_unknown_log() -> None:
+    r = run_cli("explain", str(LOGS / "unknown_generic_runtime_error.log"))
+    assert r.code == 1
+    assert "illegal memory access" in r.out  # the last error lines are shown as evidence
+    assert "none the ladder can take" in r.out
+
+
+def test_explain_missing_file_is_a_usage_error() -> None:
+    r = run_cli("explain", "/nonexistent/log.txt")
+    assert r.code == 2 and "cannot read" in r.err
+
+
+def test_big_log_with_the_error_in_the_middle() -> None:
+    noise = "(EngineCore pid=1) INFO 11-29 06:00:00 [x.py:1] step done\n" * 50_000
+    text = noise + (LOGS / "kv_cache_too_small_033_with_estimate.log").read_text() + noise
+    assert classify(text).cls == "kv_cache_too_small"

@@ -1,0 +1,119 @@
+"""What each failure class means, what helps and what does not (domain.md's table, in words)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Advice:
+    explanation: str
+    helps: tuple[str, ...]
+    does_not_help: tuple[str, ...] = ()
+
+
+STAGE_NAMES = {
+    "before_start": "before start (configuration, device set-up)",
+    "weight_loading": "weight loading",
+    "profiling": "memory profiling",
+    "kv_cache": "KV cache sizing",
+    "cuda_graph": "CUDA graph capture",
+    "api_server": "API server",
+}
+
+ADVICE: dict[str, Advice] = {
+    "gpu_busy": Advice(
+        "Other processes hold GPU memory: vLLM wants total x gpu-memory-utilization free at start-up and found "
+        "less. The utilization is a fraction of the GPU's total memory, not of what is free.",
+        ("free the GPU (check who holds it: nvidia-smi, or `vllm-guard snapshot`)",
+         "lower --gpu-memory-utilization to what is really free", "wait for the other job to finish",
+         "stop orphaned VLLM::EngineCore processes you own; use KillMode=mixed in their unit"),
+        ("raising --gpu-memory-utilization",)),
+    "kv_cache_too_small": Advice(
+        "One request of max-model-len tokens needs more KV cache than is left after the weights and activations. "
+        "vLLM takes max-model-len from config.json unless told otherwise: the most common failed start.",
+        ("lower --max-model-len (to vLLM's estimate when it gives one)",
+         "raise --gpu-memory-utilization if the GPU really has the memory free",
+         "--kv-cache-dtype fp8 (compute capability 8.9 natively; 8.0-8.6 through FlashInfer)",
+         "more GPUs with tensor parallel"),
+        ("lowering --max-num-seqs", "--enforce-eager alone")),
+    "no_kv_memory": Advice(
+        "Weights, the profiling pass's activations and the CUDA-graph estimate used the whole budget: nothing "
+        "is left for KV cache blocks.",
+        ("lower --max-num-batched-tokens", "lower --max-num-seqs", "--enforce-eager (no CUDA-graph memory)",
+         "raise --gpu-memory-utilization if the GPU has the memory", "a quantized checkpoint"),
+        ("lowering --max-model-len",)),
+    "oom_loading": Advice(
+        "The GPU ran out of memory while loading the weights: they do not fit at this utilization.",
+        ("a smaller or pre-quantized checkpoint (AWQ, GPTQ, FP8)", "more GPUs (--tensor-parallel-size)",
+         "raise --gpu-memory-utilization if the GPU has room"),
+        ("lowering --max-model-len", "lowering --max-num-seqs", "--quantization awq on a non-AWQ checkpoint")),
+    "oom_profiling": Advice(
+        "The GPU ran out of memory in the profiling pass (a dummy batch of max-num-batched-tokens, then the "
+        "sampler warm-up with max-num-seqs requests).",
+        ("lower --max-num-batched-tokens", "lower --max-num-seqs",
+         "multimodal models: --limit-mm-per-prompt", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when the "
+         "message says memory is reserved but unallocated"),
+        ("lowering --max-model-len",)),
+    "oom_cudagraph": Advice(
+        "The GPU ran out of memory while capturing CUDA graphs, after the KV cache was sized.",
+        ("--enforce-eager (10-20% less throughput on short answers)", "lower --max-num-seqs (fewer capture sizes)",
+         "lower --gpu-memory-utilization slightly"),
+        ("lowering --max-model-len",)),
+    "host_oom": Advice(
+        "The kernel or cgroup OOM killer ended vLLM: weights are read through host RAM while loading. It leaves "
+        "no Python error, only a SIGKILL (exit 137) and a line in dmesg or the journal.",
+        ("host RAM (and the cgroup limit: Docker --memory, systemd MemoryMax=) of at least 2x the weight size",
+         "add swap", "fewer other processes on the host"),
+        ("any vLLM flag",)),
+    "shm_exhausted": Advice(
+        "/dev/shm is too small for vLLM's shared-memory ring buffers or NCCL: Docker gives 64 MiB by default.",
+        ("docker run --ipc=host", "docker run --shm-size=8g", "a larger /dev/shm on the host"),
+        ("lowering vLLM's memory settings",)),
+    "tp_indivisible": Advice(
+        "The tensor-parallel size does not divide the model: attention heads, KV heads or quantization groups "
+        "must split evenly over the GPUs.",
+        ("a --tensor-parallel-size that divides the head count (and the KV heads)",), ()),
+    "dtype_unsupported": Advice(
+        "The requested dtype is not supported on this GPU (bfloat16 needs compute capability 8.0).",
+        ("--dtype half on older GPUs (T4, V100)",), ()),
+    "quant_unsupported": Advice(
+        "The quantization method or the KV-cache dtype needs a newer GPU than this one.",
+        ("a checkpoint in a format this GPU supports", "--kv-cache-dtype auto"), ()),
+    "max_len_exceeds_model": Advice(
+        "--max-model-len is longer than the model's own maximum from config.json; vLLM refuses it.",
+        ("--max-model-len at most the derived maximum",
+         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only if you know the model handles longer contexts"), ()),
+    "too_few_gpus": Advice(
+        "tensor x pipeline parallel needs more GPUs than vLLM can see on this node.",
+        ("a smaller --tensor-parallel-size", "check CUDA_VISIBLE_DEVICES", "Ray for multi-node"), ()),
+    "port_in_use": Advice(
+        "Another process already listens on the API port.",
+        ("choose another --port", "stop the server that holds it (ss -ltnp shows it)"), ()),
+    "disk_full": Advice(
+        "The disk filled up while downloading the weights.",
+        ("free space where the Hugging Face cache lives", "point --download-dir or HF_HOME at a larger disk"), ()),
+    "model_access": Advice(
+        "The model could not be read: a wrong id or path, a gated repository, or a missing or invalid token.",
+        ("check the id", "accept the licence on the Hub and set HF_TOKEN", "use a local path"), ()),
+    "remote_code_required": Advice(
+        "The model ships its own code: vLLM needs --trust-remote-code to run it.",
+        ("--trust-remote-code, after reviewing the repository's code",), ()),
+    "unsupported_architecture": Advice(
+        "This vLLM does not support the model's architecture.",
+        ("a newer vLLM", "a supported variant of the model"), ()),
+    "startup_timeout": Advice(
+        "The start did not finish in time: a hung NCCL set-up, a slow download or a very slow disk.",
+        ("look at the last lines for the step that hung", "retry once", "a longer startup timeout for large models"),
+        ()),
+    "unknown": Advice(
+        "The log does not show a failure the guard recognises with confidence; the last error lines are shown.",
+        ("read the evidence lines", "run vLLM with VLLM_LOGGING_LEVEL=DEBUG for more detail"), ()),
+}
+
+PROFILING_ASSERTION = Advice(
+    "vLLM's memory profiler saw free memory grow during profiling: another process on the same GPU released "
+    "memory while vLLM measured. It is not a lack of memory.",
+    ("start again unchanged, when the other process is steady", "give vLLM a GPU of its own"),
+    ("lowering --gpu-memory-utilization",),
+)

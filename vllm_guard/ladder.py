@@ -1,0 +1,179 @@
+"""Pure: a classified failure + the settings of the failed start -> the one change to try next.
+
+One parameter per failed start, in the direction the failure calls for, within
+the profile's floors and ceilings (issue 6's table). Failures no setting can fix
+stop the ladder with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_guard.classify import Diagnosis
+
+BLOCK = 16  # vLLM 0.33's default block size: lengths are rounded down to it
+GPU_BUSY_MARGIN_GIB = 0.5  # vLLM measures free memory after its own CUDA context
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the failed start ran with; None where not known."""
+
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    kv_cache_dtype: str = "auto"
+    enable_chunked_prefill: bool | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Floors, ceilings and allowed steps (the profile's [guard.ladder])."""
+
+    min_max_model_len: int = 1024
+    min_gpu_memory_utilization: float = 0.5
+    max_gpu_memory_utilization: float = 0.95
+    allow_lower_utilization: bool = True
+    allow_fp8_kv: bool = True
+    allow_enforce_eager: bool = True
+
+
+@dataclass(frozen=True)
+class Step:
+    param: str | None  # None: start again unchanged (after waiting, for gpu_busy)
+    value: Any
+    reason: str
+    wait_for_gpu: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"param": self.param, "value": self.value, "reason": self.reason}
+        if self.wait_for_gpu:
+            d["wait_for_gpu"] = True
+        return d
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: str
+
+
+NOT_RELAXABLE = {
+    "oom_loading": "the weights do not fit the GPU: no context or batch setting shrinks them",
+    "host_oom": "host memory ran out while loading: no vLLM option changes that",
+    "shm_exhausted": "/dev/shm is too small: that is the container's or host's setting, not vLLM's",
+    "tp_indivisible": "the tensor-parallel layout is invalid for this model: change -tp in the profile",
+    "dtype_unsupported": "the dtype is not supported on this GPU: change --dtype in the profile",
+    "quant_unsupported": "the checkpoint's quantization is not supported on this GPU",
+    "too_few_gpus": "the layout needs more GPUs than vLLM can see",
+    "port_in_use": "the API port is taken by another process",
+    "disk_full": "the disk is full where the weights are downloaded",
+    "model_access": "the model cannot be read: a wrong id, a gated repository or a missing token",
+    "remote_code_required": "the model needs --trust-remote-code, which the guard never adds on its own",
+    "unsupported_architecture": "this vLLM does not support the model's architecture",
+    "unknown": "the failure is not understood well enough to change anything safely",
+}
+
+
+def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_supported: bool | None = None,
+              guard_set_kv_dtype: bool = False, unchanged_retries: int = 0) -> Step | Stop:
+    """The single change that the failure calls for, or why none can help."""
+    limits = limits or Limits()
+    n = d.numbers
+    if d.cls == "kv_cache_too_small":
+        return _kv_too_small(n, s, limits, fp8_supported, d)
+    if d.cls == "gpu_busy":
+        free, total = n.get("free_gib"), n.get("total_gib")
+        if limits.allow_lower_utilization and free and total:
+            util = math.floor((free - GPU_BUSY_MARGIN_GIB) / total * 100) / 100
+            if util >= limits.min_gpu_memory_utilization:
+                return Step("gpu-memory-utilization", util, f"{free} GiB of {total} GiB is free: use what is free, "
+                            f"less a {GPU_BUSY_MARGIN_GIB} GiB margin")
+        return Step(None, None, "wait until the other processes free the GPU, then start unchanged",
+                    wait_for_gpu=True)
+    if d.cls in ("no_kv_memory", "oom_profiling"):
+        if d.detail == "sampler_warmup":  # vLLM's own advice: the warm-up runs max-num-seqs requests
+            step = _halve_seqs(s)
+            if step is not None:
+                return step
+        return _shrink_batch(s, limits)
+    if d.cls == "oom_cudagraph":
+        if not s.enforce_eager and limits.allow_enforce_eager:
+            return Step("enforce-eager", True, "CUDA-graph capture ran out of memory: run without CUDA graphs")
+        return _halve_seqs(s) or Stop("already eager, and max-num-seqs cannot be halved further")
+    if d.cls == "max_len_exceeds_model" and n.get("derived_max_len"):
+        return Step("max-model-len", n["derived_max_len"], "the model's own maximum length")
+    if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or
+                                                                         s.kv_cache_dtype != "auto"):
+        return Step("kv-cache-dtype", "auto", "this GPU cannot run the fp8 KV cache: back to the model's dtype")
+    if d.cls == "startup_timeout":
+        if unchanged_retries == 0:
+            return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")
+        return Stop("the start timed out twice")
+    if d.detail == "profiling_assertion":
+        return Step(None, None, "another process released GPU memory during profiling: start once more unchanged")
+    return Stop(NOT_RELAXABLE.get(d.cls, NOT_RELAXABLE["unknown"]))
+
+
+def _kv_too_small(n: dict[str, Any], s: Settings, limits: Limits, fp8: bool | None, d: Diagnosis) -> Step | Stop:
+    target: int | None = None
+    how = ""
+    if n.get("estimated_max_len"):
+        target, how = n["estimated_max_len"], "vLLM's own estimate of the longest length that fits"
+    elif n.get("kv_tokens"):
+        target, how = n["kv_tokens"], "the tokens the KV cache holds"
+    elif n.get("needed_gib") and n.get("available_gib") and n.get("max_seq_len"):
+        target = int(n["max_seq_len"] * n["available_gib"] / n["needed_gib"])
+        how = "the length the available KV memory holds, computed from vLLM's figures"
+    if target is not None:
+        target = target // BLOCK * BLOCK
+        if target >= limits.min_max_model_len:
+            return Step("max-model-len", target, how)
+    util = s.gpu_memory_utilization
+    if util is not None and util < limits.max_gpu_memory_utilization and n.get("needed_gib") and \
+            n.get("available_gib") is not None:
+        return Step("gpu-memory-utilization", limits.max_gpu_memory_utilization,
+                    f"max-model-len is at its floor ({limits.min_max_model_len}): raise utilization if the GPU "
+                    "has the memory free")
+    if limits.allow_fp8_kv and s.kv_cache_dtype == "auto" and fp8 is not False:
+        return Step("kv-cache-dtype", "fp8", "halve the KV cache per token (needs compute capability 8.9 natively)")
+    return Stop("max-model-len is at its floor and neither utilization nor an fp8 KV cache can help")
+
+
+def _shrink_batch(s: Settings, limits: Limits) -> Step | Stop:
+    tokens, seqs = s.max_num_batched_tokens, s.max_num_seqs
+    if tokens is not None:
+        floor = max(seqs or 1, s.max_model_len if s.enable_chunked_prefill is False and s.max_model_len else 1)
+        half = tokens // 2
+        if half >= floor and half >= 1:
+            return Step("max-num-batched-tokens", half, "halve the profiling batch: a smaller activation peak")
+    elif s.max_num_seqs is None:
+        return Step("max-num-batched-tokens", None, "halve --max-num-batched-tokens (its value is not in the log)")
+    step = _halve_seqs(s)
+    if step is not None:
+        return step
+    if not s.enforce_eager and limits.allow_enforce_eager:
+        return Step("enforce-eager", True, "no CUDA-graph memory in the budget")
+    return Stop("the batch is at its smallest and vLLM is already eager: a smaller or quantized model is needed")
+
+
+def _halve_seqs(s: Settings) -> Step | None:
+    if s.max_num_seqs is not None and s.max_num_seqs >= 2:
+        return Step("max-num-seqs", s.max_num_seqs // 2, "halve the concurrent sequences: smaller sampler warm-up "
+                    "and fewer CUDA-graph sizes")
+    return None
+
+
+def settings_from_log(d: Diagnosis) -> Settings:
+    c = d.context
+    return Settings(
+        max_model_len=c.get("max_model_len"),
+        gpu_memory_utilization=c.get("gpu_memory_utilization"),
+        max_num_batched_tokens=c.get("max_num_batched_tokens"),
+        max_num_seqs=c.get("max_num_seqs"),
+        enforce_eager=bool(c.get("enforce_eager", False)),
+        kv_cache_dtype=str(c.get("kv_cache_dtype", "auto")),
+    )
