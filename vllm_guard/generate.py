@@ -15,7 +15,7 @@ from typing import Any
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
-from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length
+from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
 
 CORRIDOR = (0.85, 0.92)
 DEFAULT_MARGIN_MIB = 512  # guard.checks.free-memory-margin-mib's default
@@ -135,14 +135,8 @@ def _longest(facts: Facts, gpu: Gpu, params: Params, users: int, derived: int) -
         page = need / max(math.ceil(length / e.block_size), 1)
         return users * need <= e.kv_budget_bytes - page
 
-    low, high = 0, derived
-    while low < high:
-        mid = (low + high + 1) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low if low == derived else low // 16 * 16
+    longest = largest_fitting(fits, derived)
+    return longest if longest == derived else longest // 16 * 16
 
 
 def _refusal(facts: Facts, gpu: Gpu, params: Params, users: int, want: int, fp8_native: bool) -> str:

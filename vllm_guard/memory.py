@@ -11,6 +11,7 @@ where it comes from. The seed case (domain.md, a real vLLM log) is a test.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -364,11 +365,16 @@ def max_fitting_len(model: ModelFacts, params: Params, kv_budget: int, block: in
         need = kv_bytes_for_length(model, params, length, block, batched_tokens)
         return need is not None and need <= available
 
-    low, high = 0, max(model.derived_max_len or 0, 1) * 64
+    return largest_fitting(fits, max(model.derived_max_len or 0, 1) * 64) // block * block
+
+
+def largest_fitting(fits: Callable[[int], bool], high: int) -> int:
+    """The largest n in [0, high] with fits(n), for a fits() that is true up to some n and false after."""
+    low = 0
     while low < high:
         mid = (low + high + 1) // 2
         if fits(mid):
             low = mid
         else:
             high = mid - 1
-    return low // block * block
+    return low
