@@ -281,6 +281,38 @@ def _read_context(lines: Iterable[tuple[str, str]]) -> dict[str, Any]:
     return ctx
 
 
+def stage_of(line: str) -> str | None:
+    """The stage a vLLM log line announces, if it is one of the known progress lines (vllm-reference §3)."""
+    if not _MARKER_WORDS.search(line):
+        return None
+    found = None
+    for pattern, marker_stage in STAGE_MARKERS:
+        if pattern.search(line):
+            found = marker_stage
+    return found
+
+
+_REPORTED = (
+    (re.compile(r"KV cache size: ([\d,]+) tokens"), "kv_cache_tokens", int),
+    (re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"), "max_concurrency", float),
+    (re.compile(r"Model loading took ([\d.]+) ?Gi?B"), "model_loading_gib", float),
+    (re.compile(r"Model loading took [\d.]+ ?Gi?B(?: memory)? and ([\d.]+) seconds"), "model_loading_s", float),
+    (re.compile(r"Graph capturing finished in \d+ secs, took ([\d.]+) GiB"), "cudagraph_gib", float),
+    (re.compile(r"Available KV cache memory: ([\d.]+) GiB"), "kv_cache_gib", float),
+)
+
+
+def reported(lines: list[str]) -> dict[str, Any]:
+    """What vLLM itself reported during a successful start (KV tokens, concurrency, load size and time)."""
+    out: dict[str, Any] = {}
+    for line in lines:
+        for pattern, key, kind in _REPORTED:
+            m = pattern.search(line)
+            if m:
+                out[key] = kind(m.group(1).replace(",", ""))
+    return out
+
+
 def _signal_of(exit_status: int | None) -> int | None:
     """vLLM's exit as a signal number: -9 (Python's Popen), 137 (a shell's 128+9) or None."""
     if exit_status is None:
@@ -299,10 +331,9 @@ def classify(text: str, *, exit_status: int | None = None) -> Diagnosis:
     stage = BEFORE_START
     stage_at: list[str] = []
     for _, line in lines:
-        if _MARKER_WORDS.search(line):
-            for pattern, marker_stage in STAGE_MARKERS:
-                if pattern.search(line) and STAGES.index(marker_stage) > STAGES.index(stage):
-                    stage = marker_stage
+        marker = stage_of(line)
+        if marker is not None and STAGES.index(marker) > STAGES.index(stage):
+            stage = marker
         stage_at.append(stage)
     final_stage = stage
     signal = _signal_of(exit_status)

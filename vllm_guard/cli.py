@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--dry-run", action="store_true",
                        help="print the checks, the command line and the environment; start nothing")
     serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
+    serve.add_argument("--exec", action="store_true",
+                       help="after preflight, replace the guard by vLLM: no ladder, no supervision")
     target(serve)
 
     check = command("check", "preflight checks only: will this profile start here?")

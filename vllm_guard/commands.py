@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from vllm_guard.errors import NotBuiltError, UsageError
+from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.profile import Profile, apply_cli, drop_in_profile, load_profile
 
@@ -90,23 +90,49 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     from vllm_guard import plan as plan_mod
     from vllm_guard import report
 
-    if not args.dry_run:
-        # Validate the target first, so a broken profile still says what is wrong (exit 3).
-        resolve_target(args.target, args.vllm_args, env)
-        raise NotBuiltError(
-            "launching and supervising vLLM is not built in this version of vllm-guard",
-            hint="`vllm-guard serve --dry-run ...` runs the checks and prints the exact command line",
-        )
     _, facts, pre, target = _preflight(args, env)
-    report.print_check(pre, facts, target, stdout)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
-    report.print_plan(plan, stdout)
-    if pre.verdict == "fail":
-        if args.force:
-            stdout.write("preflight failed; --force: a launch would go ahead anyway\n")
-            return ExitCode.OK
+    if args.dry_run:
+        report.print_check(pre, facts, target, stdout)
+        report.print_plan(plan, stdout)
+        if pre.verdict == "fail":
+            if args.force:
+                stdout.write("preflight failed; --force: a launch would go ahead anyway\n")
+                return ExitCode.OK
+            return ExitCode.PREFLIGHT_FAILED
+        return ExitCode.OK
+    # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
+    report.print_check(pre, facts, target, stderr)
+    if pre.verdict == "fail" and not args.force:
         return ExitCode.PREFLIGHT_FAILED
-    return ExitCode.OK
+    _require_executable(str(pre.profile.setting("vllm")), env)
+    if args.exec or pre.profile.setting("mode") == "exec":
+        from vllm_guard.supervise import run_exec
+
+        stderr.write(f"vllm-guard: exec {plan.command_line()}\n")
+        stderr.flush()
+        run_exec(plan, env)
+    from vllm_guard.supervise import Supervisor
+
+    gpu_probe = None
+    if facts.live is not False and not (args.machine or env.get("VLLMGUARD_MACHINE")):
+        from vllm_guard.probes.gpu import probe_gpus
+
+        def gpu_probe() -> Any:
+            return probe_gpus().gpus
+
+    supervisor = Supervisor(pre, facts, environ=env, status=report.LaunchStatus(stdout, stderr),
+                            forced=pre.verdict == "fail", gpu_probe=gpu_probe)
+    return supervisor.run()
+
+
+def _require_executable(name: str, env: Mapping[str, str]) -> None:
+    from vllm_guard.probes.host import find_executable
+
+    if find_executable(name, env.get("PATH")) is None:
+        raise GuardError(f"the vLLM executable {name!r} was not found",
+                         hint="pip install vllm, or set guard.vllm (or VLLMGUARD_VLLM_BIN) to its path",
+                         exit_code=ExitCode.PREFLIGHT_FAILED)
 
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
@@ -227,5 +253,24 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
 
 
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    raise NotBuiltError("`vllm-guard attempts` is not built in this version: the attempt log comes with "
-                        "supervised `serve`")
+    from vllm_guard import attempts as attempt_log
+    from vllm_guard import report
+
+    source = args.source or env.get("VLLMGUARD_PROFILE")
+    if not source:
+        raise UsageError("give a profile, a profile name or an attempt log", hint="vllm-guard attempts PROFILE.toml")
+    path = Path(source)
+    if path.suffix == ".toml":
+        profile = load_profile(path, environ=env)
+        log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)
+    elif path.is_file():
+        log = path
+    else:
+        log = attempt_log.log_path(env.get("VLLMGUARD_ATTEMPT_LOG"), source, env)
+    if not log.is_file():
+        raise UsageError(f"no attempt log at {log}", hint="the guard writes it when `vllm-guard serve` starts vLLM")
+    records, warnings = attempt_log.read(log)
+    for warning in warnings:
+        stderr.write(f"vllm-guard: warning: {warning}\n")
+    report.print_attempts(records, str(log), stdout)
+    return ExitCode.OK

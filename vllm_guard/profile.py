@@ -42,11 +42,12 @@ _MISSING: Any = object()
 class Setting:
     """One key of ``[guard]`` or its sub-tables: its type, default and meaning."""
 
-    kind: str  # str | bool | int | float | gpus | str_list | len
+    kind: str  # str | bool | int | float | gpus | str_list | len | duration | choice
     default: Any
     help: str
     env: str | None = None
     minimum: float | None = None
+    choices: tuple[str, ...] = ()
 
 
 # The guard's own settings. Each later capability adds the keys it uses, here.
@@ -57,6 +58,24 @@ GUARD_SETTINGS: dict[str, Setting] = {
         "bool", False, "pass [vllm] keys that vLLM 0.33 does not know (for a newer vLLM)"
     ),
     "max-model-len-cap": Setting("len", None, 'upper bound for max-model-len = "auto"', minimum=1),
+    "mode": Setting("choice", "supervise", "supervise (ladder, supervision) or exec (replace the guard by vLLM)",
+                    choices=("supervise", "exec")),
+    "startup-timeout": Setting("duration", 1800.0, "seconds (or \"30m\") from launch until /health must answer",
+                               minimum=1),
+    "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
+    "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
+    "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),
+}
+LADDER_SETTINGS: dict[str, Setting] = {
+    "max-attempts": Setting("int", 5, "starts in all, the first included", minimum=1),
+    "min-max-model-len": Setting("len", 1024, "never lower max-model-len below this", minimum=1),
+    "min-gpu-memory-utilization": Setting("float", 0.5, "never lower utilization below this", minimum=0.01),
+    "max-gpu-memory-utilization": Setting("float", 0.95, "never raise utilization above this", minimum=0.01),
+    "allow-lower-utilization": Setting("bool", True, "gpu_busy: lower utilization to what is free"),
+    "allow-fp8-kv-cache": Setting("bool", True, "kv_cache_too_small at the floor: try kv-cache-dtype fp8"),
+    "allow-enforce-eager": Setting("bool", True, "OOM in graph capture or profiling: try enforce-eager"),
+    "wait-for-gpu": Setting("duration", 600.0, "gpu_busy: how long to wait for the GPU to free up", minimum=0),
+    "gpu-poll-interval": Setting("duration", 5.0, "gpu_busy: seconds between looks at the GPU", minimum=0.05),
 }
 CHECK_SETTINGS: dict[str, Setting] = {
     "skip": Setting("str_list", (), "check ids not to run"),
@@ -72,7 +91,7 @@ CHECK_SETTINGS: dict[str, Setting] = {
     "disk-headroom": Setting("float", 0.10, "free disk wanted above the weight size, as a fraction", minimum=0),
     "nofile-min": Setting("int", 65536, "warn when the open-files soft limit is below this", minimum=0),
 }
-SUBTABLES: dict[str, dict[str, Setting]] = {"checks": CHECK_SETTINGS}
+SUBTABLES: dict[str, dict[str, Setting]] = {"checks": CHECK_SETTINGS, "ladder": LADDER_SETTINGS}
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,7 @@ class Profile:
     env: Mapping[str, str] = field(default_factory=dict)
     guard: Mapping[str, Any] = field(default_factory=dict)
     checks: Mapping[str, Any] = field(default_factory=dict)
+    ladder: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
     sha256: str | None = None
     overridden: tuple[str, ...] = ()  # keys set by the command line or the environment
@@ -126,6 +146,9 @@ class Profile:
 
     def check_setting(self, key: str) -> Any:
         return self.checks.get(key, CHECK_SETTINGS[key].default)
+
+    def ladder_setting(self, key: str) -> Any:
+        return self.ladder.get(key, LADDER_SETTINGS[key].default)
 
 
 # --- loading ---------------------------------------------------------------
@@ -245,9 +268,10 @@ def _from_data(data: Mapping[str, Any], loc: _Locator) -> Profile:
             raise loc.error(table, None, "expected a table", f"write it as [{table}] with keys below it")
     model, revision = _read_model(data.get("model"), loc)
     guard, checks = _read_guard(data.get("guard", {}), loc)
+    ladder = _read_settings(data.get("guard", {}).get("ladder", {}), LADDER_SETTINGS, "guard.ladder", loc)
     args = _read_vllm(data.get("vllm", {}), loc, allow_unknown=bool(guard.get("allow-unknown-vllm-options")))
     env = _read_env(data.get("env", {}), loc)
-    return Profile(model=model, revision=revision, args=args, env=env, guard=guard, checks=checks)
+    return Profile(model=model, revision=revision, args=args, env=env, guard=guard, checks=checks, ladder=ladder)
 
 
 def _read_model(table: Mapping[str, Any] | None, loc: _Locator) -> tuple[str, str | None]:
@@ -370,6 +394,12 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
         if not isinstance(value, str) or not value:
             raise ValueProblem(f"expected a non-empty string, got {value!r}")
         return value
+    if kind == "choice":
+        if value not in setting.choices:
+            raise ValueProblem(f"expected one of {', '.join(setting.choices)}, got {value!r}")
+        return value
+    if kind == "duration" and isinstance(value, str):
+        value = parse_duration(value)
     if kind == "str_list":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValueProblem(f"expected a list of strings, got {value!r}")
@@ -388,10 +418,18 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
     elif isinstance(value, bool) or not isinstance(value, (int, float)) or (
         kind in ("int", "len") and not isinstance(value, int)
     ):
-        expected = "a number" if kind == "float" else "an integer"
+        expected = "a number" if kind in ("float", "duration") else "an integer"
         raise ValueProblem(f"expected {expected}, got {value!r}")
     else:
         number = value
     if setting.minimum is not None and number < setting.minimum:
         raise ValueProblem(f"must be at least {setting.minimum:g}, got {value!r}")
-    return float(number) if kind == "float" else int(number)
+    return float(number) if kind in ("float", "duration") else int(number)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from "90", "90s", "30m" or "1h"."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if m is None:
+        raise ValueProblem(f'expected seconds, or a duration such as "90s", "30m" or "1h", got {text!r}')
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]

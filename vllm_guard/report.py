@@ -231,3 +231,129 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
         c.print(Text.assemble(("next step: ", "bold"), (change, "bold green"), f" ({step.reason})"))
     else:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class LaunchStatus:
+    """What the guard shows while it starts and supervises vLLM.
+
+    vLLM's own lines are relayed unchanged, stdout to stdout and stderr to stderr
+    (journald keeps vLLM's log). On a terminal the guard adds a live one-line
+    status; elsewhere it prints one plain line per phase change.
+    """
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        import threading
+
+        self.out, self.err = stdout, stderr
+        self._lock = threading.Lock()
+        self._console = Console(file=stderr, highlight=False)
+        self.live_mode = bool(getattr(stdout, "isatty", lambda: False)()) and bool(
+            getattr(stderr, "isatty", lambda: False)())
+        self._live: Any = None
+        self._attempt = ""
+        if self.live_mode:
+            from rich.live import Live
+
+            self._live = Live(Text(""), console=self._console, refresh_per_second=2, transient=True)
+            self._live.start()
+
+    def relay(self, raw: bytes, stream: str) -> None:
+        if self._live is not None:
+            self._live.console.print(Text(raw.decode(errors="replace").rstrip("\n")))
+            return
+        target = self.out if stream == "stdout" else self.err
+        with self._lock:
+            buffer = getattr(target, "buffer", None)
+            if buffer is not None:
+                buffer.write(raw)
+                buffer.flush()
+            else:
+                target.write(raw.decode(errors="replace"))
+                target.flush()
+
+    def message(self, text: str, style: str = "bold") -> None:
+        with self._lock:
+            if self._live is not None:
+                self._live.console.print(Text(f"vllm-guard: {text}", style=style))
+            else:
+                self.err.write(f"vllm-guard: {text}\n")
+                self.err.flush()
+
+    def attempt_started(self, number: int, total: int, changed: dict[str, list[Any]]) -> None:
+        what = ", ".join(f"{k} {new} (relaxed from {old})" for k, (old, new) in changed.items())
+        self._attempt = f"attempt {number}/{total}" + (f": {what}" if what else "")
+        self.message(f"{self._attempt}: starting vLLM")
+
+    def phase(self, attempt: int, stage: str, elapsed_s: float, *, heartbeat: bool = False) -> None:
+        text = f"{self._attempt}: {STAGE_NAMES.get(stage, stage)} ({_duration(elapsed_s)})"
+        if self._live is not None:
+            self._live.update(Text(text, style="bold cyan"))
+        elif heartbeat:
+            self.message(f"still in {text}", style="")
+        else:
+            self.message(text, style="")
+
+    def ready(self, number: int, reported: dict[str, Any], relaxed: dict[str, list[Any]], profile: str | None) -> None:
+        facts = ", ".join(f"{k} {v}" for k, v in reported.items())
+        self.message(f"vLLM is ready after {number} attempt(s)" + (f": {facts}" if facts else ""), style="bold green")
+        if relaxed:
+            what = ", ".join(f"{k} = {new} (the profile says {old})" for k, (old, new) in relaxed.items())
+            where = f" in {profile}" if profile else " on the command line"
+            self.message(f"RELAXED START: vLLM runs, but NOT as the profile is written: {what}. Put these values"
+                         f"{where} to start this way directly.", style="bold yellow")
+
+    def attempts_table(self, history: list[Any], *, exhausted: bool) -> None:
+        table = Table(title="vllm-guard: every start failed" if exhausted else "vllm-guard: start failed",
+                      header_style="bold")
+        for col in ("attempt", "changed", "outcome", "failure", "next"):
+            table.add_column(col, overflow="fold")
+        for a in history:
+            changed = "\n".join(f"{k}: {old} -> {new}" for k, (old, new) in a.changed.items()) or "-"
+            failure = f"{a.diagnosis.cls} ({a.diagnosis.stage})" if a.diagnosis else "-"
+            step = a.step
+            nxt = (f"{step.param} = {step.value}" if getattr(step, "param", None) else getattr(step, "reason", "-"))
+            table.add_row(str(a.number), changed, a.outcome, failure, nxt or "-")
+        with self._lock:
+            if self._live is not None:
+                self._live.console.print(table)
+            else:
+                Console(file=self.err, highlight=False, width=_width(self.err)).print(table)
+        last = history[-1].diagnosis if history else None
+        if last is not None:
+            advice = _advice(last)
+            self.message(f"{last.cls}: {advice.explanation}", style="")
+            for item in advice.helps:
+                self.message(f"  what helps: {item}", style="")
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -> None:
+    c = _console(stream)
+    table = Table(title=f"attempts in {source}", header_style="bold")
+    for col in ("attempt", "started", "took", "changed", "outcome", "failure", "next", "vLLM reported"):
+        table.add_column(col, no_wrap=col in ("attempt", "started", "took", "outcome", "failure"))
+    shown = {"kv_cache_tokens": "KV tokens", "max_concurrency": "concurrency", "time_to_ready_s": "ready after s"}
+    for r in records:
+        changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
+        failure = (r.get("failure") or {}).get("class", "-")
+        nxt = r.get("next") or {}
+        if nxt.get("param"):
+            next_text = f"{nxt['param']} = {nxt.get('value')}"
+        else:
+            next_text = nxt.get("stop") or nxt.get("reason") or "-"
+        reported = "\n".join(f"{label} {(r.get('reported') or {})[k]}" for k, label in shown.items()
+                             if k in (r.get("reported") or {})) or "-"
+        when = str(r.get("started_at") or r.get("ended_at") or "")[5:19].replace("T", " ")
+        took = f"{r['duration_s']}s" if r.get("duration_s") is not None else "-"
+        outcome = str(r.get("outcome", "?")) + (f" ({r['phase']})" if r.get("phase") else "")
+        table.add_row(str(r.get("attempt", "?")), when, took, changed, outcome, failure, next_text, reported)
+    c.print(table)

@@ -216,3 +216,13 @@ def current_user() -> str | None:
         return str(psutil.Process().username())
     except (psutil.Error, KeyError):
         return None
+
+
+def adopted_children(exclude: tuple[int, ...] = ()) -> list[int]:
+    """Our direct children that we did not start: orphans re-parented to us as their subreaper."""
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process().children() if c.pid not in exclude]
+    except psutil.Error:
+        return []

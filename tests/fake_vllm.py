@@ -1,0 +1,321 @@
+"""A stand-in for `vllm serve` as vLLM 0.33 behaves at start-up, for the guard's tests.
+
+It prints vLLM 0.33's log lines and failure messages (vllm-reference.md), runs a
+separate ``VLLM::EngineCore`` child (and ``VLLM::Worker_TP*`` for tensor
+parallel), sizes a KV cache against a simulated GPU, serves a real ``/health``
+on the requested port once ready, and stops its children on SIGTERM as vLLM does.
+
+The simulated GPU is a JSON file named by ``FAKE_VLLM_GPU``; processes that hold
+its memory register under ``holders/`` beside it, so two fakes see each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.server
+import json
+import math
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+GIB = 2**30
+HERE = Path(__file__).resolve()
+
+
+def stamp() -> str:
+    return time.strftime("%m-%d %H:%M:%S")
+
+
+def log(proc: str, msg: str, level: str = "INFO", where: str = "core.py:140") -> None:
+    # Like Python's logging, a write to a closed pipe (the reader died) must not stop a shutdown.
+    with contextlib.suppress(OSError):
+        print(f"({proc} pid={os.getpid()}) {level} {stamp()} [{where}] {msg}", flush=True)
+
+
+def err(text: str) -> None:
+    with contextlib.suppress(OSError):
+        print(text, file=sys.stderr, flush=True)
+
+
+# --- the simulated GPU -------------------------------------------------------------------
+
+
+class Gpu:
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+        self.conf = json.loads(self.path.read_text())
+        self.holders = self.path.parent / "holders"
+        self.holders.mkdir(exist_ok=True)
+
+    @property
+    def total(self) -> float:
+        return float(self.conf.get("total_gib", 23.64)) * GIB
+
+    def others(self) -> float:
+        other_file = self.conf.get("others_file")
+        gib = float(Path(other_file).read_text()) if other_file and Path(other_file).exists() else 0.0
+        for holder in self.holders.glob("*"):
+            pid = int(holder.name)
+            if pid == os.getpid():
+                continue
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                holder.unlink(missing_ok=True)
+                continue
+            gib += float(holder.read_text() or 0)
+        return gib * GIB
+
+    def hold(self, nbytes: float) -> None:
+        (self.holders / str(os.getpid())).write_text(str(nbytes / GIB))
+
+    def release(self) -> None:
+        (self.holders / str(os.getpid())).unlink(missing_ok=True)
+
+
+# --- the API server process ------------------------------------------------------------------
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="vllm")
+    p.add_argument("command")
+    p.add_argument("model")
+    p.add_argument("--max-model-len", type=int)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.92)
+    p.add_argument("--max-num-seqs", type=int, default=256)
+    p.add_argument("--max-num-batched-tokens", type=int, default=2048)
+    p.add_argument("--enforce-eager", action="store_true")
+    p.add_argument("--no-enforce-eager", dest="enforce_eager", action="store_false")
+    p.add_argument("--kv-cache-dtype", default="auto")
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--host", default="")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", nargs="+")
+    p.add_argument("--hf-token", nargs="?")
+    args, _ = p.parse_known_args(argv)
+    return args
+
+
+def api_server(argv: list[str]) -> int:
+    args = parse(argv)
+    gpu = Gpu(os.environ["FAKE_VLLM_GPU"])
+    scenario = gpu.conf
+    derived = int(scenario.get("derived_max_len", 131072))
+    max_len = args.max_model_len or derived
+    proc = "APIServer"
+    log(proc, f"non-default args: {{'model_tag': '{args.model}', 'port': {args.port}, "
+              f"'gpu_memory_utilization': {args.gpu_memory_utilization}, 'max_num_seqs': {args.max_num_seqs}}}",
+        where="utils.py:253")
+    log(proc, f"vLLM server version 0.33.0, serving model {args.model}", where="startup.py:18")
+    for _ in range(int(scenario.get("spam_lines", 0))):
+        log(proc, "Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs", where="metrics.py:88")
+    if max_len > derived:
+        err("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
+        err(f"  Value error, User-specified max_model_len ({max_len}) is greater than the derived max_model_len "
+            f"(max_position_embeddings={derived} or model_max_length=None in model's config.json). To allow "
+            "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. [type=value_error]")
+        return 1
+    heads = int(scenario.get("heads", 32))
+    if heads % args.tensor_parallel_size:
+        err(f"ValueError: Total number of attention heads ({heads}) must be divisible by tensor parallel size "
+            f"({args.tensor_parallel_size}).")
+        return 1
+    log(proc, "Resolved architecture: LlamaForCausalLM", where="model.py:744")
+    log(proc, f"Using max model len {max_len}", where="model.py:2170")
+    log(proc, f"Chunked prefill is enabled with max_num_batched_tokens={args.max_num_batched_tokens}.",
+        where="scheduler.py:311")
+    # vLLM binds the API socket before it builds the engine (launcher.py:340-379).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host or "0.0.0.0", args.port))
+    except OSError:
+        err("Traceback (most recent call last):")
+        err('  File "/opt/venv/lib/python3.12/site-packages/vllm/entrypoints/launchers/launcher.py", line 371, '
+            "in create_server_socket")
+        err("    sock.bind(addr)")
+        err("OSError: [Errno 98] Address already in use")
+        return 1
+    read_fd, write_fd = os.pipe()
+    engine = subprocess.Popen(
+        ["VLLM::EngineCore", str(HERE), "--engine-core", str(write_fd), json.dumps(vars(args)), str(max_len)],
+        executable=sys.executable, pass_fds=(write_fd,),
+    )
+    os.close(write_fd)
+    stopping = threading.Event()
+
+    def on_term(signum: int, frame: object) -> None:
+        # vLLM 0.33: SIGTERM during init becomes KeyboardInterrupt; once serving, a graceful shutdown.
+        if not stopping.is_set():
+            stopping.set()
+            log(proc, "[shutdown] API server: shutdown triggered", where="launcher.py:253")
+            log(proc, f"[shutdown] Process manager: send sigterm to process {engine.pid}", where="utils.py:605")
+            engine.terminate()
+            try:
+                engine.wait(5)
+            except subprocess.TimeoutExpired:
+                engine.kill()
+            os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    ready = False
+    while not ready:
+        r, _, _ = select.select([read_fd], [], [], 0.2)
+        if r and os.read(read_fd, 1) == b"R":
+            ready = True
+        elif engine.poll() is not None:
+            code = engine.returncode
+            err("Traceback (most recent call last):")
+            err('  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/utils.py", line 1480, in '
+                "wait_for_engine_startup")
+            err("RuntimeError: Engine core initialization failed. See root cause above. "
+                f"Failed core proc(s): {{'EngineCore': {code}}}")
+            return 1
+    if scenario.get("hang"):
+        while True:
+            time.sleep(3600)
+    log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
+    sock.listen(64)
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ok = self.path in ("/health", "/ping") and engine.poll() is None
+            self.send_response(200 if ok else 503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer((args.host or "0.0.0.0", args.port), Health, bind_and_activate=False)
+    server.socket.close()
+    server.socket = sock
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"INFO:     Started server process [{os.getpid()}]", flush=True)
+    print("INFO:     Application startup complete.", flush=True)
+    crash_after = scenario.get("crash_after_ready_s")
+    started = time.monotonic()
+    while True:
+        time.sleep(0.1)
+        if crash_after is not None and time.monotonic() - started > float(crash_after):
+            engine.kill()
+            log(proc, "EngineCore encountered an issue. See stack trace (above) for the root cause.", "ERROR",
+                "exceptions.py:19")
+            return 1
+        if engine.poll() is not None and not stopping.is_set():
+            return 1
+
+
+# --- the engine core process --------------------------------------------------------------------
+
+
+WORKERS: list[subprocess.Popen[bytes]] = []
+
+
+def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
+    proc = "EngineCore"
+    gpu = Gpu(os.environ["FAKE_VLLM_GPU"])
+    s = gpu.conf
+    workers = WORKERS
+
+    def on_term(signum: int, frame: object) -> None:
+        log(proc, "[shutdown] EngineCore: trigger received signal=SIGTERM", where="core.py:1526")
+        for w in workers:
+            w.kill()
+        gpu.release()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    eager = bool(args.enforce_eager)
+    log(proc, f"Initializing a V1 LLM engine (v0.33.0) with config: model='{args.model}', max_seq_len={max_len}, "
+              f"tensor_parallel_size={args.tensor_parallel_size}, enforce_eager={eager}, "
+              f"kv_cache_dtype={args.kv_cache_dtype}")
+    for rank in range(args.tensor_parallel_size if args.tensor_parallel_size > 1 else 0):
+        workers.append(subprocess.Popen([f"VLLM::Worker_TP{rank}", "-c", "import time; time.sleep(3600)"],
+                                        executable=sys.executable))
+    util = args.gpu_memory_utilization
+    total = gpu.total
+    free = total - gpu.others()
+    requested = math.ceil(total * util)
+    if free < requested:
+        log(proc, "EngineCore failed to start.", "ERROR", "core.py:1584")
+        err(f"ValueError: Free memory on device cuda:0 ({free / GIB:.2f}/{total / GIB:.2f} GiB) on startup is less "
+            f"than desired GPU memory utilization ({util}, {requested / GIB:.2f} GiB). Decrease GPU memory "
+            "utilization or reduce GPU memory used by other processes.")
+        return 1
+    gpu.hold(requested)
+    log(proc, "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER']",
+        where="cuda.py:509")
+    err("Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]")
+    time.sleep(float(s.get("load_s", 0.1)))
+    err("Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:00<00:00,  5.31s/it]")
+    weights = float(s.get("weights_gib", 14.99)) * GIB
+    log(proc, f"Model loading took {weights / GIB:.4f} GiB memory and {s.get('load_s', 0.1):.6f} seconds",
+        where="model_runner.py:429")
+    activation = float(s.get("activation_gib_per_1k_tokens", 0.15)) * GIB * args.max_num_batched_tokens / 1024
+    graphs = 0.0 if eager else float(s.get("graph_gib", 0.6)) * GIB * min(args.max_num_seqs, 512) / 256
+    kv = requested - weights - float(s.get("non_torch_gib", 0.12)) * GIB - activation - graphs
+    if not eager:
+        log(proc, f"Estimated CUDA graph memory: {graphs / GIB:.2f} GiB total", where="gpu_model_runner.py:6410")
+    log(proc, f"Available KV cache memory: {kv / GIB:.2f} GiB", where="gpu_worker.py:772")
+    per_token = int(s.get("kv_bytes_per_token", 131072)) // (2 if args.kv_cache_dtype.startswith("fp8") else 1)
+    page = 16 * per_token
+    if kv - page <= 0:
+        log(proc, "EngineCore failed to start.", "ERROR", "core.py:1584")
+        err("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.")
+        return 1
+    needed = math.ceil(max_len / 16) * page
+    if needed > kv - page:
+        estimate = int((kv - page) // page) * 16
+        log(proc, "EngineCore failed to start.", "ERROR", "core.py:1584")
+        if s.get("wording") == "v1_old":
+            err(f"ValueError: To serve at least one request with the models's max seq len ({max_len}), "
+                f"({needed / GIB:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+                f"({(kv - page) / GIB:.2f} GiB). Try increasing `gpu_memory_utilization` or decreasing "
+                "`max_model_len` when initializing the engine.")
+        else:
+            err(f"ValueError: To serve at least one request with the model's max seq len ({max_len}), "
+                f"({needed / GIB:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+                f"({(kv - page) / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length "
+                f"is {estimate}. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU "
+                "backend) or decreasing `max_model_len` when initializing the engine.")
+        return 1
+    blocks = int(kv // page)
+    concurrency = blocks / math.ceil(max_len / 16)
+    log(proc, f"GPU KV cache size: {blocks * 16:,} tokens, Maximum concurrency for {max_len:,} tokens per request: "
+              f"{concurrency:.2f}x", where="kv_cache_utils.py:1147")
+    if not eager:
+        err("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  50%|█████     | 25/51")
+        if s.get("graph_oom_unless_eager"):
+            log(proc, "EngineCore failed to start.", "ERROR", "core.py:1584")
+            err("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity "
+                f"of {total / GIB:.2f} GiB of which 12.00 MiB is free.")
+            return 1
+        log(proc, f"Graph capturing finished in 1 secs, took {graphs / GIB:.2f} GiB", where="gpu_worker.py:1003")
+    os.write(fd, b"R")
+    while True:
+        time.sleep(3600)
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--engine-core"]:
+        try:
+            return engine_core(int(sys.argv[2]), argparse.Namespace(**json.loads(sys.argv[3])), int(sys.argv[4]))
+        finally:  # a failed start: workers die with the engine, as vLLM's death pipe makes them
+            for w in WORKERS:
+                w.kill()
+    return api_server(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,437 @@
+"""Start vLLM, watch it until ready, climb the ladder on failed starts, then supervise until it stops.
+
+One attempt: take the per-GPU locks, re-check free memory (live machines only),
+spawn vLLM in its own session, relay its output, poll /health. A failure before
+ready stops the whole group, is classified, and the ladder picks the one change
+for the next start. After ready the guard forwards stop signals and exits with
+the documented codes. Every attempt is one line in the attempt log.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from vllm_guard import attempts as attempt_log
+from vllm_guard import classify, health, ladder, lock, process
+from vllm_guard.checks import Preflight
+from vllm_guard.errors import GuardError
+from vllm_guard.exit_codes import ExitCode
+from vllm_guard.facts import Facts, Gpu
+from vllm_guard.plan import LaunchPlan, build_plan
+from vllm_guard.profile import Profile
+from vllm_guard.redact import redact_text
+from vllm_guard.report import LaunchStatus
+
+HEALTH_POLL_S = 0.5
+HEARTBEAT_S = 10.0
+MEMORY_RELEASE_TIMEOUT_S = 60.0
+
+# The vLLM options the ladder may change, by their profile spelling and the profile's dest.
+LADDER_DESTS = {"max-model-len": "max_model_len", "gpu-memory-utilization": "gpu_memory_utilization",
+                "max-num-batched-tokens": "max_num_batched_tokens", "max-num-seqs": "max_num_seqs",
+                "enforce-eager": "enforce_eager", "kv-cache-dtype": "kv_cache_dtype"}
+
+
+@dataclass
+class Attempt:
+    number: int
+    plan: LaunchPlan
+    profile: Profile
+    changed: dict[str, list[Any]]
+    started_at: str = ""
+    started_mono: float = 0.0
+    outcome: str = ""  # ready | failed | stopped
+    exit_status: int | None = None
+    diagnosis: classify.Diagnosis | None = None
+    step: ladder.Step | ladder.Stop | None = None
+    reported: dict[str, Any] = field(default_factory=dict)
+
+
+class Supervisor:
+    """Runs the ladder and then supervises; every collaborator has a real default and can be replaced."""
+
+    def __init__(
+        self,
+        pre: Preflight,
+        facts: Facts,
+        *,
+        environ: Mapping[str, str],
+        status: LaunchStatus,
+        forced: bool = False,
+        spawner: Callable[..., process.Child] = process.spawn,
+        ready: Callable[[str], bool] = health.check,
+        gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pre = pre
+        self.facts = facts
+        self.environ = environ
+        self.status = status
+        self.forced = forced
+        self.spawner = spawner
+        self.ready = ready
+        self.gpu_probe = gpu_probe  # None under --machine: no live re-checks
+        self.clock = clock
+        self.stop_signal: int | None = None
+        self._wake = threading.Event()
+        profile = pre.profile
+        self.log_path = attempt_log.log_path(profile.setting("attempt-log"), profile.name, environ)
+        self.lock_dir = lock.lock_dir(profile.setting("lock-dir"), environ)
+        self.history: list[Attempt] = []
+
+    # --- signals -------------------------------------------------------------------
+
+    def _on_signal(self, signum: int) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = signum
+        self._wake.set()
+
+    def _exit_for_signal(self) -> int:
+        return int(ExitCode.INTERRUPTED if self.stop_signal == process.SIGINT else ExitCode.TERMINATED)
+
+    # --- the ladder ------------------------------------------------------------------
+
+    def run(self) -> int:
+        process.set_child_subreaper()
+        restore = process.on_stop_signals(self._on_signal)
+        try:
+            return self._climb()
+        finally:
+            restore()
+            self.status.close()
+
+    def _climb(self) -> int:
+        profile = self.pre.profile
+        original = profile
+        max_attempts = int(profile.ladder_setting("max-attempts"))
+        guard_set_kv = False
+        unchanged = 0
+        previous: Profile | None = None
+        for number in range(1, max_attempts + 1):
+            plan = build_plan(profile, environ=self.environ, cuda_visible_devices=self.facts.cuda_visible_devices)
+            attempt = Attempt(number, plan, profile, self._changed(previous, profile) if previous else {})
+            child = self._start(attempt, max_attempts)
+            if attempt.outcome == "ready" and child is not None:
+                self._record(attempt)
+                self._announce_ready(attempt, original)
+                return self._serve(child, attempt)
+            self._record_failure_step(attempt, guard_set_kv, unchanged)
+            if attempt.outcome == "stopped":
+                return self._exit_for_signal()
+            step = attempt.step
+            if isinstance(step, ladder.Stop) or step is None:
+                self.status.attempts_table(self.history, exhausted=False)
+                return int(ExitCode.START_FAILED)
+            if number == max_attempts:
+                break
+            previous = profile
+            if step.param is None:
+                unchanged += 1
+                if step.wait_for_gpu and not self._wait_for_gpu(profile):
+                    return self._exit_for_signal()
+            else:
+                if step.param == "kv-cache-dtype" and step.value != "auto":
+                    guard_set_kv = True
+                profile = profile.with_value(LADDER_DESTS[step.param], step.value)
+        self.status.attempts_table(self.history, exhausted=True)
+        return int(ExitCode.START_FAILED)
+
+    def _record_failure_step(self, attempt: Attempt, guard_set_kv: bool, unchanged: int) -> None:
+        if attempt.outcome == "failed" and attempt.diagnosis is not None:
+            attempt.step = ladder.next_step(
+                attempt.diagnosis, self._settings(attempt), self._limits(attempt.profile),
+                fp8_supported=self._fp8_supported(), guard_set_kv_dtype=guard_set_kv, unchanged_retries=unchanged)
+            attempt.step = self._within_limits(attempt.step, attempt.profile)
+        self._record(attempt)
+
+    def _within_limits(self, step: ladder.Step | ladder.Stop, profile: Profile) -> ladder.Step | ladder.Stop:
+        """Utilization may be raised only as far as the GPUs have memory free right now."""
+        if isinstance(step, ladder.Step) and step.param == "gpu-memory-utilization":
+            current = profile.value("gpu_memory_utilization") or 0.92
+            if float(step.value) > current:
+                free = min((g.memory_free_bytes or 0) / (g.memory_total_bytes or 1) for g in self._gpus())
+                allowed = math.floor((free - 0.02) * 100) / 100
+                if allowed <= current:
+                    return self._after_utilization(profile)
+                return ladder.Step(step.param, min(float(step.value), allowed), step.reason)
+        return step
+
+    def _after_utilization(self, profile: Profile) -> ladder.Step | ladder.Stop:
+        limits = self._limits(profile)
+        if limits.allow_fp8_kv and profile.value("kv_cache_dtype") in (None, "auto") and self._fp8_supported():
+            return ladder.Step("kv-cache-dtype", "fp8", "halve the KV cache per token (native on this GPU)")
+        return ladder.Stop("max-model-len is at its floor, the GPU has no memory free for a higher utilization, "
+                           "and an fp8 KV cache is not available or not allowed")
+
+    def _settings(self, attempt: Attempt) -> ladder.Settings:
+        p = attempt.profile
+        e = self.pre.estimate
+        ctx = attempt.diagnosis.context if attempt.diagnosis else {}
+        return ladder.Settings(
+            max_model_len=p.value("max_model_len") or ctx.get("max_model_len")
+            or (e.max_model_len if e else None),
+            gpu_memory_utilization=p.value("gpu_memory_utilization") or 0.92,
+            max_num_batched_tokens=p.value("max_num_batched_tokens") or ctx.get("max_num_batched_tokens")
+            or (e.max_num_batched_tokens if e else None),
+            max_num_seqs=p.value("max_num_seqs") or ctx.get("max_num_seqs") or (e.max_num_seqs if e else None),
+            enforce_eager=bool(p.value("enforce_eager")),
+            kv_cache_dtype=str(p.value("kv_cache_dtype") or "auto"),
+            enable_chunked_prefill=p.value("enable_chunked_prefill"),
+        )
+
+    @staticmethod
+    def _limits(profile: Profile) -> ladder.Limits:
+        s = profile.ladder_setting
+        return ladder.Limits(
+            min_max_model_len=int(s("min-max-model-len")),
+            min_gpu_memory_utilization=float(s("min-gpu-memory-utilization")),
+            max_gpu_memory_utilization=float(s("max-gpu-memory-utilization")),
+            allow_lower_utilization=bool(s("allow-lower-utilization")),
+            allow_fp8_kv=bool(s("allow-fp8-kv-cache")),
+            allow_enforce_eager=bool(s("allow-enforce-eager")),
+        )
+
+    def _fp8_supported(self) -> bool | None:
+        caps = [g.compute_capability for g in self._gpus() if g.compute_capability]
+        return min(caps) >= (8, 9) if caps else None
+
+    def _gpus(self) -> tuple[Gpu, ...]:
+        tp = int(self.pre.profile.value("tensor_parallel_size") or 1)
+        pp = int(self.pre.profile.value("pipeline_parallel_size") or 1)
+        return self.facts.gpus[: max(tp * pp, 1)]
+
+    # --- one attempt -------------------------------------------------------------------
+
+    def _start(self, attempt: Attempt, max_attempts: int) -> process.Child | None:
+        profile = attempt.profile
+        self.status.attempt_started(attempt.number, max_attempts, attempt.changed)
+        locks = lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()],
+                              {"profile": str(profile.path or profile.model), "host": socket.gethostname()})
+        if not locks.acquire(on_wait=lambda uuid, who: self.status.message(f"waiting for the launch lock of GPU "
+                                                                          f"{uuid}, held by {who}"),
+                             should_stop=lambda: self.stop_signal is not None):
+            attempt.outcome = "stopped"
+            return None
+        try:
+            attempt.started_at = _now()
+            attempt.started_mono = self.clock()
+            busy = self._recheck_free_memory(profile)
+            if busy is not None:
+                attempt.outcome, attempt.diagnosis = "failed", busy
+                return None
+            return self._launch(attempt)
+        finally:
+            locks.release()
+
+    def _launch(self, attempt: Attempt) -> process.Child | None:
+        plan = attempt.plan
+        env = plan.environment(self.environ)
+        tracker = _PhaseTracker(self.status, attempt.number, self.clock)
+        try:
+            child = self.spawner(plan.argv, env, tracker.sink(self.status.relay))
+        except OSError as e:
+            raise GuardError(f"cannot start {plan.argv[0]}: {e.strerror or e}",
+                             hint="install vLLM or set guard.vllm / VLLMGUARD_VLLM_BIN",
+                             exit_code=ExitCode.PREFLIGHT_FAILED) from None
+        timeout = float(attempt.profile.setting("startup-timeout"))
+        start = self.clock()
+        last_beat = start
+        while True:
+            if self.stop_signal is not None:
+                attempt.exit_status = self._stop_child(child)
+                attempt.outcome = "stopped"
+                return None
+            code = child.poll()
+            if code is not None:
+                attempt.exit_status = self._stop_child(child)
+                attempt.outcome = "failed"
+                attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
+                return None
+            if self.ready(plan.health_url):
+                attempt.outcome = "ready"
+                attempt.reported = {**classify.reported(list(child.tail)),
+                                    "time_to_ready_s": round(self.clock() - start, 1)}
+                return child
+            now = self.clock()
+            if now - start > timeout:
+                attempt.exit_status = self._stop_child(child)
+                attempt.outcome = "failed"
+                attempt.diagnosis = classify.Diagnosis(
+                    "startup_timeout", tracker.stage, {"startup_timeout_s": timeout},
+                    tuple(list(child.tail)[-3:]))
+                return None
+            if now - last_beat >= HEARTBEAT_S:
+                tracker.heartbeat()
+                last_beat = now
+            self._wake.wait(HEALTH_POLL_S)
+
+    def _stop_child(self, child: process.Child) -> int:
+        grace = float(self.pre.profile.setting("stop-timeout"))
+        code = child.stop(grace)
+        from vllm_guard.probes.host import adopted_children
+
+        orphans = adopted_children(exclude=(child.pid,))
+        if orphans:
+            process.stop_orphans(orphans)
+        self._wait_memory_released()
+        return code
+
+    def _recheck_free_memory(self, profile: Profile) -> classify.Diagnosis | None:
+        """Under the lock, look again: another start may have taken the memory since preflight."""
+        if self.gpu_probe is None:
+            return None
+        util = float(profile.value("gpu_memory_utilization") or 0.92)
+        wanted = {g.uuid for g in self._gpus()}
+        for g in self.gpu_probe():
+            if g.uuid in wanted and g.memory_total_bytes and g.memory_free_bytes is not None:
+                need = math.ceil(g.memory_total_bytes * util)
+                if g.memory_free_bytes < need:
+                    gib = 2**30
+                    return classify.Diagnosis(
+                        "gpu_busy", classify.BEFORE_START,
+                        {"free_gib": round(g.memory_free_bytes / gib, 2), "total_gib": round(g.memory_total_bytes / gib,
+                                                                                              2),
+                         "utilization": util, "requested_gib": round(need / gib, 2)},
+                        (f"re-check under the launch lock: GPU {g.index} has {g.memory_free_bytes / gib:.2f} GiB "
+                         f"free, utilization {util} needs {need / gib:.2f} GiB",))
+        return None
+
+    def _wait_memory_released(self) -> None:
+        """After a failed attempt, wait (bounded) until its GPU memory is back before the next start."""
+        if self.gpu_probe is None:
+            return
+        before = {g.uuid: g.memory_free_bytes or 0 for g in self._gpus()}
+        deadline = self.clock() + MEMORY_RELEASE_TIMEOUT_S
+        while self.clock() < deadline and self.stop_signal is None:
+            now = {g.uuid: g.memory_free_bytes or 0 for g in self.gpu_probe() if g.uuid in before}
+            if all(now.get(u, 0) >= 0.95 * free for u, free in before.items()):
+                return
+            self._wake.wait(1.0)
+
+    def _wait_for_gpu(self, profile: Profile) -> bool:
+        """gpu_busy with no lower utilization allowed: wait for memory to free up, bounded; then retry."""
+        limit = float(profile.ladder_setting("wait-for-gpu"))
+        interval = float(profile.ladder_setting("gpu-poll-interval"))
+        self.status.message(f"waiting up to {limit:g}s for the GPU to free up")
+        deadline = self.clock() + limit
+        while self.clock() < deadline:
+            if self.stop_signal is not None:
+                return False
+            if self.gpu_probe is not None and self._recheck_free_memory(profile) is None:
+                return True
+            if self.gpu_probe is None:  # a snapshot cannot be re-read: wait one interval, then try
+                self._wake.wait(interval)
+                return self.stop_signal is None
+            self._wake.wait(interval)
+        return self.stop_signal is None
+
+    def _changed(self, before: Profile, after: Profile) -> dict[str, list[Any]]:
+        """The ladder's parameters that differ, with the values vLLM really used (defaults resolved)."""
+        e = self.pre.estimate
+        defaults = {"max_model_len": e.max_model_len if e else None,
+                    "gpu_memory_utilization": e.utilization if e else 0.92,
+                    "max_num_batched_tokens": e.max_num_batched_tokens if e else None,
+                    "max_num_seqs": e.max_num_seqs if e else None}
+        out = {}
+        for name, dest in LADDER_DESTS.items():
+            old = before.value(dest) if before.is_set(dest) else defaults.get(dest, before.value(dest))
+            new = after.value(dest) if after.is_set(dest) else defaults.get(dest, after.value(dest))
+            if old != new:
+                out[name] = [old, new]
+        return out
+
+    # --- after ready ----------------------------------------------------------------------
+
+    def _announce_ready(self, attempt: Attempt, original: Profile) -> None:
+        relaxed = self._changed(original, attempt.profile)
+        self.status.ready(attempt.number, attempt.reported, relaxed,
+                          str(original.path) if original.path else None)
+
+    def _serve(self, child: process.Child, attempt: Attempt) -> int:
+        while True:
+            if self.stop_signal is not None:
+                self.status.message(f"stopping vLLM (signal {self.stop_signal})")
+                code = self._stop_child(child)
+                self._record_end(attempt, "stopped", code)
+                return self._exit_for_signal()
+            if child.poll() is not None:
+                status = self._stop_child(child)
+                self.status.message(f"vLLM exited on its own after it was ready (status {status})")
+                self._record_end(attempt, "exited", status)
+                return int(ExitCode.CHILD_EXITED)
+            self._wake.wait(1.0)
+
+    # --- the attempt log -----------------------------------------------------------------------
+
+    def _record(self, attempt: Attempt) -> None:
+        self.history.append(attempt)
+        d = attempt.diagnosis
+        secrets = attempt.plan.secrets()
+        record = {
+            "profile": str(attempt.profile.path) if attempt.profile.path else None,
+            "profile_sha256": attempt.profile.sha256,
+            "model": attempt.profile.model,
+            "attempt": attempt.number,
+            "started_at": attempt.started_at or _now(),
+            "ended_at": _now(),
+            "duration_s": round(self.clock() - attempt.started_mono, 1) if attempt.started_mono else 0.0,
+            "argv": attempt.plan.redacted_argv(),
+            "changed": attempt.changed,
+            "preflight": ("forced" if self.forced else self.pre.verdict),
+            "outcome": attempt.outcome,
+            "failure": None if d is None else {
+                "class": d.cls, "stage": d.stage, "numbers": d.numbers,
+                "evidence": [redact_text(e, secrets) for e in d.evidence]},
+            "exit": attempt.exit_status,
+            "reported": attempt.reported or None,
+            "next": attempt.step.to_dict() if isinstance(attempt.step, ladder.Step) else (
+                {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
+        }
+        attempt_log.append(self.log_path, record)
+
+    def _record_end(self, attempt: Attempt, outcome: str, code: int | None) -> None:
+        attempt_log.append(self.log_path, {
+            "profile": str(attempt.profile.path) if attempt.profile.path else None,
+            "profile_sha256": attempt.profile.sha256, "model": attempt.profile.model,
+            "attempt": attempt.number, "phase": "serving", "ended_at": _now(), "outcome": outcome,
+            "exit": code, "signal": self.stop_signal,
+        })
+
+
+class _PhaseTracker:
+    """Follows vLLM's log lines to know the phase; tells the status sink when it changes."""
+
+    def __init__(self, status: LaunchStatus, attempt: int, clock: Callable[[], float]) -> None:
+        self.status = status
+        self.attempt = attempt
+        self.clock = clock
+        self.start = clock()
+        self.stage = classify.BEFORE_START
+
+    def sink(self, relay: process.LineSink) -> process.LineSink:
+        def on_line(raw: bytes, stream: str) -> None:
+            relay(raw, stream)
+            stage = classify.stage_of(raw.decode(errors="replace"))
+            if stage is not None and classify.STAGES.index(stage) > classify.STAGES.index(self.stage):
+                self.stage = stage
+                self.status.phase(self.attempt, stage, self.clock() - self.start)
+        return on_line
+
+    def heartbeat(self) -> None:
+        self.status.phase(self.attempt, self.stage, self.clock() - self.start, heartbeat=True)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def run_exec(plan: LaunchPlan, environ: Mapping[str, str]) -> None:
+    """guard.mode = "exec": after preflight, become vLLM."""
+    process.exec_replace(plan.argv, plan.environment(environ))
