@@ -62,13 +62,16 @@ class Gpu:
     def others(self) -> float:
         other_file = self.conf.get("others_file")
         gib = float(Path(other_file).read_text()) if other_file and Path(other_file).exists() else 0.0
+        gib += float(self.conf.get("others_gib", 0)) if not other_file else 0.0
         for holder in self.holders.glob("*"):
             pid = int(holder.name)
             if pid == os.getpid():
                 continue
             try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "Z"
+            if state == "Z":  # gone, or a zombie nobody reaped: it holds no memory
                 holder.unlink(missing_ok=True)
                 continue
             gib += float(holder.read_text() or 0)
@@ -208,6 +211,7 @@ def api_server(argv: list[str]) -> int:
         time.sleep(0.1)
         if crash_after is not None and time.monotonic() - started > float(crash_after):
             engine.kill()
+            engine.wait()
             log(proc, "EngineCore encountered an issue. See stack trace (above) for the root cause.", "ERROR",
                 "exceptions.py:19")
             return 1

@@ -15,6 +15,7 @@ from vllm_guard.classify import Diagnosis
 
 BLOCK = 16  # vLLM 0.33's default block size: lengths are rounded down to it
 GPU_BUSY_MARGIN_GIB = 0.5  # vLLM measures free memory after its own CUDA context
+GIB_ROUNDING = 0.005  # vLLM's format_gib rounds to two decimals (vllm-reference §2a)
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,16 @@ def _kv_too_small(n: dict[str, Any], s: Settings, limits: Limits, fp8: bool | No
     elif n.get("kv_tokens"):
         target, how = n["kv_tokens"], "the tokens the KV cache holds"
     elif n.get("needed_gib") and n.get("available_gib") and n.get("max_seq_len"):
-        target = int(n["max_seq_len"] * n["available_gib"] / n["needed_gib"])
+        # vLLM prints GiB rounded to 0.01: assume the unfavourable side of the rounding, or the
+        # computed length can land a few tokens too long, again and again.
+        available, needed = n["available_gib"] - GIB_ROUNDING, n["needed_gib"] + GIB_ROUNDING
+        target = int(n["max_seq_len"] * max(available, 0) / needed)
         how = "the length the available KV memory holds, computed from vLLM's figures"
     if target is not None:
         target = target // BLOCK * BLOCK
+        current = n.get("max_seq_len") or s.max_model_len
+        if current is not None and target >= current:
+            target = current - BLOCK  # always a step down: the same length would fail the same way
         if target >= limits.min_max_model_len:
             return Step("max-model-len", target, how)
     util = s.gpu_memory_utilization

@@ -1,0 +1,84 @@
+"""What supervision costs: CPU to relay vLLM's log, CPU while idle, peak memory of the guard.
+
+Targets (issue 6): under 1 CPU-second per 100,000 relayed lines, under 1% CPU while
+supervising an idle ready vLLM, under 60 MB peak RSS. The guard runs for real against
+the fake vLLM of the tests, with its stdout going to a pipe that is drained and dropped.
+
+Run: python benchmarks/supervisor_overhead.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "fake_vllm.py"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime of the guard alone
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run(work: Path, lines: int, idle_s: float) -> tuple[float, float, float]:
+    (work / "gpu.json").write_text(json.dumps({"total_gib": 22.49, "weights_gib": 14.99, "load_s": 0,
+                                               "spam_lines": lines}))
+    vllm = work / "vllm"
+    vllm.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
+    vllm.chmod(0o755)
+    log = work / f"attempts-{lines}.jsonl"
+    env = {**os.environ, "FAKE_VLLM_GPU": str(work / "gpu.json"), "VLLMGUARD_VLLM_BIN": str(vllm),
+           "VLLMGUARD_ATTEMPT_LOG": str(log), "VLLMGUARD_LOCK_DIR": str(work / "locks"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": str(ROOT)}
+    guard = subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", "--machine",
+                              str(ROOT / "profiles/machines/l4-24gb.json"), "meta-llama/Llama-3.1-8B-Instruct",
+                              "--max-model-len", "8192", "--port", "18765", "--host", "127.0.0.1"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    drain = threading.Thread(target=lambda: [None for _ in iter(lambda: guard.stdout.read(65536), b"")])  # type: ignore[union-attr]
+    drain.start()
+    while not (log.exists() and '"outcome":"ready"' in log.read_text()):
+        if guard.poll() is not None:
+            raise SystemExit("the guard exited before vLLM was ready")
+        time.sleep(0.05)
+    startup_cpu = cpu_seconds(guard.pid)
+    time.sleep(0.5)
+    before = cpu_seconds(guard.pid)
+    time.sleep(idle_s)
+    idle_cpu = cpu_seconds(guard.pid) - before
+    rss = peak_rss_mb(guard.pid)
+    guard.send_signal(signal.SIGTERM)
+    guard.wait(30)
+    drain.join()
+    return startup_cpu, idle_cpu / idle_s * 100, rss
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base_cpu, _, _ = run(Path(tmp), 0, 1.0)
+        spam_cpu, idle_pct, rss = run(Path(tmp), 200_000, 10.0)
+    relay = spam_cpu - base_cpu
+    print(f"guard CPU from launch to ready, quiet vLLM:           {base_cpu:.2f} s (preflight and start-up)")
+    print(f"guard CPU from launch to ready, 200,000 log lines:    {spam_cpu:.2f} s")
+    print(f"relaying cost:                                        {relay / 2:.2f} CPU-s per 100,000 lines")
+    print(f"guard CPU while supervising an idle ready vLLM:       {idle_pct:.2f} % (10 s)")
+    print(f"guard peak RSS:                                       {rss:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
