@@ -140,6 +140,12 @@ def stop_orphans(pids: Sequence[int], grace_s: float = 5.0) -> None:
             return
 
 
+def reap(pids: Sequence[int]) -> None:
+    """Collect the exit status of these exited children; never waitpid(-1), which could take vLLM's own."""
+    for pid in pids:
+        _reaped(pid)
+
+
 def _reaped(pid: int) -> bool:
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)

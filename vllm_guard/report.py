@@ -233,11 +233,6 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
 class LaunchStatus:
     """What the guard shows while it starts and supervises vLLM.
 
@@ -255,7 +250,6 @@ class LaunchStatus:
         self.live_mode = bool(getattr(stdout, "isatty", lambda: False)()) and bool(
             getattr(stderr, "isatty", lambda: False)())
         self._live: Any = None
-        self._attempt = ""
         if self.live_mode:
             from rich.live import Live
 
@@ -284,13 +278,10 @@ class LaunchStatus:
                 self.err.write(f"vllm-guard: {text}\n")
                 self.err.flush()
 
-    def attempt_started(self, number: int, total: int, changed: dict[str, list[Any]]) -> None:
-        what = ", ".join(f"{k} {new} (relaxed from {old})" for k, (old, new) in changed.items())
-        self._attempt = f"attempt {number}/{total}" + (f": {what}" if what else "")
-        self.message(f"{self._attempt}: starting vLLM")
+    def attempt_started(self, label: str) -> None:
+        self.message(f"{label}: starting vLLM")
 
-    def phase(self, attempt: int, stage: str, elapsed_s: float, *, heartbeat: bool = False) -> None:
-        text = f"{self._attempt}: {STAGE_NAMES.get(stage, stage)} ({_duration(elapsed_s)})"
+    def phase(self, text: str, *, heartbeat: bool = False) -> None:
         if self._live is not None:
             self._live.update(Text(text, style="bold cyan"))
         elif heartbeat:

@@ -24,6 +24,8 @@ from vllm_guard.checks import Preflight
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
+from vllm_guard.knowledge import STAGE_NAMES
+from vllm_guard.notify import Notifier
 from vllm_guard.plan import LaunchPlan, build_plan
 from vllm_guard.profile import Profile
 from vllm_guard.redact import redact_text
@@ -31,6 +33,10 @@ from vllm_guard.report import LaunchStatus
 
 HEALTH_POLL_S = 0.5
 HEARTBEAT_S = 10.0
+# systemd: while vLLM keeps writing (tqdm bars, log lines) the start is progressing; extend
+# TimeoutStartSec= by EXTEND_S each heartbeat, but only within PROGRESS_WINDOW_S of the last line.
+EXTEND_S = 60.0
+PROGRESS_WINDOW_S = 300.0
 MEMORY_RELEASE_TIMEOUT_S = 60.0
 
 # The vLLM options the ladder may change, by their profile spelling and the profile's dest.
@@ -52,6 +58,7 @@ class Attempt:
     diagnosis: classify.Diagnosis | None = None
     step: ladder.Step | ladder.Stop | None = None
     reported: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
 
 
 class Supervisor:
@@ -69,6 +76,7 @@ class Supervisor:
         ready: Callable[[str], bool] = health.check,
         gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        notifier: Notifier | None = None,
     ) -> None:
         self.pre = pre
         self.facts = facts
@@ -79,6 +87,7 @@ class Supervisor:
         self.ready = ready
         self.gpu_probe = gpu_probe  # None under --machine: no live re-checks
         self.clock = clock
+        self.notifier = notifier or Notifier(environ)
         self.stop_signal: int | None = None
         self._wake = threading.Event()
         profile = pre.profile
@@ -91,6 +100,7 @@ class Supervisor:
     def _on_signal(self, signum: int) -> None:
         if self.stop_signal is None:
             self.stop_signal = signum
+            self.notifier.stopping(f"stopping: signal {signum}")
         self._wake.set()
 
     def _exit_for_signal(self) -> int:
@@ -211,7 +221,10 @@ class Supervisor:
 
     def _start(self, attempt: Attempt, max_attempts: int) -> process.Child | None:
         profile = attempt.profile
-        self.status.attempt_started(attempt.number, max_attempts, attempt.changed)
+        attempt.label = _attempt_label(attempt.number, max_attempts, attempt.changed)
+        self.status.attempt_started(attempt.label)
+        self.notifier.status(f"{attempt.label}: starting")
+        self.notifier.extend_timeout(EXTEND_S)
         locks = lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()],
                               {"profile": str(profile.path or profile.model), "host": socket.gethostname()})
         if not locks.acquire(on_wait=lambda uuid, who: self.status.message(f"waiting for the launch lock of GPU "
@@ -233,7 +246,7 @@ class Supervisor:
     def _launch(self, attempt: Attempt) -> process.Child | None:
         plan = attempt.plan
         env = plan.environment(self.environ)
-        tracker = _PhaseTracker(self.status, attempt.number, self.clock)
+        tracker = _PhaseTracker(self.status, self.notifier, attempt.label, self.clock)
         try:
             child = self.spawner(plan.argv, env, tracker.sink(self.status.relay))
         except OSError as e:
@@ -270,7 +283,16 @@ class Supervisor:
             if now - last_beat >= HEARTBEAT_S:
                 tracker.heartbeat()
                 last_beat = now
+            self._reap(child)
             self._wake.wait(HEALTH_POLL_S)
+
+    def _reap(self, child: process.Child) -> None:
+        """Collect adopted children that have exited: as a subreaper (or PID 1 in a container) it is our job."""
+        from vllm_guard.probes.host import zombie_children
+
+        zombies = zombie_children(exclude=(child.pid,))
+        if zombies:
+            process.reap(zombies)
 
     def _stop_child(self, child: process.Child) -> int:
         grace = float(self.pre.profile.setting("stop-timeout"))
@@ -353,9 +375,30 @@ class Supervisor:
         relaxed = self._changed(original, attempt.profile)
         self.status.ready(attempt.number, attempt.reported, relaxed,
                           str(original.path) if original.path else None)
+        p = attempt.profile
+        where = p.value("uds") or f":{p.value('port') or 8000}"
+        text = f"ready: {p.name} on {where}, max-model-len {self._changed_value(p, 'max_model_len')}"
+        if attempt.reported.get("kv_cache_tokens"):
+            text += f", KV {attempt.reported['kv_cache_tokens']:,} tokens"
+        if relaxed:
+            text += " (relaxed: " + ", ".join(f"{k} {new}" for k, (_, new) in relaxed.items()) + ")"
+        self.notifier.ready(text)
+
+    def _changed_value(self, profile: Profile, dest: str) -> Any:
+        if profile.is_set(dest) or self.pre.estimate is None:
+            return profile.value(dest)
+        return getattr(self.pre.estimate, dest, profile.value(dest))
 
     def _serve(self, child: process.Child, attempt: Attempt) -> int:
+        interval = self.notifier.watchdog_interval_s
+        next_ping = self.clock()
         while True:
+            self._reap(child)
+            if interval is not None and self.clock() >= next_ping:
+                # WATCHDOG=1 only while vLLM answers: a hung server stops the pings and systemd acts.
+                if self.ready(attempt.plan.health_url):
+                    self.notifier.watchdog()
+                next_ping = self.clock() + interval / 2
             if self.stop_signal is not None:
                 self.status.message(f"stopping vLLM (signal {self.stop_signal})")
                 code = self._stop_child(child)
@@ -366,7 +409,7 @@ class Supervisor:
                 self.status.message(f"vLLM exited on its own after it was ready (status {status})")
                 self._record_end(attempt, "exited", status)
                 return int(ExitCode.CHILD_EXITED)
-            self._wake.wait(1.0)
+            self._wake.wait(min(1.0, interval / 2) if interval else 1.0)
 
     # --- the attempt log -----------------------------------------------------------------------
 
@@ -406,26 +449,45 @@ class Supervisor:
 
 
 class _PhaseTracker:
-    """Follows vLLM's log lines to know the phase; tells the status sink when it changes."""
+    """Follows vLLM's log lines to know the phase and whether it progresses; reports phase changes."""
 
-    def __init__(self, status: LaunchStatus, attempt: int, clock: Callable[[], float]) -> None:
+    def __init__(self, status: LaunchStatus, notifier: Notifier, label: str, clock: Callable[[], float]) -> None:
         self.status = status
-        self.attempt = attempt
+        self.notifier = notifier
+        self.label = label
         self.clock = clock
-        self.start = clock()
+        self.start = self.last_output = clock()
         self.stage = classify.BEFORE_START
 
     def sink(self, relay: process.LineSink) -> process.LineSink:
         def on_line(raw: bytes, stream: str) -> None:
             relay(raw, stream)
+            self.last_output = self.clock()
             stage = classify.stage_of(raw.decode(errors="replace"))
             if stage is not None and classify.STAGES.index(stage) > classify.STAGES.index(self.stage):
                 self.stage = stage
-                self.status.phase(self.attempt, stage, self.clock() - self.start)
+                self._report(heartbeat=False)
         return on_line
 
     def heartbeat(self) -> None:
-        self.status.phase(self.attempt, self.stage, self.clock() - self.start, heartbeat=True)
+        self._report(heartbeat=True)
+
+    def _report(self, *, heartbeat: bool) -> None:
+        text = f"{self.label}: {STAGE_NAMES.get(self.stage, self.stage)} ({_duration(self.clock() - self.start)})"
+        self.status.phase(text, heartbeat=heartbeat)
+        self.notifier.status(text)
+        if self.clock() - self.last_output <= PROGRESS_WINDOW_S:
+            self.notifier.extend_timeout(EXTEND_S)
+
+
+def _attempt_label(number: int, total: int, changed: dict[str, list[Any]]) -> str:
+    what = ", ".join(f"{k} {new} (relaxed from {old})" for k, (old, new) in changed.items())
+    return f"attempt {number}/{total}" + (f": {what}" if what else "")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def _now() -> str:

@@ -226,3 +226,14 @@ def adopted_children(exclude: tuple[int, ...] = ()) -> list[int]:
         return [c.pid for c in psutil.Process().children() if c.pid not in exclude]
     except psutil.Error:
         return []
+
+
+def zombie_children(exclude: tuple[int, ...] = ()) -> list[int]:
+    """Our children that have exited and wait to be reaped (adopted orphans among them)."""
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process().children()
+                if c.pid not in exclude and c.status() == psutil.STATUS_ZOMBIE]
+    except psutil.Error:
+        return []
