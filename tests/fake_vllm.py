@@ -118,6 +118,10 @@ def api_server(argv: list[str]) -> int:
               f"'gpu_memory_utilization': {args.gpu_memory_utilization}, 'max_num_seqs': {args.max_num_seqs}}}",
         where="utils.py:253")
     log(proc, f"vLLM server version 0.33.0, serving model {args.model}", where="startup.py:18")
+    if scenario.get("orphan_grandchild_s"):
+        # A helper that daemonizes and outlives its parent: it is re-parented to the nearest
+        # subreaper (the guard) and must be reaped by it when it exits.
+        subprocess.run(["sh", "-c", f"sleep {scenario['orphan_grandchild_s']} >/dev/null 2>&1 &"], check=True)
     for _ in range(int(scenario.get("spam_lines", 0))):
         log(proc, "Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs", where="metrics.py:88")
     if max_len > derived:
