@@ -20,10 +20,6 @@ class UsageError(GuardError):
     exit_code = ExitCode.USAGE
 
 
-class NotBuiltError(UsageError):
-    """A command or mode that this version does not have yet. It never pretends."""
-
-
 class ProfileError(GuardError):
     exit_code = ExitCode.PROFILE_INVALID
 

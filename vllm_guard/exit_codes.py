@@ -13,7 +13,7 @@ from enum import IntEnum
 class ExitCode(IntEnum):
     OK = 0
     ERROR = 1  # unexpected internal error: a bug in vllm-guard
-    USAGE = 2  # bad command line, or a command that is not built yet
+    USAGE = 2  # bad command line
     PROFILE_INVALID = 3  # unreadable or invalid profile or machine snapshot
     PREFLIGHT_FAILED = 4  # a preflight check failed, or the vLLM executable is missing
     START_FAILED = 5  # the ladder is exhausted, or no relaxation can fix the failure
@@ -25,7 +25,7 @@ class ExitCode(IntEnum):
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success",
     ExitCode.ERROR: "internal error (a bug: please report it with --debug output)",
-    ExitCode.USAGE: "usage error, or a command that is not built yet",
+    ExitCode.USAGE: "usage error (bad command line or arguments)",
     ExitCode.PROFILE_INVALID: "profile or machine snapshot invalid",
     ExitCode.PREFLIGHT_FAILED: "preflight check failed (or the vLLM executable is missing)",
     ExitCode.START_FAILED: "start failed: ladder exhausted, or a failure no relaxation fixes",
