@@ -256,10 +256,13 @@ def test_two_guards_on_one_gpu_take_turns(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     a, b = Rig(tmp_path / "a", weights_gib=1.2), Rig(tmp_path / "b", weights_gib=1.2)
     shared = {"VLLMGUARD_LOCK_DIR": str(tmp_path / "locks"), "FAKE_VLLM_GPU": str(a.gpu)}
-    a.gpu.write_text(json.dumps({"total_gib": 22.49, "weights_gib": 1.2, "load_s": 1.5}))
+    a.gpu.write_text(json.dumps({"total_gib": 22.49, "weights_gib": 1.2, "load_s": 3.0}))
     conf = "max-model-len = 8192\ngpu-memory-utilization = 0.45"
     guard_a = a.start(a.profile(conf, model="Qwen/Qwen3-0.6B"), env=shared)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 20  # B starts once A holds the GPU's launch lock
+    while not any(f'"pid": {guard_a.pid}' in p.read_text() for p in (tmp_path / "locks").glob("*.lock")):
+        assert time.monotonic() < deadline and guard_a.poll() is None
+        time.sleep(0.05)
     guard_b = b.start(b.profile(conf, model="Qwen/Qwen3-0.6B"), env=shared)
     a.wait_ready(guard_a)
     b.wait_ready(guard_b)

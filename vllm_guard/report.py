@@ -290,6 +290,7 @@ class LaunchStatus:
             self.message(text, style="")
 
     def ready(self, number: int, reported: dict[str, Any], relaxed: dict[str, list[Any]], profile: str | None) -> None:
+        self.close()  # the live start-up line has done its job; from here on, plain lines
         facts = ", ".join(f"{k} {v}" for k, v in reported.items())
         self.message(f"vLLM is ready after {number} attempt(s)" + (f": {facts}" if facts else ""), style="bold green")
         if relaxed:

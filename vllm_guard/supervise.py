@@ -166,7 +166,10 @@ class Supervisor:
         if isinstance(step, ladder.Step) and step.param == "gpu-memory-utilization":
             current = profile.value("gpu_memory_utilization") or 0.92
             if float(step.value) > current:
-                free = min((g.memory_free_bytes or 0) / (g.memory_total_bytes or 1) for g in self._gpus())
+                wanted = {g.uuid for g in self._gpus()}
+                # After the failed attempt has let go of its memory: look again where the machine is live.
+                gpus = [g for g in self.gpu_probe() if g.uuid in wanted] if self.gpu_probe else self._gpus()
+                free = min((g.memory_free_bytes or 0) / (g.memory_total_bytes or 1) for g in gpus)
                 allowed = math.floor((free - 0.02) * 100) / 100
                 if allowed <= current:
                     return self._after_utilization(profile)
