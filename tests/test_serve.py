@@ -327,3 +327,22 @@ def test_attempts_command_shows_history_and_skips_a_torn_line(tmp_path: Path) ->
     assert r.returncode == 0
     assert "kv_cache_too_small" in r.stdout and "ready" in r.stdout
     assert "skipped a partly written line" in r.stderr
+
+
+def test_exec_mode_replaces_the_guard_by_vllm(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    guard = rig.start("--exec", rig.profile("max-model-len = 8192"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{rig.port}/health", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.1)
+    # The same process is now vLLM itself: no supervisor, no ladder, no attempt log.
+    assert b"fake_vllm.py" in Path(f"/proc/{guard.pid}/cmdline").read_bytes()
+    guard.send_signal(signal.SIGTERM)
+    _, err = guard.communicate(timeout=30)
+    assert guard.returncode == 0 and "vllm-guard: exec vllm serve" in err
+    assert not rig.log.exists()
