@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import socketserver
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from vllm_guard import health
@@ -29,16 +31,23 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
     daemon_threads = True
 
 
-def test_tcp_ready_then_refused() -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    port = server.server_address[1]
+@contextlib.contextmanager
+def serving(server: socketserver.BaseServer) -> Iterator[None]:
+    """Serve in a thread; shut down and close on exit, so the address is refused afterwards."""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        assert health.check(f"http://127.0.0.1:{port}/health")
+        yield
     finally:
         server.shutdown()
         server.server_close()
-    assert not health.check(f"http://127.0.0.1:{port}/health")  # connection refused: not yet
+
+
+def test_tcp_ready_then_refused() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    url = f"http://127.0.0.1:{server.server_address[1]}/health"
+    with serving(server):
+        assert health.check(url)
+    assert not health.check(url)  # connection refused: not yet
 
 
 def test_503_is_not_ready() -> None:
@@ -46,21 +55,12 @@ def test_503_is_not_ready() -> None:
         status = 503
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Dead)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(server):
         assert not health.check(f"http://127.0.0.1:{server.server_address[1]}/health")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_unix_socket(tmp_path: Path) -> None:
     path = tmp_path / "vllm.sock"
-    server = _UnixHTTPServer(str(path), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(_UnixHTTPServer(str(path), _Handler)):
         assert health.check(f"http+unix://{path}/health")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert not health.check(f"http+unix://{path}/health")

@@ -53,8 +53,7 @@ class Context:
 
     @property
     def world_size(self) -> int:
-        dp = int(self.profile.value("data_parallel_size") or 1)
-        return self.params.tensor_parallel_size * self.params.pipeline_parallel_size * dp
+        return world_size(self.profile)
 
     @property
     def target_gpus(self) -> tuple[Gpu, ...]:
@@ -62,6 +61,12 @@ class Context:
 
     def setting(self, key: str) -> Any:
         return self.profile.check_setting(key)
+
+
+def world_size(profile: Profile) -> int:
+    """GPUs one vLLM instance uses: tensor x pipeline x data parallel."""
+    sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
+    return math.prod(max(int(v or 1), 1) for v in sizes)
 
 
 def gib(n: float | None) -> str:
@@ -493,7 +498,7 @@ def preflight(profile: Profile, facts: Facts) -> Preflight:
     """Estimate memory, resolve max-model-len "auto", and run every check."""
     notes: list[str] = []
     params = Params.from_values(profile.value, profile.is_set)
-    target = facts.gpus[: max(1, _world_size(profile, params))]
+    target = facts.gpus[: world_size(profile)]
     sized = [g for g in target if g.memory_total_bytes]
     gpu = min(sized, key=lambda g: g.memory_total_bytes or 0) if sized else None
     est = estimate(facts.model, gpu, params) if gpu is not None else None
@@ -501,10 +506,6 @@ def preflight(profile: Profile, facts: Facts) -> Preflight:
         profile, params, est, note = _resolve_auto(profile, facts, params, est, gpu)
         notes.append(note)
     return Preflight(profile, params, est, run_checks(profile, facts, params, est), tuple(notes))
-
-
-def _world_size(profile: Profile, params: Params) -> int:
-    return params.tensor_parallel_size * params.pipeline_parallel_size * int(profile.value("data_parallel_size") or 1)
 
 
 def _resolve_auto(

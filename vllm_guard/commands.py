@@ -76,21 +76,21 @@ def take_trailing_guard_options(args: argparse.Namespace) -> None:
     args.vllm_args = rest
 
 
-def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Profile, Any, Any, str]:
+def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Any, Any, str]:
     from vllm_guard import checks, probes
 
     profile = resolve_target(args.target, args.vllm_args, env)
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
     target = str(profile.path) if profile.path is not None else profile.model
-    return profile, facts, checks.preflight(profile, facts), target
+    return facts, checks.preflight(profile, facts), target
 
 
 def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard import plan as plan_mod
     from vllm_guard import report
 
-    _, facts, pre, target = _preflight(args, env)
+    facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     if args.dry_run:
         report.print_check(pre, facts, target, stdout)
@@ -138,7 +138,7 @@ def _require_executable(name: str, env: Mapping[str, str]) -> None:
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard import report
 
-    _, facts, pre, target = _preflight(args, env)
+    facts, pre, target = _preflight(args, env)
     if args.json:
         stdout.write(report.check_json(pre, facts, target) + "\n")
     else:

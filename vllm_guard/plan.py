@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from vllm_guard.facts import Gpu
 from vllm_guard.profile import ENV_PREFIX, Profile
@@ -23,7 +23,6 @@ class LaunchPlan:
     env_unset: tuple[str, ...]  # the guard's own variables, removed from vLLM's environment
     health_url: str
     uds: str | None = None
-    notes: tuple[str, ...] = field(default=())
 
     def redacted_argv(self) -> list[str]:
         out = list(self.argv)

@@ -20,7 +20,7 @@ from typing import Any
 
 from vllm_guard import attempts as attempt_log
 from vllm_guard import classify, health, ladder, lock, process
-from vllm_guard.checks import Preflight
+from vllm_guard.checks import Preflight, world_size
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
@@ -43,6 +43,9 @@ MEMORY_RELEASE_TIMEOUT_S = 60.0
 LADDER_DESTS = {"max-model-len": "max_model_len", "gpu-memory-utilization": "gpu_memory_utilization",
                 "max-num-batched-tokens": "max_num_batched_tokens", "max-num-seqs": "max_num_seqs",
                 "enforce-eager": "enforce_eager", "kv-cache-dtype": "kv_cache_dtype"}
+# Where the preflight's memory estimate holds vLLM's resolved default for an option.
+ESTIMATE_ATTRS = {"max_model_len": "max_model_len", "gpu_memory_utilization": "utilization",
+                  "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs"}
 
 
 @dataclass
@@ -164,7 +167,7 @@ class Supervisor:
     def _within_limits(self, step: ladder.Step | ladder.Stop, profile: Profile) -> ladder.Step | ladder.Stop:
         """Utilization may be raised only as far as the GPUs have memory free right now."""
         if isinstance(step, ladder.Step) and step.param == "gpu-memory-utilization":
-            current = profile.value("gpu_memory_utilization") or 0.92
+            current = self._effective(profile, "gpu_memory_utilization")
             if float(step.value) > current:
                 wanted = {g.uuid for g in self._gpus()}
                 # After the failed attempt has let go of its memory: look again where the machine is live.
@@ -185,19 +188,28 @@ class Supervisor:
 
     def _settings(self, attempt: Attempt) -> ladder.Settings:
         p = attempt.profile
-        e = self.pre.estimate
         ctx = attempt.diagnosis.context if attempt.diagnosis else {}
         return ladder.Settings(
-            max_model_len=p.value("max_model_len") or ctx.get("max_model_len")
-            or (e.max_model_len if e else None),
-            gpu_memory_utilization=p.value("gpu_memory_utilization") or 0.92,
-            max_num_batched_tokens=p.value("max_num_batched_tokens") or ctx.get("max_num_batched_tokens")
-            or (e.max_num_batched_tokens if e else None),
-            max_num_seqs=p.value("max_num_seqs") or ctx.get("max_num_seqs") or (e.max_num_seqs if e else None),
+            max_model_len=self._effective(p, "max_model_len", ctx),
+            gpu_memory_utilization=self._effective(p, "gpu_memory_utilization", ctx),
+            max_num_batched_tokens=self._effective(p, "max_num_batched_tokens", ctx),
+            max_num_seqs=self._effective(p, "max_num_seqs", ctx),
             enforce_eager=bool(p.value("enforce_eager")),
             kv_cache_dtype=str(p.value("kv_cache_dtype") or "auto"),
             enable_chunked_prefill=p.value("enable_chunked_prefill"),
         )
+
+    def _effective(self, profile: Profile, dest: str, log_context: Mapping[str, Any] | None = None) -> Any:
+        """The value vLLM really runs with: the profile's, else what vLLM's log said, else the
+        preflight's resolution of vLLM's defaults, else the option table's default."""
+        if profile.is_set(dest):
+            return profile.value(dest)
+        if log_context and log_context.get(dest) is not None:
+            return log_context[dest]
+        attr = ESTIMATE_ATTRS.get(dest)
+        if self.pre.estimate is not None and attr is not None:
+            return getattr(self.pre.estimate, attr)
+        return profile.value(dest)
 
     @staticmethod
     def _limits(profile: Profile) -> ladder.Limits:
@@ -216,9 +228,7 @@ class Supervisor:
         return min(caps) >= (8, 9) if caps else None
 
     def _gpus(self) -> tuple[Gpu, ...]:
-        tp = int(self.pre.profile.value("tensor_parallel_size") or 1)
-        pp = int(self.pre.profile.value("pipeline_parallel_size") or 1)
-        return self.facts.gpus[: max(tp * pp, 1)]
+        return self.facts.gpus[: world_size(self.pre.profile)]
 
     # --- one attempt -------------------------------------------------------------------
 
@@ -312,7 +322,7 @@ class Supervisor:
         """Under the lock, look again: another start may have taken the memory since preflight."""
         if self.gpu_probe is None:
             return None
-        util = float(profile.value("gpu_memory_utilization") or 0.92)
+        util = float(self._effective(profile, "gpu_memory_utilization"))
         wanted = {g.uuid for g in self._gpus()}
         for g in self.gpu_probe():
             if g.uuid in wanted and g.memory_total_bytes and g.memory_free_bytes is not None:
@@ -359,15 +369,9 @@ class Supervisor:
 
     def _changed(self, before: Profile, after: Profile) -> dict[str, list[Any]]:
         """The ladder's parameters that differ, with the values vLLM really used (defaults resolved)."""
-        e = self.pre.estimate
-        defaults = {"max_model_len": e.max_model_len if e else None,
-                    "gpu_memory_utilization": e.utilization if e else 0.92,
-                    "max_num_batched_tokens": e.max_num_batched_tokens if e else None,
-                    "max_num_seqs": e.max_num_seqs if e else None}
         out = {}
         for name, dest in LADDER_DESTS.items():
-            old = before.value(dest) if before.is_set(dest) else defaults.get(dest, before.value(dest))
-            new = after.value(dest) if after.is_set(dest) else defaults.get(dest, after.value(dest))
+            old, new = self._effective(before, dest), self._effective(after, dest)
             if old != new:
                 out[name] = [old, new]
         return out
@@ -380,17 +384,12 @@ class Supervisor:
                           str(original.path) if original.path else None)
         p = attempt.profile
         where = p.value("uds") or f":{p.value('port') or 8000}"
-        text = f"ready: {p.name} on {where}, max-model-len {self._changed_value(p, 'max_model_len')}"
+        text = f"ready: {p.name} on {where}, max-model-len {self._effective(p, 'max_model_len')}"
         if attempt.reported.get("kv_cache_tokens"):
             text += f", KV {attempt.reported['kv_cache_tokens']:,} tokens"
         if relaxed:
             text += " (relaxed: " + ", ".join(f"{k} {new}" for k, (_, new) in relaxed.items()) + ")"
         self.notifier.ready(text)
-
-    def _changed_value(self, profile: Profile, dest: str) -> Any:
-        if profile.is_set(dest) or self.pre.estimate is None:
-            return profile.value(dest)
-        return getattr(self.pre.estimate, dest, profile.value(dest))
 
     def _serve(self, child: process.Child, attempt: Attempt) -> int:
         interval = self.notifier.watchdog_interval_s

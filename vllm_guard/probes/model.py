@@ -11,6 +11,7 @@ import json
 import socket
 import struct
 from collections.abc import Mapping
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -196,9 +197,14 @@ def _from_hub(model: str, revision: str | None, environ: Mapping[str, str], cach
     return "hub", config, weights, "hub-metadata" if weights else None, False
 
 
-def _from_bundled(model: str) -> _Found | None:
+@cache
+def _bundled() -> dict[str, Any]:
     data = json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text())
-    entry = data["models"].get(model.rstrip("/"))
+    return dict(data["models"])
+
+
+def _from_bundled(model: str) -> _Found | None:
+    entry = _bundled().get(model.rstrip("/"))
     if entry is None:
         return None
     weights = entry.get("weights_bytes")
@@ -206,5 +212,4 @@ def _from_bundled(model: str) -> _Found | None:
 
 
 def bundled_models() -> list[str]:
-    data = json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text())
-    return sorted(data["models"])
+    return sorted(_bundled())
