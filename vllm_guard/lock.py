@@ -1,87 +1,232 @@
-"""Per-GPU launch locks: two guards starting on one GPU go one after the other.
+"""Per-GPU launch locks: two guards starting on one GPU go one after the other, whoever runs them.
 
 An exclusive flock per GPU UUID, held from the free-memory re-check until the
 attempt is ready or has failed, so the second guard sees the memory the first took.
-The lock file names its holder, so a waiting guard can say who it waits for.
+
+On a shared host the lock directory is one that every local user shares:
+``/run/lock/vllm-guard``, owned by root, mode 1777 (sticky: nobody can remove or
+replace another user's lock file). The guard creates it when it runs as root;
+``systemd/vllm-guard.tmpfiles`` creates it at boot. Without it, each user's locks
+are private and guards of different users are not serialized (the guard says so).
+
+Lock files are opened without following links, without blocking, must be regular
+files, and are never written or truncated: who holds a lock is read from the
+kernel (``/proc/locks``), not from a file another user could write.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import pwd
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+
+from vllm_guard.errors import GuardError
+from vllm_guard.exit_codes import ExitCode
+from vllm_guard.safefile import check_dir, describe_mode, make_dirs
+
+SHARED_LOCK_DIR = Path("/run/lock/vllm-guard")
+SHARED_MODE = 0o1777
+PRIVATE_MODE = 0o700
+_HINT = "see docs/security.md; set VLLMGUARD_LOCK_DIR (or guard.lock-dir) to a directory only you or root can change"
 
 
-def lock_dir(setting: str | None, environ: Mapping[str, str]) -> Path:
-    """guard.lock-dir, VLLMGUARD_LOCK_DIR, $RUNTIME_DIRECTORY, /run/vllm-guard if writable, a per-user temp dir."""
-    for candidate in (environ.get("VLLMGUARD_LOCK_DIR"), setting, environ.get("RUNTIME_DIRECTORY")):
+def lock_dir(setting: str | None, environ: Mapping[str, str], *, shared: Path = SHARED_LOCK_DIR) -> Path:
+    """VLLMGUARD_LOCK_DIR, guard.lock-dir, the shared dir (when it exists, or as root), $RUNTIME_DIRECTORY,
+    then a private per-user dir ($XDG_RUNTIME_DIR/vllm-guard or $TMPDIR/vllm-guard-$UID, checked before use)."""
+    for candidate in (environ.get("VLLMGUARD_LOCK_DIR"), setting):
         if candidate:
-            return Path(candidate.split(":")[0])  # systemd may list several runtime directories
-    run = Path("/run/vllm-guard")
-    if run.is_dir() and os.access(run, os.W_OK):
-        return run
-    return Path(tempfile.gettempdir()) / f"vllm-guard-{os.getuid()}"
+            return Path(candidate)
+    if shared.is_dir() or (os.geteuid() == 0 and shared.parent.is_dir()):
+        return shared
+    runtime = environ.get("RUNTIME_DIRECTORY")
+    if runtime:
+        return Path(runtime.split(":")[0])  # systemd may list several runtime directories
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    if xdg and check_dir(Path(xdg)) is None:
+        return Path(xdg) / "vllm-guard"
+    return Path(tempfile.gettempdir()) / f"vllm-guard-{os.geteuid()}"
+
+
+def sharing_note(setting: str | None, environ: Mapping[str, str], *, shared: Path = SHARED_LOCK_DIR) -> str | None:
+    """A note when the launch locks are private to this user: other users' guards are not serialized."""
+    if environ.get("VLLMGUARD_LOCK_DIR") or setting:
+        return None  # the administrator chose the directory
+    if lock_dir(setting, environ, shared=shared) == shared:
+        return None
+    return (f"{shared} does not exist, so the launch locks are private to this user: a guard of another user "
+            f"starting on the same GPU at the same time is not serialized with this one (an administrator "
+            f"creates it with mode 1777, owner root; see docs/security.md)")
+
+
+def prepare_dir(directory: Path, *, shared: Path = SHARED_LOCK_DIR) -> None:
+    """Create the lock directory if needed, with an explicit mode, and refuse one another user controls.
+
+    Raises:
+        GuardError: the directory is a link, belongs to another user, or others may write in it unsticky.
+    """
+    try:
+        make_dirs(directory, SHARED_MODE if directory == shared else PRIVATE_MODE)
+    except OSError as e:
+        raise GuardError(f"cannot create the lock directory {directory}: {e.strerror or e}", hint=_HINT,
+                         exit_code=ExitCode.PREFLIGHT_FAILED) from None
+    problem = check_dir(directory)
+    if problem is not None:
+        raise GuardError(f"unsafe lock directory: {problem}", hint=_HINT, exit_code=ExitCode.PREFLIGHT_FAILED)
 
 
 class GpuLocks:
     """Exclusive locks on a set of GPUs, always taken in sorted order (no deadlock between two guards)."""
 
-    def __init__(self, directory: Path, uuids: list[str], holder: Mapping[str, object]) -> None:
+    def __init__(self, directory: Path, uuids: list[str], holder: Mapping[str, object] | None = None) -> None:
         self.directory = directory
         self.uuids = sorted(set(uuids))
-        self.holder = dict(holder)
-        self._files: list[IO[str]] = []
+        self.holder = dict(holder or {})
+        self._fds: list[int] = []
 
     def acquire(self, *, on_wait: Callable[[str, str], None], poll_s: float = 0.5,
                 should_stop: Callable[[], bool] = lambda: False) -> bool:
-        """Take every lock, waiting as long as needed; False if asked to stop while waiting."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Take every lock, waiting as long as needed; False if asked to stop while waiting.
+
+        Raises:
+            GuardError: the lock directory or a lock file is unsafe (a link, a FIFO, another user's directory).
+        """
+        prepare_dir(self.directory)
         for uuid in self.uuids:
-            path = self.directory / f"gpu-{uuid}.lock"
-            f = path.open("a+")
+            path = self.directory / f"gpu-{_safe_name(uuid)}.lock"
             told = False
             while True:
+                fd = _open_lock(path)
                 try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     if not told:
-                        on_wait(uuid, _read_holder(path))
+                        on_wait(uuid, holder_of(fd))
                         told = True
+                    os.close(fd)
                     if should_stop():
-                        f.close()
                         self.release()
                         return False
                     time.sleep(poll_s)
-            f.seek(0)
-            f.truncate()
-            f.write(json.dumps({**self.holder, "pid": os.getpid(), "since": time.time()}))
-            f.flush()
-            self._files.append(f)
+                    continue
+                if _still_at(path, fd):
+                    self._fds.append(fd)
+                    _note(fd, json.dumps({**self.holder, "pid": os.getpid(), "since": time.time()}))
+                    break
+                os.close(fd)  # the file was replaced while we locked it: lock the one that is there now
         return True
 
     def release(self) -> None:
-        for f in self._files:
+        for fd in self._fds:
+            _note(fd, "")
             with contextlib.suppress(OSError):
-                f.seek(0)
-                f.truncate()
-                fcntl.flock(f, fcntl.LOCK_UN)
-                f.close()
-        self._files = []
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds = []
 
 
-def _read_holder(path: Path) -> str:
+NOTE_BYTES = 1024
+
+
+def _note(fd: int, text: str) -> None:
+    """Name the holder in the lock file, for a person who runs `cat`: only in a file this user owns,
+    overwritten in place (fixed width, never truncated). The guard itself never reads it back."""
+    data = text.encode("utf-8", errors="replace")[:NOTE_BYTES].ljust(NOTE_BYTES)
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_uid == os.geteuid():  # a read-only descriptor fails here, quietly
+            os.pwrite(fd, data, 0)
+
+
+def _safe_name(uuid: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in uuid)[:128]
+
+
+def _open_lock(path: Path) -> int:
+    """Open (or create, mode 0644) a lock file: no link followed, no FIFO waited on, only a regular file.
+
+    Read-write when this user may write it (to name the holder), else read-only: flock needs no more,
+    so every user can lock a file another user created.
+    """
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(100):
+        try:
+            try:
+                fd = os.open(path, flags)
+            except PermissionError:
+                fd = os.open(path, flags & ~os.O_RDWR | os.O_RDONLY)
+        except FileNotFoundError:
+            try:
+                # O_EXCL: never open, through a race, a file someone else just put there.
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                os.fchmod(fd, 0o644)  # whatever the umask: other users must be able to open it
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise _unsafe(path, e.strerror or str(e)) from None
+        except OSError as e:
+            reason = "it is a symbolic link" if e.errno == errno.ELOOP else (e.strerror or str(e))
+            raise _unsafe(path, reason) from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            what = describe_mode(st.st_mode) if not stat.S_ISREG(st.st_mode) else f"a file with {st.st_nlink} links"
+            raise _unsafe(path, f"it is {what}, not a plain lock file")
+        return fd
+    raise _unsafe(path, "it keeps appearing and disappearing")
+
+
+def _unsafe(path: Path, reason: str) -> GuardError:
+    return GuardError(f"refusing the lock file {path}: {reason}",
+                      hint=f"remove it (someone may have put it there to interfere); {_HINT}",
+                      exit_code=ExitCode.PREFLIGHT_FAILED)
+
+
+def _still_at(path: Path, fd: int) -> bool:
     try:
-        info = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        return "another guard"
-    who = f"pid {info.get('pid', '?')}"
-    if info.get("profile"):
-        who += f" ({info['profile']})"
-    return who
+        here, held = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+
+
+def holder_of(fd: int, proc: Path = Path("/proc")) -> str:
+    """Who holds the flock on this open file, from the kernel's lock table: 'pid N (user, command)'."""
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        table = (proc / "locks").read_text()
+    except OSError:
+        return "another process"
+    for line in table.splitlines():
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK" or fields[5] != dev:
+            continue
+        pid = fields[4]
+        return f"pid {pid} ({_describe_pid(proc / pid)})"
+    return "another process"
+
+
+def _describe_pid(path: Path) -> str:
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return "gone"
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = f"uid {uid}"
+    try:
+        comm = (path / "comm").read_text(errors="replace").strip()
+    except OSError:
+        comm = "?"
+    # comm is chosen by that process: printable characters only, and short.
+    comm = "".join(c for c in comm if c.isprintable())[:32] or "?"
+    return f"user {user}, {comm}"
