@@ -45,9 +45,10 @@ def test_good_profile_renders_every_type(write_profile) -> None:
         "/opt/vllm/bin/vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--revision", "main",
         "--max-model-len", "16384", "--gpu-memory-utilization", "0.9", "--enforce-eager",
         "--disable-prefix-caching", "--limit-mm-per-prompt", '{"image":1}',
-        "--served-model-name", "llama", "llama-8b", "--api-key", "***",
-    ]
+        "--served-model-name", "llama", "llama-8b",
+    ]  # the API key goes to vLLM through VLLM_API_KEY, out of `ps`
     assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in r.out
+    assert "VLLM_API_KEY=***" in r.out
     assert "HF_TOKEN=***" in r.out
 
 
@@ -57,7 +58,8 @@ def test_secrets_never_printed(write_profile) -> None:
     assert r.code == 0
     for secret in ("sk-profile-secret", "hf_profile_secret", "sk-cli-secret", "hf_cli"):
         assert secret not in r.out + r.err
-    assert "--api-key=***" in r.out
+    assert not any("api-key" in t or "hf-token" in t for t in command_of(r.out))
+    assert "VLLM_API_KEY=***" in r.out and "HF_TOKEN=***" in r.out
 
 
 def test_cli_overrides_profile_and_keeps_order(write_profile) -> None:

@@ -103,6 +103,8 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
         return ExitCode.OK
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
     report.print_check(pre, facts, target, stderr)
+    for note in plan.notes:
+        stderr.write(f"vllm-guard: note: {note}\n")
     if pre.verdict == "fail" and not args.force:
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
@@ -255,6 +257,7 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard import attempts as attempt_log
     from vllm_guard import report
+    from vllm_guard.safefile import FileProblem
 
     source = args.source or env.get("VLLMGUARD_PROFILE")
     if not source:
@@ -263,13 +266,17 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     if path.suffix == ".toml":
         profile = load_profile(path, environ=env)
         log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)
-    elif path.is_file():
+    elif path.exists() and not path.is_dir():
         log = path
     else:
         log = attempt_log.log_path(env.get("VLLMGUARD_ATTEMPT_LOG"), source, env)
-    if not log.is_file():
-        raise UsageError(f"no attempt log at {log}", hint="the guard writes it when `vllm-guard serve` starts vLLM")
-    records, warnings = attempt_log.read(log)
+    try:
+        records, warnings = attempt_log.read(log)
+    except FileNotFoundError:
+        raise UsageError(f"no attempt log at {log}",
+                         hint="the guard writes it when `vllm-guard serve` starts vLLM") from None
+    except FileProblem as e:
+        raise UsageError(f"cannot read the attempt log: {e}") from None
     for warning in warnings:
         stderr.write(f"vllm-guard: warning: {warning}\n")
     report.print_attempts(records, str(log), stdout)

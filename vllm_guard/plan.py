@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vllm_guard.facts import Gpu
+from vllm_guard.options import VllmArg
 from vllm_guard.profile import ENV_PREFIX, Profile
 from vllm_guard.redact import MASK, SECRET_OPTION_DESTS, is_secret_name, redact_env
 
@@ -23,6 +24,7 @@ class LaunchPlan:
     env_unset: tuple[str, ...]  # the guard's own variables, removed from vLLM's environment
     health_url: str
     uds: str | None = None
+    notes: tuple[str, ...] = ()
 
     def redacted_argv(self) -> list[str]:
         out = list(self.argv)
@@ -58,8 +60,15 @@ def build_plan(
     secret: set[int] = set()
     if profile.revision is not None and not profile.is_set("revision"):
         argv += ["--revision", profile.revision]
+    handed: dict[str, tuple[str, str]] = {}
+    notes: list[str] = []
     for arg in profile.args:
         tokens = arg.argv()
+        via_env = _secret_to_environment(arg, tokens, notes)
+        if via_env is not None:
+            handed[via_env[0]] = (via_env[1], f"from --{arg.key}: in the environment, which other users cannot "
+                                              "read; a command line is visible to all of them (ps)")
+            continue
         is_secret = (arg.spec is not None and arg.spec.dest in SECRET_OPTION_DESTS) or (
             arg.spec is None and is_secret_name(arg.key)
         )
@@ -81,6 +90,9 @@ def build_plan(
     for key, value in profile.env.items():
         env_set[key] = value
         reasons[key] = "from the profile's [env]"
+    for key, (value, reason) in handed.items():
+        env_set[key] = value
+        reasons[key] = reason
     env_set = {k: v for k, v in env_set.items() if environ.get(k) != v}
     unset = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX)))
 
@@ -101,7 +113,28 @@ def build_plan(
         env_unset=unset,
         health_url=health_url,
         uds=uds,
+        notes=tuple(notes),
     )
+
+
+# vLLM reads these when the option is not given: `--api-key` falls back to VLLM_API_KEY (vLLM 0.33
+# entrypoints/openai/api_server.py), `--hf-token` to huggingface_hub's HF_TOKEN.
+SECRET_ENVIRONMENT = {"api_key": "VLLM_API_KEY", "hf_token": "HF_TOKEN"}
+
+
+def _secret_to_environment(arg: VllmArg, tokens: list[str], notes: list[str]) -> tuple[str, str] | None:
+    """(variable, value) for a secret option that can go through vLLM's environment instead of its argv."""
+    if arg.spec is None or arg.spec.dest not in SECRET_ENVIRONMENT or not tokens:
+        return None
+    _, eq, inline = tokens[0].partition("=")
+    values = [inline] if eq else tokens[1:]
+    if len(values) != 1:
+        if len(values) > 1:
+            notes.append(f"--{arg.key} has {len(values)} values: only one fits in "
+                         f"{SECRET_ENVIRONMENT[arg.spec.dest]}, so they stay on vLLM's command line, where "
+                         "every local user can read them (ps); give one key to keep it private")
+        return None  # a bare `--hf-token` (use the stored login) holds no secret
+    return SECRET_ENVIRONMENT[arg.spec.dest], values[0]
 
 
 def select_gpus(

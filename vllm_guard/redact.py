@@ -24,3 +24,14 @@ def redact_text(text: str, secrets: list[str]) -> str:
     for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
+
+
+def printable(text: object, max_chars: int | None = None) -> str:
+    """Untrusted text made safe to show: no control characters (escape sequences, NUL, bell), no lone
+    surrogates, and cut to ``max_chars`` with a mark saying how much was left out."""
+    s = str(text)
+    if not s.isprintable():
+        s = "".join(c if c.isprintable() else " " if c in "\t\n\r" else "\ufffd" for c in s)
+    if max_chars is not None and len(s) > max_chars:
+        s = f"{s[:max_chars]}... ({len(s) - max_chars:,} more characters)"
+    return s

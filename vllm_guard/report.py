@@ -16,6 +16,7 @@ from vllm_guard.knowledge import ADVICE, PROFILING_ASSERTION, STAGE_NAMES, Advic
 from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
+from vllm_guard.redact import printable
 
 STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
 
@@ -57,6 +58,8 @@ def print_plan(plan: LaunchPlan, stream: TextIO) -> None:
         c.print(Text.assemble(f"  {key}={value}", (f"  # {plan.env_reasons.get(key, '')}", "dim")))
     for key in plan.env_unset:
         c.print(Text.assemble(f"  unset {key}", ("  # the guard's own variable", "dim")))
+    for note in plan.notes:
+        c.print(f"note: {note}", markup=False, style="yellow")
 
 
 def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO) -> None:
@@ -347,5 +350,7 @@ def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -
         when = str(r.get("started_at") or r.get("ended_at") or "")[5:19].replace("T", " ")
         took = f"{r['duration_s']}s" if r.get("duration_s") is not None else "-"
         outcome = str(r.get("outcome", "?")) + (f" ({r['phase']})" if r.get("phase") else "")
-        table.add_row(str(r.get("attempt", "?")), when, took, changed, outcome, failure, next_text, reported)
+        # The log is a file anyone with write access could have edited: plain text, never markup.
+        table.add_row(*(Text(printable(cell, 500)) for cell in (r.get("attempt", "?"), when, took, changed, outcome,
+                                                                 failure, next_text, reported)))
     c.print(table)

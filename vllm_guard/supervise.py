@@ -95,6 +95,7 @@ class Supervisor:
         self._wake = threading.Event()
         profile = pre.profile
         self.log_path = attempt_log.log_path(profile.setting("attempt-log"), profile.name, environ)
+        self.attempt_log = attempt_log.Writer(self.log_path, on_error=self._attempt_log_failed)
         self.lock_dir = lock.lock_dir(profile.setting("lock-dir"), environ)
         self.history: list[Attempt] = []
 
@@ -439,10 +440,14 @@ class Supervisor:
             "next": attempt.step.to_dict() if isinstance(attempt.step, ladder.Step) else (
                 {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
         }
-        attempt_log.append(self.log_path, record)
+        self.attempt_log.append(record)
+
+    def _attempt_log_failed(self, text: str) -> None:
+        self.status.message(text, style="bold yellow")
+        self.notifier.status(text)
 
     def _record_end(self, attempt: Attempt, outcome: str, code: int | None) -> None:
-        attempt_log.append(self.log_path, {
+        self.attempt_log.append({
             "profile": str(attempt.profile.path) if attempt.profile.path else None,
             "profile_sha256": attempt.profile.sha256, "model": attempt.profile.model,
             "attempt": attempt.number, "phase": "serving", "ended_at": _now(), "outcome": outcome,
