@@ -281,3 +281,20 @@ def test_attempts_refuses_a_fifo(tmp_path: Path) -> None:
     t.start()
     t.join(20)
     assert done and done[0] == 2
+
+
+# --- hostile log lines (timings: benchmarks/classify_pathological.py) --------------------------
+
+
+def test_hostile_lines_are_read_with_cut_evidence_and_no_control_characters() -> None:
+    from vllm_guard.classify import EVIDENCE_CHARS, classify, clean_lines, stage_of
+
+    d = classify("y" * (8 * 2**20) + " RuntimeError: boom")  # one huge line without a newline
+    assert d.cls == "unknown" and all(len(e) <= EVIDENCE_CHARS + 20 for e in d.evidence)
+    d = classify("\0" * 2**20 + "\n\x07\x1b]0;title\x07ERROR real\x1b[0m line\x00\n")
+    assert d.evidence == ("ERROR real line",)
+    assert stage_of("Using " * 20000) is None and stage_of("Using FLASH_ATTN attention backend") is not None
+    assert clean_lines("\x1b]0;t\x1b\\INFO a \x1b[1mb\x1b[0m") == [("", "INFO a b")]
+    d = classify("ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: "
+                 "[torch.float16]")
+    assert d.cls == "dtype_unsupported"

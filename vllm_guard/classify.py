@@ -41,7 +41,13 @@ class Diagnosis:
 
 # --- cleaning ---------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# Every pattern here is linear in the line: an unbounded repeat either cannot run past the next
+# escape or is bounded ({0,N}), so a hostile 64 KiB line cannot hold the relay thread (and with
+# it the GIL and the guard's signal handling) for seconds. benchmarks/classify_pathological.py.
+MAX_LINE_CHARS = 16384  # longer than any line vLLM writes (its config dump is ~4 KiB); the rest is ignored
+EVIDENCE_CHARS = 500
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:]+(?:\[\d+\])?: ")
 _ISO_JOURNAL = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.\d]*[+-]\d\d:?\d\d \S+ [^\s:]+(?:\[\d+\])?: ")
 _PROCESS = re.compile(r"^\((?P<proc>[A-Za-z_]+[A-Za-z0-9_]*) pid=\d+\) ")
@@ -51,9 +57,12 @@ def clean_lines(text: str) -> list[tuple[str, str]]:
     """(process, line) pairs: prefixes, colours and progress-bar redraws removed."""
     out = []
     for raw in text.split("\n"):
-        line = _ANSI.sub("", raw) if "\x1b" in raw else raw
-        if "\r" in line:  # tqdm redraws a bar with \r; the last segment is what a terminal shows
-            line = line.rstrip("\r").rsplit("\r", 1)[-1]
+        if "\r" in raw:  # tqdm redraws a bar with \r; the last segment is what a terminal shows
+            raw = raw.rstrip("\r").rsplit("\r", 1)[-1]
+        line = raw[:MAX_LINE_CHARS]
+        line = _ANSI.sub("", line) if "\x1b" in line else line
+        if not line.isprintable():  # NUL, bell, stray escapes: never echoed as evidence
+            line = _CONTROL.sub("", line)
         if line[:1].isalnum() and not line.startswith(("INFO", "WARN", "ERROR", "DEBUG")):
             line = _ISO_JOURNAL.sub("", _JOURNAL.sub("", line))
         proc = ""
@@ -69,10 +78,10 @@ def clean_lines(text: str) -> list[tuple[str, str]]:
 # --- stage markers ---------------------------------------------------------------
 
 STAGE_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint|Using .* attention backend"
+    (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint|Using \S{1,64} attention backend"
                 r"|Using model weights format|Loading model weights"), LOADING),
     (re.compile(r"Model loading took|Loading weights took|Memory profiling takes"), PROFILING),
-    (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:|reserved .* memory for KV Cache"), KV_CACHE),
+    (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:|reserved .{1,64}? memory for KV Cache"), KV_CACHE),
     (re.compile(r"GPU KV cache size|Maximum concurrency for|Capturing CUDA graph|Compile and warming up model"
                 r"|Capturing cudagraphs"), CUDA_GRAPH),
     (re.compile(r"Graph capturing finished|init engine \(profile, create kv cache|Starting vLLM server on"
@@ -134,13 +143,13 @@ def _api_bind(port_group: str) -> Callable[[str, list[tuple[str, str]], int, dic
 
 RULES: tuple[Rule, ...] = (
     Rule("gpu_busy", re.compile(
-        r"Free memory on device(?: (?P<device>\S+))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
+        r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
         r"is less than desired GPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
         BEFORE_START, numbers=lambda m: _f(m, "free_gib", "total_gib", "utilization", "requested_gib")),
     Rule("kv_cache_too_small", re.compile(
         r"To serve at least one request with the models?'s max seq len \((?P<max_seq_len>\d+)\), \(?"
         r"(?P<needed_gib>[\d.]+) ?Gi?B KV cache is needed, which is larger than the available KV cache memory "
-        r"\((?P<available_gib>[\d.]+) ?Gi?B\)(?:.*estimated maximum model length is (?P<estimated_max_len>\d+))?"),
+        r"\((?P<available_gib>[\d.]+) ?Gi?B\)(?:.{0,300}?estimated maximum model length is (?P<estimated_max_len>\d+))?"),
         KV_CACHE, numbers=lambda m: _f(m, "max_seq_len", "needed_gib", "available_gib", "estimated_max_len")),
     Rule("kv_cache_too_small", re.compile(
         r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be "
@@ -157,10 +166,10 @@ RULES: tuple[Rule, ...] = (
          numbers=lambda m: _f(m, "dummy_requests")),
     Rule("oom", _OOM, numbers=_oom_numbers),  # resolved by stage below
     Rule("shm_exhausted", re.compile(
-        r"Insufficient space in /dev/shm for (?P<allocation>\S+): (?P<required_mib>[\d.]+) MiB required, "
+        r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: _f(m, "required_mib", "free_mib")),
     Rule("shm_exhausted", re.compile(r"Unexpected bus error encountered in worker|insufficient shared memory \(shm\)"
-                                     r"|Error while creating shared memory segment|NCCL WARN.*(?:/dev/shm|shm_open|"
+                                     r"|Error while creating shared memory segment|NCCL WARN.{0,300}?(?:/dev/shm|shm_open|"
                                      r"[Ss]hared memory)|^Bus error|SIGBUS")),
     Rule("tp_indivisible", re.compile(r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by "
                                       r"tensor parallel size \((?P<tp_size>\d+)\)"), BEFORE_START,
@@ -170,19 +179,19 @@ RULES: tuple[Rule, ...] = (
     Rule("tp_indivisible", re.compile(r"AssertionError: (?P<numerator>\d+) is not divisible by (?P<denominator>\d+)"),
          LOADING, detail="kv_heads", numbers=lambda m: _f(m, "numerator", "denominator")),
     Rule("dtype_unsupported", re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least "
-                                         r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.+?) GPU has compute "
+                                         r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
          numbers=lambda m: _f(m, "min_capability", "current_capability")),
-    Rule("dtype_unsupported", re.compile(r"(?P<dtype>\S+) is not supported for quantization method (?P<method>\S+)\. "
+    Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method (?P<method>\S{1,64})\. "
                                          r"Supported dtypes"), BEFORE_START),
-    Rule("quant_unsupported", re.compile(r"The quantization method (?P<method>\S+) is not supported for the current "
+    Rule("quant_unsupported", re.compile(r"The quantization method (?P<method>\S{1,64}) is not supported for the current "
                                          r"GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: "
                                          r"(?P<current_capability>\d+)"), BEFORE_START,
          numbers=lambda m: _f(m, "min_capability", "current_capability")),
-    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S+ attention backend on .*compute "
+    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on .{0,200}?compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
          detail="kv_cache_dtype", numbers=lambda m: _f(m, "current_capability")),
-    Rule("quant_unsupported", re.compile(r"No valid attention backend found.*kv_cache_dtype not supported"), LOADING,
+    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"), LOADING,
          detail="kv_cache_dtype"),
     Rule("max_len_exceeds_model", re.compile(
         r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
@@ -193,9 +202,9 @@ RULES: tuple[Rule, ...] = (
          numbers=lambda m: _f(m, "world_size", "gpus")),
     Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"
                                     r"|Failed to infer device type"), BEFORE_START),
-    Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]*'?, "
+    Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): address already in use"), BEFORE_START,
-         numbers=lambda m: _f(m, "port"), when=_api_bind(r"address \('?[^,]*'?, (\d+)\)")),
+         numbers=lambda m: _f(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)")),
     Rule("port_in_use", re.compile(r"OSError: \[Errno 98\] Address already in use"), BEFORE_START,
          when=_api_bind(r"(?!x)x")),
     Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]")),
@@ -209,7 +218,7 @@ RULES: tuple[Rule, ...] = (
                                             r"|requires you to execute the (?:configuration|modeling) file"
                                             r"|Failed to load the model config\. If the model is a custom model"),
          BEFORE_START),
-    Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]*)\] are not "
+    Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
                                                 r"supported for now|does not recognize this architecture"),
          BEFORE_START),
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start")),
@@ -240,7 +249,7 @@ _ERRORISH = re.compile(r"Error|ERROR|Exception|error:|Traceback|failed|Killed")
 # Settings the log itself reveals, used for the next step and for port_in_use.
 _CONTEXT = (
     (re.compile(r"'port': (\d+)"), "port"),
-    (re.compile(r"Starting vLLM server on https?://[^:]+:(\d+)"), "port"),
+    (re.compile(r"Starting vLLM server on https?://[^:\s]{1,255}:(\d+)"), "port"),
     (re.compile(r"Using max model len (\d+)"), "max_model_len"),
     (re.compile(r"max_seq_len=(\d+)"), "max_model_len"),
     (re.compile(r"max_num_batched_tokens=(\d+)"), "max_num_batched_tokens"),
@@ -255,7 +264,7 @@ _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process \d+|Failed with result 'oom-kill'|\"?OOMKilled\"?:\s*true"
                        r"|Memory cgroup out of memory|oom-kill:|oom_reaper|killed by the OOM killer")
-_KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]+)\)")
+_KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
 
 
 def _read_context(lines: Iterable[tuple[str, str]]) -> dict[str, Any]:
@@ -283,6 +292,7 @@ def _read_context(lines: Iterable[tuple[str, str]]) -> dict[str, Any]:
 
 def stage_of(line: str) -> str | None:
     """The stage a vLLM log line announces, if it is one of the known progress lines (vllm-reference §3)."""
+    line = line[:MAX_LINE_CHARS]  # the relay calls this on every vLLM line, however long
     if not _MARKER_WORDS.search(line):
         return None
     found = None
@@ -305,7 +315,7 @@ _REPORTED = (
 def reported(lines: list[str]) -> dict[str, Any]:
     """What vLLM itself reported during a successful start (KV tokens, concurrency, load size and time)."""
     out: dict[str, Any] = {}
-    for line in lines:
+    for line in (text[:MAX_LINE_CHARS] for text in lines):
         for pattern, key, kind in _REPORTED:
             m = pattern.search(line)
             if m:
@@ -397,15 +407,20 @@ def _oom_class(stage: str) -> tuple[str, str]:
     return "unknown", stage  # before loading, or while allocating the KV cache: not enough to act on
 
 
+def _cut(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}... (line cut)"
+
+
 def _evidence(lines: list[tuple[str, str]], i: int) -> tuple[str, ...]:
-    out = [lines[i][1].strip()]
+    out = [_cut(lines[i][1])]
     # The exception line often follows a logged ERROR, or the other way round: keep the neighbour.
     for j in (i - 1, i + 1):
         if 0 <= j < len(lines) and _ERRORISH.search(lines[j][1]) and not WRAPPERS.search(lines[j][1]):
-            out.append(lines[j][1].strip())
+            out.append(_cut(lines[j][1]))
     return tuple(out[:3])
 
 
 def _last_errors(lines: list[tuple[str, str]], n: int = 5) -> tuple[str, ...]:
-    errors = [text.strip() for _, text in lines if _ERRORISH.search(text)]
-    return tuple(errors[-n:] if errors else [text.strip() for _, text in lines[-n:]])
+    errors = [text for _, text in lines if _ERRORISH.search(text)]
+    return tuple(_cut(text) for text in (errors[-n:] if errors else [text for _, text in lines[-n:]]))
