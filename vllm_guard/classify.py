@@ -57,9 +57,9 @@ def clean_lines(text: str) -> list[tuple[str, str]]:
     """(process, line) pairs: prefixes, colours and progress-bar redraws removed."""
     out = []
     for raw in text.split("\n"):
-        if "\r" in raw:  # tqdm redraws a bar with \r; the last segment is what a terminal shows
-            raw = raw.rstrip("\r").rsplit("\r", 1)[-1]
-        line = raw[:MAX_LINE_CHARS]
+        # tqdm redraws a bar with \r; the last segment is what a terminal shows
+        line = raw.rstrip("\r").rsplit("\r", 1)[-1] if "\r" in raw else raw
+        line = line[:MAX_LINE_CHARS]
         line = _ANSI.sub("", line) if "\x1b" in line else line
         if not line.isprintable():  # NUL, bell, stray escapes: never echoed as evidence
             line = _CONTROL.sub("", line)
@@ -78,10 +78,11 @@ def clean_lines(text: str) -> list[tuple[str, str]]:
 # --- stage markers ---------------------------------------------------------------
 
 STAGE_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint|Using \S{1,64} attention backend"
-                r"|Using model weights format|Loading model weights"), LOADING),
+    (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint"
+                r"|Using \S{1,64} attention backend|Using model weights format|Loading model weights"), LOADING),
     (re.compile(r"Model loading took|Loading weights took|Memory profiling takes"), PROFILING),
-    (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:|reserved .{1,64}? memory for KV Cache"), KV_CACHE),
+    (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:"
+                r"|reserved .{1,64}? memory for KV Cache"), KV_CACHE),
     (re.compile(r"GPU KV cache size|Maximum concurrency for|Capturing CUDA graph|Compile and warming up model"
                 r"|Capturing cudagraphs"), CUDA_GRAPH),
     (re.compile(r"Graph capturing finished|init engine \(profile, create kv cache|Starting vLLM server on"
@@ -143,13 +144,15 @@ def _api_bind(port_group: str) -> Callable[[str, list[tuple[str, str]], int, dic
 
 RULES: tuple[Rule, ...] = (
     Rule("gpu_busy", re.compile(
-        r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
+        r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) "
+        r"on startup "
         r"is less than desired GPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
         BEFORE_START, numbers=lambda m: _f(m, "free_gib", "total_gib", "utilization", "requested_gib")),
     Rule("kv_cache_too_small", re.compile(
         r"To serve at least one request with the models?'s max seq len \((?P<max_seq_len>\d+)\), \(?"
         r"(?P<needed_gib>[\d.]+) ?Gi?B KV cache is needed, which is larger than the available KV cache memory "
-        r"\((?P<available_gib>[\d.]+) ?Gi?B\)(?:.{0,300}?estimated maximum model length is (?P<estimated_max_len>\d+))?"),
+        r"\((?P<available_gib>[\d.]+) ?Gi?B\)"
+        r"(?:.{0,300}?estimated maximum model length is (?P<estimated_max_len>\d+))?"),
         KV_CACHE, numbers=lambda m: _f(m, "max_seq_len", "needed_gib", "available_gib", "estimated_max_len")),
     Rule("kv_cache_too_small", re.compile(
         r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be "
@@ -169,7 +172,8 @@ RULES: tuple[Rule, ...] = (
         r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: _f(m, "required_mib", "free_mib")),
     Rule("shm_exhausted", re.compile(r"Unexpected bus error encountered in worker|insufficient shared memory \(shm\)"
-                                     r"|Error while creating shared memory segment|NCCL WARN.{0,300}?(?:/dev/shm|shm_open|"
+                                     r"|Error while creating shared memory segment"
+                                     r"|NCCL WARN.{0,300}?(?:/dev/shm|shm_open|"
                                      r"[Ss]hared memory)|^Bus error|SIGBUS")),
     Rule("tp_indivisible", re.compile(r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by "
                                       r"tensor parallel size \((?P<tp_size>\d+)\)"), BEFORE_START,
@@ -182,16 +186,20 @@ RULES: tuple[Rule, ...] = (
                                          r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
          numbers=lambda m: _f(m, "min_capability", "current_capability")),
-    Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method (?P<method>\S{1,64})\. "
+    Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method "
+                                         r"(?P<method>\S{1,64})\. "
                                          r"Supported dtypes"), BEFORE_START),
-    Rule("quant_unsupported", re.compile(r"The quantization method (?P<method>\S{1,64}) is not supported for the current "
+    Rule("quant_unsupported", re.compile(r"The quantization method (?P<method>\S{1,64}) is not supported for the "
+                                         r"current "
                                          r"GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: "
                                          r"(?P<current_capability>\d+)"), BEFORE_START,
          numbers=lambda m: _f(m, "min_capability", "current_capability")),
-    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on .{0,200}?compute "
+    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
+                                         r".{0,200}?compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
          detail="kv_cache_dtype", numbers=lambda m: _f(m, "current_capability")),
-    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"), LOADING,
+    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"),
+         LOADING,
          detail="kv_cache_dtype"),
     Rule("max_len_exceeds_model", re.compile(
         r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
