@@ -103,8 +103,11 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
         return ExitCode.OK
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
     report.print_check(pre, facts, target, stderr)
-    for note in plan.notes:
-        stderr.write(f"vllm-guard: note: {note}\n")
+    from vllm_guard.lock import sharing_note
+
+    for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
+        if note:
+            stderr.write(f"vllm-guard: note: {note}\n")
     if pre.verdict == "fail" and not args.force:
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)

@@ -13,6 +13,7 @@ dotted keys, and human integers read ``32k`` as 32000 and ``32K`` as 32768.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,8 @@ def parse_human_int(text: str, *, allow_auto: bool = False) -> int:
     if m is None:
         raise ValueProblem(f"expected an integer such as 4096, 32k (32000) or 32K (32768), got {text!r}")
     number, suffix = m.groups()
+    if len(number) > 30:  # far beyond any length or count; Python refuses to convert 4,300 digits and more
+        raise ValueProblem(f"{text[:40]}... is too large a number")
     if suffix in _BINARY:
         if "." in number:
             raise ValueProblem(f"decimals are allowed only with lower-case suffixes, got {text!r}")
@@ -247,17 +250,44 @@ def coerce_profile_value(spec: OptionSpec, value: Any) -> Any:
     return _coerce_scalar(spec, value)
 
 
+# Values vLLM's parser takes but that cannot run, or that turn a limit off: (lowest, highest), inclusive.
+# -1 is vLLM's "auto" for max-model-len and passes; gpu-memory-utilization has its own check (0, 1].
+RANGES: dict[str, tuple[float, float | None]] = {
+    "port": (1, 65535), "tensor_parallel_size": (1, None), "pipeline_parallel_size": (1, None),
+    "data_parallel_size": (1, None), "max_model_len": (1, None), "max_num_seqs": (1, None),
+    "max_num_batched_tokens": (1, None), "cpu_offload_gb": (0, None),
+    "swap_space": (0, None), "block_size": (1, None),
+}
+
+
+def check_number(spec: OptionSpec, value: float) -> float:
+    """A number vLLM can run with: finite (NaN and infinity are not), and within RANGES.
+
+    Raises:
+        ValueProblem: naming the range.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueProblem(f"expected a finite number, got {value!r}")
+    if spec.dest == "max_model_len" and value == -1:
+        return value
+    low, high = RANGES.get(spec.dest, (None, None))
+    if (low is not None and value < low) or (high is not None and value > high):
+        where = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+        raise ValueProblem(f"must be {where}, got {value!r}")
+    return value
+
+
 def _coerce_scalar(spec: OptionSpec, value: Any) -> Any:
     kind = spec.kind
     if kind == "int":
         if _is_int(value):
-            return value
+            return check_number(spec, value)
         if isinstance(value, str) and (spec.human_int or spec.accepts_auto):
-            return parse_human_int(value, allow_auto=spec.accepts_auto)
+            return check_number(spec, parse_human_int(value, allow_auto=spec.accepts_auto))
         raise ValueProblem(f"expected {expected_type(spec)}, got {value!r}")
     if kind == "float":
         if _is_int(value) or isinstance(value, float):
-            return float(value)
+            return check_number(spec, float(value))
         raise ValueProblem(f"expected {expected_type(spec)}, got {value!r}")
     if kind == "choice":
         choices = spec.choices or ()
@@ -300,6 +330,8 @@ def convert_cli_values(spec: OptionSpec, values: Sequence[str]) -> Any:
                 converted.append(choice)
             else:
                 converted.append(text)
+        if kind in ("int", "float"):
+            converted = [check_number(spec, v) for v in converted]
         return converted if spec.multiple else converted[0]
     if kind == "json" and len(values) == 1:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -176,6 +177,8 @@ def load_profile(path: Path, *, environ: Mapping[str, str] | None = None) -> Pro
             f"{path}: invalid TOML: {e}",
             hint="see docs/profile.md for the format; strings need quotes, tables need [brackets]",
         ) from None
+    except (ValueError, RecursionError) as e:  # a 5,000-digit integer, arrays nested thousands deep
+        raise ProfileError(f"{path}: a value the guard will not read: {str(e)[:200] or type(e).__name__}") from None
     profile = _from_data(data, _Locator(path, text))
     profile = replace(profile, path=path, sha256=hashlib.sha256(raw_bytes).hexdigest())
     return apply_environment(profile, environ)
@@ -422,6 +425,8 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
         raise ValueProblem(f"expected {expected}, got {value!r}")
     else:
         number = value
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueProblem(f"expected a finite number, got {value!r}")  # NaN or inf would turn a limit off
     if setting.minimum is not None and number < setting.minimum:
         raise ValueProblem(f"must be at least {setting.minimum:g}, got {value!r}")
     return float(number) if kind in ("float", "duration") else int(number)
