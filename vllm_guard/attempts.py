@@ -138,8 +138,11 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             continue
         try:
             record = json.loads(line)
-        except (ValueError, RecursionError):  # JSONDecodeError, a 5,000-digit number, deep nesting
-            warnings.append(f"{path}:{number}: skipped a partly written or malformed line")
+        except json.JSONDecodeError:
+            warnings.append(f"{path}:{number}: skipped a partly written line")
+            continue
+        except (ValueError, RecursionError):  # a 5,000-digit number, arrays nested thousands deep
+            warnings.append(f"{path}:{number}: skipped a malformed line")
             continue
         if isinstance(record, dict) and str(record.get("schema", "")).startswith("vllm-guard.attempt/"):
             fixed, dropped = _well_formed(record)
