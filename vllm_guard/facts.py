@@ -284,6 +284,19 @@ class ModelFacts:
 
 
 @dataclass(frozen=True)
+class VllmBuild:
+    """The installed vLLM: its version and the device it was built for ("cuda", "cpu", ...; None: unknown)."""
+
+    version: str | None
+    device: str | None
+    source: str  # where it was read: "package metadata" or "VLLM_TARGET_DEVICE"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device == "cpu"
+
+
+@dataclass(frozen=True)
 class Facts:
     """Everything the checks judge: the machine, the GPUs vLLM will see, the model, live-only facts."""
 
@@ -295,6 +308,8 @@ class Facts:
     live: bool  # False under --machine: port, executable and running user are not this machine's
     port_free: bool | None = None
     vllm_path: str | None = None
+    vllm_build: VllmBuild | None = None
+    environ_cpu_kvcache_space: str | None = None  # VLLM_CPU_KVCACHE_SPACE in the guard's environment
     user: str | None = None
     environ_allows_long_len: bool = False
     notes: tuple[str, ...] = ()

@@ -106,6 +106,12 @@ ADVICE: dict[str, Advice] = {
         "The start did not finish in time: a hung NCCL set-up, a slow download or a very slow disk.",
         ("look at the last lines for the step that hung", "retry once", "a longer startup timeout for large models"),
         ()),
+    "usage_error": Advice(
+        "vLLM refused its own command line before starting (argparse, exit status 2): an option this vLLM does "
+        "not know, or a value it does not accept. The line after 'error:' names it.",
+        ("fix or remove the option in the profile or the command line",
+         "`vllm serve --help` of the installed vLLM lists the options it knows"),
+        ("retrying: the same command line is refused the same way",)),
     "unknown": Advice(
         "The log does not show a failure the guard recognises with confidence; the last error lines are shown.",
         ("read the evidence lines", "run vLLM with VLLM_LOGGING_LEVEL=DEBUG for more detail"), ()),

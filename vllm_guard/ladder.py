@@ -29,6 +29,7 @@ class Settings:
     enforce_eager: bool = False
     kv_cache_dtype: str = "auto"
     enable_chunked_prefill: bool | None = None
+    kv_cache_memory_bytes: int | None = None  # set: the KV cache has this size whatever the utilization
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ NOT_RELAXABLE = {
     "model_access": "the model cannot be read: a wrong id, a gated repository or a missing token",
     "remote_code_required": "the model needs --trust-remote-code, which the guard never adds on its own",
     "unsupported_architecture": "this vLLM does not support the model's architecture",
+    "usage_error": "vLLM refused its command line (an unknown option or a bad value): fix the profile or the "
+                   "command line",
     "unknown": "the failure is not understood well enough to change anything safely",
 }
 
@@ -139,15 +142,30 @@ def _kv_too_small(n: dict[str, Any], s: Settings, limits: Limits, fp8: bool | No
             target = current - BLOCK  # always a step down: the same length would fail the same way
         if target >= limits.min_max_model_len:
             return Step("max-model-len", target, how)
+        at_floor = (f"{how} is {target} tokens, below ladder.min-max-model-len ({limits.min_max_model_len}): "
+                    "a shorter context is not accepted")
+    else:
+        at_floor = "vLLM's log gives no figure to compute a max-model-len that fits"
     util = s.gpu_memory_utilization
-    if util is not None and util < limits.max_gpu_memory_utilization and n.get("needed_gib") and \
-            n.get("available_gib") is not None:
+    why_not: list[str] = []
+    if s.kv_cache_memory_bytes is not None:
+        why_not.append("--kv-cache-memory-bytes fixes the KV cache's size, so utilization does not change it")
+    elif util is None or util >= limits.max_gpu_memory_utilization:
+        why_not.append(f"utilization is at its ceiling ({limits.max_gpu_memory_utilization})")
+    elif n.get("needed_gib") and n.get("available_gib") is not None:
         return Step("gpu-memory-utilization", limits.max_gpu_memory_utilization,
-                    f"max-model-len is at its floor ({limits.min_max_model_len}): raise utilization if the GPU "
-                    "has the memory free")
-    if limits.allow_fp8_kv and s.kv_cache_dtype == "auto" and fp8 is not False:
-        return Step("kv-cache-dtype", "fp8", "halve the KV cache per token (needs compute capability 8.9 natively)")
-    return Stop("max-model-len is at its floor and neither utilization nor an fp8 KV cache can help")
+                    f"{at_floor}; raise utilization if the GPU has the memory free")
+    if s.kv_cache_dtype != "auto":
+        why_not.append(f"the KV cache is already {s.kv_cache_dtype}")
+    elif not limits.allow_fp8_kv:
+        why_not.append("an fp8 KV cache is not allowed (ladder.allow-fp8-kv-cache)")
+    elif fp8 is not True:
+        # Unknown counts as no: on a machine with no GPU (a CPU build) there is nothing to run it natively.
+        why_not.append("an fp8 KV cache needs a GPU of compute capability 8.9 or newer")
+    else:
+        return Step("kv-cache-dtype", "fp8", "halve the KV cache per token (native at compute capability 8.9+)")
+    return Stop(f"{at_floor}; " + "; ".join(why_not) + ". Give the KV cache more memory, or lower "
+                "ladder.min-max-model-len to accept a shorter context")
 
 
 def _shrink_batch(s: Settings, limits: Limits) -> Step | Stop:

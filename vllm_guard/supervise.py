@@ -137,7 +137,9 @@ class Supervisor:
                 self._announce_ready(attempt, original)
                 return self._serve(child, attempt)
             self._record_failure_step(attempt, guard_set_kv, unchanged)
-            if attempt.outcome == "stopped":
+            # A stop requested while the attempt failed (vLLM died of the same SIGTERM, a GPU recheck ran)
+            # is a stop: 143/130, never START_FAILED.
+            if attempt.outcome == "stopped" or self.stop_signal is not None:
                 return self._exit_for_signal()
             step = attempt.step
             if isinstance(step, ladder.Stop) or step is None:
@@ -173,6 +175,8 @@ class Supervisor:
                 wanted = {g.uuid for g in self._gpus()}
                 # After the failed attempt has let go of its memory: look again where the machine is live.
                 gpus = [g for g in self.gpu_probe() if g.uuid in wanted] if self.gpu_probe else self._gpus()
+                if not gpus:  # a CPU build, or GPUs not known: nothing says the memory is free
+                    return self._after_utilization(profile)
                 free = min((g.memory_free_bytes or 0) / (g.memory_total_bytes or 1) for g in gpus)
                 allowed = math.floor((free - 0.02) * 100) / 100
                 if allowed <= current:
@@ -184,8 +188,8 @@ class Supervisor:
         limits = self._limits(profile)
         if limits.allow_fp8_kv and profile.value("kv_cache_dtype") in (None, "auto") and self._fp8_supported():
             return ladder.Step("kv-cache-dtype", "fp8", "halve the KV cache per token (native on this GPU)")
-        return ladder.Stop("max-model-len is at its floor, the GPU has no memory free for a higher utilization, "
-                           "and an fp8 KV cache is not available or not allowed")
+        return ladder.Stop("no shorter max-model-len is accepted, a higher utilization finds no GPU memory free "
+                           "(or no GPU to check), and an fp8 KV cache is not available or not allowed")
 
     def _settings(self, attempt: Attempt) -> ladder.Settings:
         p = attempt.profile
@@ -198,6 +202,7 @@ class Supervisor:
             enforce_eager=bool(p.value("enforce_eager")),
             kv_cache_dtype=str(p.value("kv_cache_dtype") or "auto"),
             enable_chunked_prefill=p.value("enable_chunked_prefill"),
+            kv_cache_memory_bytes=p.value("kv_cache_memory_bytes") or None,
         )
 
     def _effective(self, profile: Profile, dest: str, log_context: Mapping[str, Any] | None = None) -> Any:

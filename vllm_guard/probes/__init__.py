@@ -76,6 +76,7 @@ def hf_cache_dir(environ: Mapping[str, str]) -> str:
 def gather(profile: Profile, *, environ: Mapping[str, str], machine_file: str | None) -> Facts:
     """Facts for one profile: the machine (live or from a snapshot), the GPUs vLLM will see, the model."""
     from vllm_guard.probes import host, model
+    from vllm_guard.probes.vllm_build import probe_vllm_build
 
     download_dir = profile.value("download_dir")
     if machine_file:
@@ -110,8 +111,10 @@ def gather(profile: Profile, *, environ: Mapping[str, str], machine_file: str | 
     uds = profile.value("uds")
     port_free = host.unix_socket_free(uds) if uds else host.port_free(profile.value("host"),
                                                                      int(profile.value("port") or 8000))
+    vllm_path = host.find_executable(str(profile.setting("vllm")), environ.get("PATH"))
     return Facts(
         machine, origin, gpus, cuda_visible, facts_model, live=True, port_free=port_free,
-        vllm_path=host.find_executable(str(profile.setting("vllm")), environ.get("PATH")),
+        vllm_path=vllm_path, vllm_build=probe_vllm_build(vllm_path, {**environ, **profile.env}),
+        environ_cpu_kvcache_space=environ.get("VLLM_CPU_KVCACHE_SPACE"),
         user=host.current_user(), environ_allows_long_len=allow_long, notes=tuple(notes),
     )
