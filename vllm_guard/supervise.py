@@ -24,7 +24,7 @@ from vllm_guard.checks import Preflight, world_size
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
-from vllm_guard.knowledge import STAGE_NAMES
+from vllm_guard.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
 from vllm_guard.notify import Notifier
 from vllm_guard.plan import LaunchPlan, build_plan
 from vllm_guard.profile import Profile
@@ -265,7 +265,8 @@ class Supervisor:
     def _launch(self, attempt: Attempt) -> process.Child | None:
         plan = attempt.plan
         env = plan.environment(self.environ)
-        tracker = _PhaseTracker(self.status, self.notifier, attempt.label, self.clock)
+        names = CPU_STAGE_NAMES if self.facts.vllm_build is not None and self.facts.vllm_build.is_cpu else STAGE_NAMES
+        tracker = _PhaseTracker(self.status, self.notifier, attempt.label, self.clock, names)
         try:
             child = self.spawner(plan.argv, env, tracker.sink(self.status.relay),
                                  grace_s=float(attempt.profile.setting("stop-timeout")), on_event=self.status.message)
@@ -475,7 +476,9 @@ class Supervisor:
 class _PhaseTracker:
     """Follows vLLM's log lines to know the phase and whether it progresses; reports phase changes."""
 
-    def __init__(self, status: LaunchStatus, notifier: Notifier, label: str, clock: Callable[[], float]) -> None:
+    def __init__(self, status: LaunchStatus, notifier: Notifier, label: str, clock: Callable[[], float],
+                 names: Mapping[str, str] = STAGE_NAMES) -> None:
+        self.names = names
         self.status = status
         self.notifier = notifier
         self.label = label
@@ -485,7 +488,7 @@ class _PhaseTracker:
 
     @property
     def stage_name(self) -> str:
-        return STAGE_NAMES.get(self.stage, self.stage)
+        return self.names.get(self.stage, self.stage)
 
     def sink(self, relay: process.LineSink) -> process.LineSink:
         def on_line(raw: bytes, stream: str) -> None:
@@ -501,7 +504,7 @@ class _PhaseTracker:
         self._report(heartbeat=True)
 
     def _report(self, *, heartbeat: bool) -> None:
-        text = f"{self.label}: {STAGE_NAMES.get(self.stage, self.stage)} ({_duration(self.clock() - self.start)})"
+        text = f"{self.label}: {self.stage_name} ({_duration(self.clock() - self.start)})"
         self.status.phase(text, heartbeat=heartbeat)
         self.notifier.status(text)
         if self.clock() - self.last_output <= PROGRESS_WINDOW_S:
