@@ -196,14 +196,42 @@ def _read_log(args: argparse.Namespace, stdin: TextIO | None) -> str:
             raise UsageError(f"cannot read the journal of {args.unit}: {e}",
                              hint="run as a user who may read the journal (root, or the systemd-journal group)"
                              ) from None
-    if args.log in (None, "-"):
-        import sys
+    from vllm_guard.safefile import LOG_TAIL_BYTES, FileProblem, read_stream_tail, read_tail
 
-        return (stdin or sys.stdin).read()
+    if args.log in (None, "-"):
+        # Read until EOF, however long a pipe runs, keeping only the tail: memory stays bounded.
+        text, _ = read_stream_tail(_stdin_text(stdin), LOG_TAIL_BYTES)
+        return text
     try:
-        return Path(args.log).read_text(errors="replace")
-    except OSError as e:
-        raise UsageError(f"cannot read {args.log}: {e.strerror}") from None
+        data, cut = read_tail(Path(args.log), LOG_TAIL_BYTES)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {args.log}: no such file") from None
+    except FileProblem as e:  # a FIFO, /dev/zero, /dev/urandom, a directory
+        raise UsageError(f"cannot read the log: {e}",
+                         hint="give a log file, or pipe the log in: ... | vllm-guard explain -") from None
+    text = data.decode("utf-8", errors="replace")
+    # The last LOG_TAIL_BYTES hold the failure (vLLM's error is at the end); a cut line is dropped.
+    return text.partition("\n")[2] if cut else text
+
+
+def _stdin_text(stdin: TextIO | None) -> TextIO:
+    """Standard input as text that never fails to decode; a device that is not a terminal
+    (/dev/zero, /dev/urandom: endless, and not a log) is refused."""
+    import io
+    import os
+    import stat
+    import sys
+
+    if stdin is not None:
+        return stdin
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return sys.stdin
+    if stat.S_ISCHR(mode) and not sys.stdin.isatty():
+        raise UsageError("standard input is a character device (such as /dev/zero), not a log",
+                         hint="pipe the log in: journalctl -u UNIT | vllm-guard explain -")
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
 
 
 def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:

@@ -169,6 +169,14 @@ class _Reader:
         value = data.get(key)
         return None if value is None else self._check(value, key, kind, prefix)
 
+    def total(self, data: Mapping[str, Any], key: str, prefix: str = "") -> int | None:
+        """A total size, which the guard divides by: positive, or null for unknown (never 0)."""
+        value = self.opt(data, key, int, prefix)
+        if value == 0:
+            raise self.error(prefix + key, "expected a positive number of bytes, or null when unknown (a GPU with "
+                             "unified memory has unified_memory true and null totals)")
+        return value
+
     def _check(self, value: Any, key: str, kind: type, prefix: str) -> Any:
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
         if not ok:
@@ -207,7 +215,7 @@ def _gpu_from_dict(r: _Reader, g: Any, where: str) -> Gpu:
         uuid=r.get(g, "uuid", str, p),
         name=r.opt(g, "name", str, p),
         pci_bus_id=r.opt(g, "pci_bus_id", str, p),
-        memory_total_bytes=r.opt(g, "memory_total_bytes", int, p),
+        memory_total_bytes=r.total(g, "memory_total_bytes", p),
         memory_used_bytes=r.opt(g, "memory_used_bytes", int, p),
         memory_free_bytes=r.opt(g, "memory_free_bytes", int, p),
         compute_capability=cc,
@@ -224,7 +232,7 @@ def _raise(error: Exception) -> bool:
 def _host_from_dict(r: _Reader, h: Mapping[str, Any]) -> Host:
     p = "host."
     ints = {
-        f.name: r.opt(h, f.name, int, p)
+        f.name: r.total(h, f.name, p) if f.name == "memory_total_bytes" else r.opt(h, f.name, int, p)
         for f in fields(Host)
         if f.name != "disks"
     }

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from vllm_guard.facts import Gpu
 from vllm_guard.options import VllmArg
 from vllm_guard.profile import ENV_PREFIX, Profile
-from vllm_guard.redact import MASK, SECRET_OPTION_DESTS, is_secret_name, redact_env
+from vllm_guard.redact import (
+    MASK,
+    SECRET_OPTION_DESTS,
+    is_secret_name,
+    mask_url_credentials,
+    redact_env,
+    url_credentials,
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +38,7 @@ class LaunchPlan:
         for i in self.secret_indices:
             head, eq, _ = out[i].partition("=")
             out[i] = f"{head}={MASK}" if eq and head.startswith("-") else MASK
-        return out
+        return [mask_url_credentials(token) for token in out]
 
     def command_line(self) -> str:
         return shlex.join(self.redacted_argv())
@@ -41,7 +48,9 @@ class LaunchPlan:
 
     def secrets(self) -> list[str]:
         values = [self.argv[i].partition("=")[2] or self.argv[i] for i in self.secret_indices]
-        return values + [v for k, v in self.env_set.items() if is_secret_name(k)]
+        values += [v for k, v in self.env_set.items() if is_secret_name(k)]
+        # A password in a URL (DATABASE_URL=postgres://app:pw@db) may also appear alone in vLLM's output.
+        return values + [c for text in (*self.argv, *self.env_set.values()) for c in url_credentials(text)]
 
     def environment(self, environ: Mapping[str, str]) -> dict[str, str]:
         env = {k: v for k, v in environ.items() if k not in self.env_unset}

@@ -35,6 +35,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 ENV_PREFIX = "VLLMGUARD_"
+# No path (PATH_MAX) and no Hugging Face id is longer: a longer "model" is a mistake, and the file system
+# would answer it with ENAMETOOLONG deep inside a probe.
+MODEL_ID_MAX_CHARS = 4096
 TOP_LEVEL_TABLES = ("model", "vllm", "env", "guard")
 _MISSING: Any = object()
 
@@ -161,12 +164,16 @@ def load_profile(path: Path, *, environ: Mapping[str, str] | None = None) -> Pro
     Raises:
         ProfileError: with the file, the line, the key, what was expected and a hint.
     """
+    from vllm_guard.safefile import PROFILE_MAX_BYTES, FileProblem, read_limited
+
     try:
-        raw_bytes = path.read_bytes()
+        raw_bytes = read_limited(path, PROFILE_MAX_BYTES)
     except FileNotFoundError:
         raise ProfileError(f"{path}: no such profile", hint="check the path, or give a model id") from None
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read the profile: {e.strerror}") from None
+    except FileProblem as e:  # a FIFO, /dev/zero, a directory, a file of gigabytes
+        raise ProfileError(f"cannot read the profile: {e}",
+                           hint=f"a profile is a regular TOML file of at most {PROFILE_MAX_BYTES // 2**20} MiB "
+                           "(docs/profile.md)") from None
     try:
         text = raw_bytes.decode("utf-8")
         data = tomllib.loads(text)
@@ -188,6 +195,9 @@ def drop_in_profile(model: str, *, environ: Mapping[str, str] | None = None) -> 
     """The profile of a plain `vllm serve MODEL ...` command line: only defaults."""
     if not model.strip():
         raise UsageError("the model id is empty", hint="give a Hugging Face id or a local path")
+    if len(model) > MODEL_ID_MAX_CHARS:
+        raise UsageError(f"the model id is {len(model):,} characters long, more than any path or Hugging Face id "
+                         f"({MODEL_ID_MAX_CHARS:,} at most)", hint="give a Hugging Face id or a local path")
     return apply_environment(Profile(model=model), environ)
 
 
@@ -293,6 +303,9 @@ def _read_model(table: Mapping[str, Any] | None, loc: _Locator) -> tuple[str, st
         raise loc.error("model", "id" if "id" in table else None,
                         "expected `id`, a Hugging Face repo id or a local path (a non-empty string)",
                         'id = "Qwen/Qwen3-0.6B"')
+    if len(model) > MODEL_ID_MAX_CHARS:
+        raise loc.error("model", "id", f"{len(model):,} characters, more than any path or Hugging Face id "
+                        f"({MODEL_ID_MAX_CHARS:,} at most)", 'id = "Qwen/Qwen3-0.6B"')
     revision = table.get("revision")
     if revision is not None and not isinstance(revision, str):
         raise loc.error("model", "revision", f"expected a string (branch, tag or commit), got {revision!r}")

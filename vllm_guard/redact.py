@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 MASK = "***"
+# The user-info of a URL (RFC 3986: scheme://user:password@host): postgres://app:hunter2@db/x,
+# https://user:token@proxy:3128. Bounded repetitions keep the scan linear on any line.
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}://)([^\s/?#@\[\]]{1,1024})@")
 SECRET_OPTION_DESTS = frozenset({"api_key", "hf_token"})
 SECRET_NAME_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
@@ -15,15 +19,32 @@ def is_secret_name(name: str) -> bool:
     return any(word in upper for word in SECRET_NAME_WORDS)
 
 
+def mask_url_credentials(text: str) -> str:
+    """``postgres://app:hunter2@db/x`` -> ``postgres://***@db/x``; text without user-info is unchanged."""
+    return _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text) if "://" in text else text
+
+
+def url_credentials(text: str) -> list[str]:
+    """The user-info parts (``app:hunter2``) of the URLs in ``text``, and their password parts."""
+    found = []
+    for m in _URL_USERINFO.finditer(text):
+        found.append(m.group(2))
+        if ":" in m.group(2):
+            found.append(m.group(2).partition(":")[2])
+    return found
+
+
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
+    """Secret variables (by name) masked whole; URLs with user-info in any other (DATABASE_URL) masked there."""
+    return {k: (MASK if is_secret_name(k) and v else mask_url_credentials(v)) for k, v in env.items()}
 
 
 def redact_text(text: str, secrets: list[str]) -> str:
-    """Mask known secret values wherever they appear in free text (error messages, logs)."""
+    """Mask known secret values wherever they appear in free text (error messages, logs), and the
+    user-info of every URL."""
     for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
         text = text.replace(secret, MASK)
-    return text
+    return mask_url_credentials(text)
 
 
 def printable(text: object, max_chars: int | None = None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -16,7 +17,7 @@ from vllm_guard.knowledge import ADVICE, PROFILING_ASSERTION, STAGE_NAMES, Advic
 from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
-from vllm_guard.redact import printable
+from vllm_guard.redact import mask_url_credentials, printable
 
 STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
 
@@ -48,46 +49,54 @@ def _pairs(d: dict[str, Any]) -> str:
     return "\n".join(f"{k.replace('_bytes', '')}: {fmt(v, k)}" for k, v in d.items())
 
 
+def _t(value: object, style: str = "") -> Text:
+    """Untrusted text (paths, names, values from a snapshot or a profile) as rich plain text: never markup,
+    no control characters, no lone surrogates."""
+    return Text(printable(value), style=style)
+
+
 def print_plan(plan: LaunchPlan, stream: TextIO) -> None:
     """The command line and the environment changes a launch would use (secrets masked)."""
     c = _console(stream)
     c.print("[bold]command[/bold]")
-    c.print(plan.command_line(), markup=False, soft_wrap=True)
+    c.print(_t(plan.command_line()), soft_wrap=True)
     c.print("[bold]environment[/bold]")
     for key, value in plan.redacted_env_set().items():
-        c.print(Text.assemble(f"  {key}={value}", (f"  # {plan.env_reasons.get(key, '')}", "dim")))
+        c.print(Text.assemble(_t(f"  {key}={value}"), _t(f"  # {plan.env_reasons.get(key, '')}", "dim")))
     for key in plan.env_unset:
-        c.print(Text.assemble(f"  unset {key}", ("  # the guard's own variable", "dim")))
+        c.print(Text.assemble(_t(f"  unset {key}"), ("  # the guard's own variable", "dim")))
     for note in plan.notes:
-        c.print(f"note: {note}", markup=False, style="yellow")
+        c.print(_t(f"note: {note}", "yellow"))
 
 
 def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO) -> None:
     c = _console(stream)
     m = facts.model
-    c.print(Text.assemble(("vllm-guard check ", "bold"), (target, "bold cyan"), f" on {facts.machine_origin}"))
+    c.print(Text.assemble(("vllm-guard check ", "bold"), _t(target, "bold cyan"), _t(f" on {facts.machine_origin}")))
     weights = f"weights {fmt(m.weights_bytes, '_bytes')} ({m.weights_source})" if m.weights_bytes else "weights unknown"
-    c.print(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}, "
-            f"derived max length {fmt(m.derived_max_len)}", markup=False)
+    c.print(_t(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}, "
+               f"derived max length {fmt(m.derived_max_len)}"))
     for g in facts.gpus:
         cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
-        c.print(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
-                f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}", markup=False)
+        c.print(_t(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
+                   f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}"))
     table = Table(show_lines=False, header_style="bold")
     for col in ("check", "status", "measured", "required", "fix"):
         table.add_column(col, overflow="fold")
     for f in pre.findings:
-        table.add_row(f.id, Text(f.status, style=STATUS_STYLE[f.status]), _pairs(f.measured), _pairs(f.required),
-                      f.fix or "")
+        # Measured values and fixes quote paths, names and values from the snapshot and the profile:
+        # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
+        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(_pairs(f.measured)),
+                      _t(_pairs(f.required)), _t(f.fix or ""))
     c.print(table)
     problems = [f for f in pre.findings if f.status in (FAIL, WARN)]
     for f in problems:
         c.print(Text(f"{f.status.upper()} {f.id}: ", style=STATUS_STYLE[f.status]), end="")
-        c.print(f.message + (f" ({f.note})" if f.note else ""), markup=False)
+        c.print(_t(f.message + (f" ({f.note})" if f.note else "")))
     if pre.estimate is not None:
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
-        c.print(f"note: {note}", markup=False, style="dim")
+        c.print(_t(f"note: {note}", "dim"))
     _print_verdict(c, pre.verdict, pre.findings)
 
 
@@ -134,7 +143,7 @@ def _print_verdict(c: Console, verdict: str, findings: list[Finding]) -> None:
     text = Text("verdict: ", style="bold")
     text.append(verdict.upper(), style=STATUS_STYLE[verdict])
     if fails and fails[0].fix:
-        text.append(f" - {fails[0].id}: {fails[0].fix}")
+        text.append(_t(f" - {fails[0].id}: {fails[0].fix}"))
     c.print(text)
 
 
@@ -155,10 +164,10 @@ def check_json(pre: Preflight, facts: Facts, target: str) -> str:
 
 def print_machine(machine: Machine, stream: TextIO) -> None:
     c = _console(stream)
-    c.print(Text.assemble(("machine ", "bold"), (machine.hostname or "?", "bold cyan"),
-                          f" taken {machine.taken_at}, GPU facts from {machine.source}"))
+    c.print(Text.assemble(("machine ", "bold"), _t(machine.hostname or "?", "bold cyan"),
+                          _t(f" taken {machine.taken_at}, GPU facts from {machine.source}")))
     if machine.driver_version:
-        c.print(f"NVIDIA driver {machine.driver_version}, CUDA {machine.cuda_driver_version or '?'}")
+        c.print(_t(f"NVIDIA driver {machine.driver_version}, CUDA {machine.cuda_driver_version or '?'}"))
     if not machine.gpus:
         c.print("[yellow]no GPUs[/yellow]")
     else:
@@ -170,20 +179,20 @@ def print_machine(machine: Machine, stream: TextIO) -> None:
                 f"{p.pid} {p.user or '?'} {p.name or '?'} {fmt(p.used_memory_bytes, '_bytes')}"
                 + (" ORPHANED vLLM" if p.orphaned_vllm else "") for p in g.processes) or "-"
             cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
-            t.add_row(str(g.index), g.name or "?", fmt(g.memory_total_bytes, "_bytes"),
-                      fmt(g.memory_used_bytes, "_bytes"), fmt(g.memory_free_bytes, "_bytes"), cc,
-                      fmt(g.mig_enabled), procs)
+            # Process names and users come from other users' processes (or a snapshot file): plain text.
+            t.add_row(*(_t(cell) for cell in (g.index, g.name or "?", fmt(g.memory_total_bytes, "_bytes"),
+                                                fmt(g.memory_used_bytes, "_bytes"), fmt(g.memory_free_bytes, "_bytes"),
+                                                cc, fmt(g.mig_enabled), procs)))
         c.print(t)
     h = machine.host
-    c.print(f"RAM {fmt(h.memory_available_bytes, '_bytes')} available of {fmt(h.memory_total_bytes, '_bytes')}"
-            + (f", cgroup limit {fmt(h.cgroup_memory_limit_bytes, '_bytes')}" if h.cgroup_memory_limit_bytes else "")
-            + f"; swap free {fmt(h.swap_free_bytes, '_bytes')}; /dev/shm {fmt(h.shm_free_bytes, '_bytes')} free of "
-            f"{fmt(h.shm_total_bytes, '_bytes')}; {fmt(h.cpu_count)} CPUs; open files {fmt(h.nofile_soft_limit)}",
-            markup=False)
+    c.print(_t(f"RAM {fmt(h.memory_available_bytes, '_bytes')} available of {fmt(h.memory_total_bytes, '_bytes')}"
+               + (f", cgroup limit {fmt(h.cgroup_memory_limit_bytes, '_bytes')}" if h.cgroup_memory_limit_bytes else "")
+               + f"; swap free {fmt(h.swap_free_bytes, '_bytes')}; /dev/shm {fmt(h.shm_free_bytes, '_bytes')} free of "
+               f"{fmt(h.shm_total_bytes, '_bytes')}; {fmt(h.cpu_count)} CPUs; open files {fmt(h.nofile_soft_limit)}"))
     for d in h.disks:
-        c.print(f"disk {d.path}: {fmt(d.free_bytes, '_bytes')} free of {fmt(d.total_bytes, '_bytes')}", markup=False)
+        c.print(_t(f"disk {d.path}: {fmt(d.free_bytes, '_bytes')} free of {fmt(d.total_bytes, '_bytes')}"))
     for note in machine.notes:
-        c.print(f"note: {note}", markup=False, style="yellow")
+        c.print(_t(f"note: {note}", "yellow"))
 
 
 def _advice(d: Diagnosis) -> Advice:
@@ -197,7 +206,7 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
         "stage": d.stage,
         "detail": d.detail,
         "numbers": d.numbers,
-        "evidence": list(d.evidence),
+        "evidence": [mask_url_credentials(line) for line in d.evidence],
         "exit_signal": d.exit_signal,
         "explanation": advice.explanation,
         "helps": list(advice.helps),
@@ -214,12 +223,12 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
     style = "bold yellow" if d.cls == "unknown" else "bold red"
     c.print(Text.assemble(("failure: ", "bold"), (d.cls, style), f" during {STAGE_NAMES.get(d.stage, d.stage)}"))
     if d.numbers:
-        c.print("numbers: " + ", ".join(f"{k} {v}" for k, v in d.numbers.items()), markup=False)
+        c.print(_t("numbers: " + ", ".join(f"{k} {v}" for k, v in d.numbers.items())))
     if d.exit_signal:
         c.print(f"vLLM was killed by signal {d.exit_signal}", markup=False)
     c.print("[bold]evidence[/bold]")
     for line in d.evidence:
-        c.print(f"  {line}", markup=False)
+        c.print(_t(f"  {mask_url_credentials(line)}"))
     c.print("[bold]why[/bold]")
     c.print(f"  {advice.explanation}", markup=False)
     c.print("[bold]what helps[/bold]")
@@ -249,6 +258,7 @@ class LaunchStatus:
 
         self.out, self.err = stdout, stderr
         self._lock = threading.Lock()
+        self._broken: set[int] = set()  # id() of the streams that failed a write
         self._console = Console(file=stderr, highlight=False)
         self.live_mode = bool(getattr(stdout, "isatty", lambda: False)()) and bool(
             getattr(stderr, "isatty", lambda: False)())
@@ -265,6 +275,22 @@ class LaunchStatus:
             return
         target = self.out if stream == "stdout" else self.err
         with self._lock:
+            self._write(target, raw)
+
+    def message(self, text: str, style: str = "bold") -> None:
+        with self._lock:
+            if self._live is not None:
+                self._live.console.print(Text(f"vllm-guard: {text}", style=style))
+            else:
+                self._write(self.err, f"vllm-guard: {text}\n".encode(errors="backslashreplace"))
+
+    def _write(self, target: TextIO, raw: bytes) -> None:
+        """Write and flush; a stream that fails (its reader is gone after a stop, a full disk) is given up,
+        never fatal. The relay thread must keep draining vLLM's pipes, and the guard's exit status must stay
+        its own: Python exits 120 when its final flush of a broken stdout fails."""
+        if id(target) in self._broken:
+            return
+        try:
             buffer = getattr(target, "buffer", None)
             if buffer is not None:
                 buffer.write(raw)
@@ -272,14 +298,9 @@ class LaunchStatus:
             else:
                 target.write(raw.decode(errors="replace"))
                 target.flush()
-
-    def message(self, text: str, style: str = "bold") -> None:
-        with self._lock:
-            if self._live is not None:
-                self._live.console.print(Text(f"vllm-guard: {text}", style=style))
-            else:
-                self.err.write(f"vllm-guard: {text}\n")
-                self.err.flush()
+        except (OSError, ValueError):
+            self._broken.add(id(target))
+            _point_at_devnull(target)
 
     def attempt_started(self, label: str) -> None:
         self.message(f"{label}: starting vLLM")
@@ -312,7 +333,7 @@ class LaunchStatus:
             failure = f"{a.diagnosis.cls} ({a.diagnosis.stage})" if a.diagnosis else "-"
             step = a.step
             nxt = (f"{step.param} = {step.value}" if getattr(step, "param", None) else getattr(step, "reason", "-"))
-            table.add_row(str(a.number), changed, a.outcome, failure, nxt or "-")
+            table.add_row(*(_t(cell) for cell in (a.number, changed, a.outcome, failure, nxt or "-")))
         with self._lock:
             if self._live is not None:
                 self._live.console.print(table)
@@ -329,6 +350,21 @@ class LaunchStatus:
         if self._live is not None:
             self._live.stop()
             self._live = None
+
+
+def _point_at_devnull(stream: TextIO) -> None:
+    """Let a broken stream's unflushed data (and the interpreter's last flush) go to /dev/null."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    except (OSError, ValueError):  # a StringIO, a closed file
+        return
+    try:
+        os.dup2(null, fd, inheritable=fd < 3)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
 
 
 def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 # Sizes an input may have: far above any real profile, snapshot or config.json, far below a
 # memory problem. A log is read as its last LOG_TAIL_BYTES.
@@ -90,14 +90,26 @@ def _open_regular(path: Path) -> int:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise
-    except OSError as e:
+    except OSError as e:  # ENAMETOOLONG, EACCES, ELOOP
         raise FileProblem(f"{path}: {e.strerror or e}") from None
+    except ValueError:  # a NUL byte in the path
+        raise FileProblem(f"{path!r}: not a valid path") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise FileProblem(f"{path}: {describe_mode(mode)}, not a regular file")
     os.set_blocking(fd, True)
     return fd
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """A regular file opened for binary reading, without ever waiting on a FIFO.
+
+    Raises:
+        FileNotFoundError: when the path does not exist.
+        FileProblem: not a regular file, or it cannot be opened.
+    """
+    return os.fdopen(_open_regular(path), "rb")
 
 
 def _read_fd(fd: int, limit: int) -> bytes:

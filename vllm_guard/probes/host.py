@@ -68,11 +68,11 @@ def _statvfs(path: str) -> tuple[int | None, int | None]:
 def _disk_usage(path: str) -> tuple[int | None, int | None]:
     """Usage of the filesystem that holds ``path``, or will hold it once created."""
     p = Path(path)
-    while not p.exists() and p != p.parent:
-        p = p.parent
     try:
+        while not p.exists() and p != p.parent:
+            p = p.parent
         usage = shutil.disk_usage(p)
-    except OSError:
+    except (OSError, ValueError):  # ENAMETOOLONG, a NUL byte: no such disk
         return None, None
     return int(usage.total), int(usage.free)
 
@@ -196,11 +196,20 @@ def port_free(host: str | None, port: int) -> bool | None:
             if e.errno == errno.EADDRINUSE:
                 return False
             return None  # e.g. an address of another machine: unknown here
+        except (TypeError, ValueError):  # a NUL byte, a label too long for IDNA: not an address at all
+            return None
     return True
 
 
-def unix_socket_free(path: str) -> bool:
-    return not Path(path).exists()
+def unix_socket_free(path: str) -> bool | None:
+    """Whether nothing exists at the socket path yet (None: the path itself is impossible, e.g. too long)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return None
+    return False
 
 
 def find_executable(name: str, search_path: str | None) -> str | None:

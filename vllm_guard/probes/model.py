@@ -18,7 +18,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from vllm_guard import model_config
+from vllm_guard.errors import GuardError
+from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import ModelFacts
+from vllm_guard.safefile import MODEL_JSON_MAX_BYTES, FileProblem, open_regular, read_limited
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -72,15 +75,30 @@ def _looks_like_repo_id(model: str) -> bool:
 
 
 def _read_json(path: Path) -> Any:
+    """A model's JSON file (config.json, the safetensors index); None when absent or not JSON.
+
+    Raises:
+        GuardError: the file is a FIFO, a device, a directory or larger than any real one (exit 4): vLLM
+            would hang or fail on it too, and guessing past it would hide the problem.
+    """
     try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        return json.loads(read_limited(path, MODEL_JSON_MAX_BYTES).decode("utf-8"))
+    except FileProblem as e:
+        raise GuardError(f"cannot read the model's {path.name}: {e}",
+                         hint=f"vLLM reads it too: it must be a regular JSON file of at most "
+                         f"{MODEL_JSON_MAX_BYTES // 2**20} MiB; download the model again "
+                         "(huggingface-cli download MODEL)", exit_code=ExitCode.PREFLIGHT_FAILED) from None
+    except (OSError, ValueError, RecursionError):
         return None
 
 
 def _from_local_dir(model: str) -> _Found | None:
     root = Path(model).expanduser()
-    config = _read_json(root / "config.json") if root.is_dir() else None
+    try:
+        is_dir = root.is_dir()
+    except OSError:  # ENAMETOOLONG, EACCES on a parent: not a directory the guard can read
+        return None
+    config = _read_json(root / "config.json") if is_dir else None
     if not isinstance(config, dict):
         return None
     index = _read_json(root / INDEX_FILE)
@@ -89,7 +107,7 @@ def _from_local_dir(model: str) -> _Found | None:
     if isinstance(index, dict):
         weights = _index_total(index)
         source = "index" if weights is not None else None
-        files = set(index.get("weight_map", {}).values())
+        files = _weight_files(index)
         local = bool(files) and all((root / f).is_file() for f in files)
     else:
         shards = sorted(root.glob("*.safetensors"))
@@ -102,20 +120,26 @@ def _from_local_dir(model: str) -> _Found | None:
     return "local", config, weights, source, local
 
 
+def _weight_files(index: Mapping[str, Any]) -> set[str]:
+    weight_map = index.get("weight_map")
+    return {f for f in weight_map.values() if isinstance(f, str)} if isinstance(weight_map, dict) else set()
+
+
 def _index_total(index: Mapping[str, Any]) -> int | None:
-    total = (index.get("metadata") or {}).get("total_size")
+    metadata = index.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
     return int(total) if isinstance(total, (int, float)) and total > 0 else None
 
 
 def safetensors_data_bytes(path: Path) -> int | None:
     """Bytes of tensor data in a .safetensors file, from its header alone (format: u64 length + JSON)."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             (length,) = struct.unpack("<Q", f.read(8))
             if length > 100 * 2**20:
                 return None
             header = json.loads(f.read(length))
-    except (OSError, ValueError, struct.error):
+    except (OSError, ValueError, struct.error, FileProblem):
         return None
     ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__" and isinstance(t, dict)]
     return max(ends) if ends else 0
@@ -145,7 +169,7 @@ def _from_cache(model: str, revision: str | None, cache_dir: str) -> _Found | No
     if isinstance(index, dict):
         weights = _index_total(index)
         source = "index" if weights is not None else None
-        files = set(index.get("weight_map", {}).values())
+        files = _weight_files(index)
         local = bool(files) and all(cached(f) is not None for f in files)
     elif single := cached(SINGLE_FILE):
         weights, source, local = safetensors_data_bytes(single), "safetensors", True
