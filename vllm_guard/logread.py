@@ -1,0 +1,227 @@
+"""Pure: the structure of a vLLM log as it is really pasted: lines, starts, tracebacks.
+
+A log reaches `explain` through terminals, journald, Docker, Kubernetes, CI systems and issue
+trackers, each adding its prefix (often several, nested), colours and wrapping. This module takes
+them off and reads what is left as structure: which process wrote a line, where one start of vLLM
+ends and the next begins, and the tracebacks with their frames, per process. It knows nothing of
+failure classes (classify.py does).
+
+Every pattern is linear in the line (bounded repeats only): benchmarks/classify_pathological.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+MAX_LINE_CHARS = 16384  # longer than any line vLLM writes (its config dump is ~4 KiB); the rest is ignored
+
+
+class LogLine(NamedTuple):
+    n: int  # 1-based line number in the input
+    proc: str  # vLLM's process name from "(EngineCore_DP0 pid=7)", or ""
+    text: str  # the line without prefixes, colours and control characters
+    source: str = ""  # the journal's "identifier[pid]", or ""
+
+
+class Frame(NamedTuple):
+    path: str
+    func: str
+
+
+class Traceback(NamedTuple):
+    proc: str
+    first: int  # index into the lines
+    frames: tuple[Frame, ...]
+    exception: int | None  # index of the exception line that ends it; None when the paste stops before it
+
+
+# --- prefixes ----------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+")
+_JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S{1,255} (?P<src>[^\s:\[]{1,255}(?:\[\d{1,10}\])?): ")
+_ISO_JOURNAL = re.compile(
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.\d]{0,10}[+-]\d\d:?\d\d \S{1,255} (?P<src>[^\s:\[]{1,255}(?:\[\d{1,10}\])?): ")
+_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z_][A-Za-z0-9_]{0,63})? ?pid=\d{1,10}(?:, ip=[0-9A-Fa-f.:]{1,64})?\) ")
+# Prefixes that carry nothing we need: a timestamp (CI, kubelet, Ray), a kubelet stream tag, a
+# docker-compose service, a markdown quote, torch's rank tag, a pasted table's "| ts |" column.
+_NOISE = re.compile(
+    r"^(?:\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}Z?\] ?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[.,\d]{0,10}(?:Z|[+-]\d\d:?\d\d)?(?: \| | (?:stdout|stderr) [FP] |\s))"
+    r"|^(?:stdout|stderr) [FP] "
+    r"|^[\w.-]{1,64}\s{1,32}\| "
+    r"|^\[rank\d{1,5}\]: "
+    r"|^> ?"
+    r"|^[\s\xa0]{0,8}\| "
+)
+_PREFIX_START = frozenset("0123456789[>|\xa0 ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz(")
+_LEVELS = ("INFO", "WARN", "ERROR", "DEBUG", "CRITICAL", "Traceback", "File", "Loading")
+
+
+def _strip_prefixes(line: str) -> tuple[str, str, str]:
+    """(process, source, text): every known prefix taken off, however they nest."""
+    proc = source = ""
+    for _ in range(6):
+        if not line or line[0] not in _PREFIX_START or line.startswith(_LEVELS):
+            break
+        if line[0] == "(":
+            m = _PROCESS.match(line)
+            if not m:
+                break
+            proc, line = m.group("proc") or "Ray", line[m.end():]
+            continue
+        m = _JOURNAL.match(line) or _ISO_JOURNAL.match(line)
+        if m:
+            source, line = m.group("src"), line[m.end():]
+            continue
+        m = _NOISE.match(line)
+        if not m or m.end() == 0:
+            break
+        line = line[m.end():]
+        if line.startswith("\x1b"):
+            line = _ANSI.sub("", line)
+    return proc, source, line
+
+
+def read(text: str) -> list[LogLine]:
+    """The log's non-empty lines: prefixes, colours, control characters and progress-bar redraws removed."""
+    out = []
+    for n, raw in enumerate(text.split("\n"), 1):
+        # tqdm redraws a bar with \r; the last segment is what a terminal shows
+        line = raw.rstrip("\r").rsplit("\r", 1)[-1] if "\r" in raw else raw
+        line = line[:MAX_LINE_CHARS]
+        line = _ANSI.sub("", line) if "\x1b" in line else line
+        if not line.isprintable():  # NUL, bell, stray escapes: never echoed as evidence
+            line = _CONTROL.sub("", line)
+        proc, source, line = _strip_prefixes(line)
+        if line.strip():
+            out.append(LogLine(n, proc, line.rstrip(), source))
+    return out
+
+
+# --- wrapped lines -------------------------------------------------------------------
+
+# A line that starts a record of its own: a log level, a traceback part, an exception, a bar.
+_NEW_RECORD = re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|Traceback|During handling|The above exception"
+                         r"|\s|\[|\(|[\w.]{1,100}(?:Error|Exception|Warning|Exit)\b|[\w.]{1,100}: )")
+
+
+def continuation(lines: list[LogLine], i: int) -> LogLine | None:
+    """The next line when it continues line i's message (wrapped by a terminal or by the person who pasted it)."""
+    if i + 1 >= len(lines):
+        return None
+    line, nxt = lines[i], lines[i + 1]
+    if nxt.proc != line.proc or nxt.n != line.n + 1 or len(line.text) < 60 or line.text.endswith((".", ":", ")")):
+        return None
+    if _NEW_RECORD.match(nxt.text):
+        return None
+    return nxt
+
+
+# --- tracebacks ------------------------------------------------------------------------
+
+# vLLM's logging prefix in front of a traceback line: "ERROR 11-05 03:21:52 multiproc_worker_utils.py:233] "
+# (V0) or "ERROR 01-19 23:55:19 [core.py:866] " (V1).
+_LOG_PREFIX = re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+                         r"\[?[\w./-]{1,200}:\d{1,6}\] ?")
+_FRAME = re.compile(r'^\s{0,8}File "?(?P<path>[^"]{1,1000})", line \d{1,7}, in (?P<func>\S{1,200})')
+_EXCEPTION_HEAD = re.compile(r"^(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt)"
+                             r"(?::|$)|^(?:[a-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}: ")
+MAX_FRAMES = 400
+
+
+def body(text: str) -> str:
+    """A line without vLLM's logging prefix."""
+    if text[:1] in "IWEDC":
+        m = _LOG_PREFIX.match(text)
+        if m:
+            return text[m.end():]
+    return text
+
+
+def tracebacks(lines: list[LogLine]) -> list[Traceback]:
+    """Every traceback, per process: interleaved processes each keep their own."""
+    done: list[Traceback] = []
+    open_: dict[str, tuple[int, list[Frame]]] = {}
+    for i, line in enumerate(lines):
+        text = line.text
+        if not ("Traceback" in text or open_ or 'File "' in text):
+            continue
+        b = body(text)
+        key = line.proc
+        # V0's workers put it at the end of their message: "Exception in worker ...: Traceback (most recent ..."
+        if b.startswith("Traceback (most recent call last)") or b.endswith("Traceback (most recent call last):"):
+            if key in open_:
+                first, frames = open_.pop(key)
+                done.append(Traceback(key, first, tuple(frames), None))
+            open_[key] = (i, [])
+            continue
+        m = _FRAME.match(b)
+        if key not in open_:
+            if m is None:
+                continue
+            open_[key] = (i, [])  # an excerpt that starts inside a traceback
+        first, frames = open_[key]
+        if m:
+            if len(frames) < MAX_FRAMES:
+                frames.append(Frame(m.group("path"), m.group("func")))
+            continue
+        if b[:1].isspace() or b.startswith(("^", "~")):
+            continue  # the frame's source line, or the carets under it
+        if _EXCEPTION_HEAD.match(b):
+            del open_[key]
+            done.append(Traceback(key, first, tuple(frames), i))
+    for key, (first, frames) in open_.items():
+        done.append(Traceback(key, first, tuple(frames), None))
+    return sorted(done, key=lambda t: t.first)
+
+
+# --- starts ------------------------------------------------------------------------------
+
+# vLLM's start banner over the versions: 0.33's "vLLM server version", V0/V1's "vLLM API server version".
+_BANNER = re.compile(r"vLLM (?:API )?server version \S{1,64}")
+_GUARD_ATTEMPT = re.compile(r"^vllm-guard: attempt \d{1,4}/\d{1,4}\b.{0,400}: starting vLLM$")
+_PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete|Started server process")
+_SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
+
+
+def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
+    """The starts in a log as [first, end) index ranges: a log of one start gives one range.
+
+    A start begins at the guard's own "attempt N/M: starting vLLM" line, at systemd's "Starting"/"Started",
+    at vLLM's start banner, or where the journal's process id of vLLM's output changes. A boundary
+    counts only once the current start has shown something of its own, so the banner right after the
+    guard's attempt line (or systemd's Starting then Started) stays in one start.
+    """
+    bounds = [0]
+    seen_content = False  # the current start has lines past its boundary lines
+    progressed = False  # ... and a banner, an error or a stage of its own: a banner now is a new start
+    pids: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        boundary = False
+        text = line.text
+        if line.source:
+            name, _, pid = line.source.partition("[")
+            if name == "systemd":
+                if _SYSTEMD_START.match(text):
+                    boundary = True
+                else:
+                    continue  # Stopped, Failed with result ...: the end of the start before
+            elif pid and name != "kernel":
+                if name in pids and pids[name] != pid:
+                    boundary = True
+                pids[name] = pid
+        if not boundary and text.startswith("vllm-guard: attempt") and _GUARD_ATTEMPT.match(text):
+            boundary = True
+        banner = not boundary and "server version" in text and _BANNER.search(text) is not None
+        if banner and progressed:
+            boundary = True
+        if boundary:
+            if seen_content and i > bounds[-1]:
+                bounds.append(i)
+            seen_content = progressed = False
+        else:
+            seen_content = True
+            progressed = progressed or banner or _PROGRESS.search(text) is not None
+    return [(a, b) for a, b in zip(bounds, [*bounds[1:], len(lines)], strict=True)]
