@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--unit", metavar="NAME", help="read the journal of this systemd unit")
     explain.add_argument("--exit-status", type=int, metavar="N", help="vLLM's exit status (negative: signal)")
     explain.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    explain.add_argument("--all", action="store_true",
+                         help="every start in the log with its class (a journal holds several), not only the last "
+                         "failed one; with --json, a list with the diagnosed start marked")
 
     init = command("init", "write a profile fitted to this machine (or a snapshot)")
     init.add_argument("model", metavar="MODEL", help="a Hugging Face id or a local path")

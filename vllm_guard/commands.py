@@ -174,16 +174,59 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
 
 def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
             stdin: TextIO | None = None) -> int:
-    from vllm_guard import classify, ladder, report
+    import json
 
+    from vllm_guard import classify, ladder, report
+    from vllm_guard.knowledge import STAGE_NAMES
+
+    if args.unit and args.log is not None:
+        raise UsageError("give a log FILE or --unit NAME, not both")
+    if args.unit is None and args.log is None and _is_terminal(stdin):
+        raise UsageError("no log given: nothing to diagnose",
+                         hint="vllm-guard explain FILE, ... | vllm-guard explain -, or vllm-guard explain --unit NAME")
     text = _read_log(args, stdin)
-    diagnosis = classify.classify(text, exit_status=args.exit_status)
-    step = ladder.next_step(diagnosis, ladder.settings_from_log(diagnosis))
+    if args.unit and (not text.strip() or text.strip() == "-- No entries --"):
+        raise UsageError(f"the journal has no entries for {args.unit}",
+                         hint="check the unit's name (systemctl list-units 'vllm*'), and read the journal as root "
+                         "or as a member of the systemd-journal group")
+    if not text.strip():
+        raise UsageError("the log is empty: nothing to diagnose")
+    starts = classify.starts(text, exit_status=args.exit_status)
+    chosen = classify.last_failed(starts)
+    docs = []
+    for start in starts:
+        step = ladder.next_step(start.diagnosis, ladder.settings_from_log(start.diagnosis))
+        doc = json.loads(report.explain_json(start.diagnosis, step))
+        doc.update({"start": start.number, "starts": len(starts), "lines": [start.first_line, start.last_line],
+                    "failed": start.failed, "diagnosed": start is chosen})
+        docs.append((start, step, doc))
     if args.json:
-        stdout.write(report.explain_json(diagnosis, step) + "\n")
+        out = [doc for _, _, doc in docs] if args.all else next(doc for s, _, doc in docs if s is chosen)
+        stdout.write(json.dumps(out, indent=2) + "\n")
     else:
-        report.print_explain(diagnosis, step, stdout)
-    return ExitCode.ERROR if diagnosis.cls == "unknown" else ExitCode.OK
+        if args.all or len(starts) > 1:
+            for start, step, _ in docs:
+                d = start.diagnosis
+                state = d.cls if start.failed or d.cls != "unknown" else "no failure seen"
+                change = (f"next: {step.param} = {step.value}" if isinstance(step, ladder.Step) and step.param
+                          else "next: no change" if isinstance(step, ladder.Step) else "next: none")
+                mark = "  <- diagnosed below" if start is chosen else ""
+                stdout.write(f"start {start.number}/{len(starts)} (lines {start.first_line}-{start.last_line}): "
+                             f"{state} during {STAGE_NAMES.get(d.stage, d.stage)}; {change}{mark}\n")
+            stdout.write("\n")
+        step = next(step for s, step, _ in docs if s is chosen)
+        report.print_explain(chosen.diagnosis, step, stdout)
+    return ExitCode.ERROR if chosen.diagnosis.cls == "unknown" else ExitCode.OK
+
+
+def _is_terminal(stdin: TextIO | None) -> bool:
+    import sys
+
+    stream = stdin if stdin is not None else sys.stdin
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (OSError, ValueError):
+        return False
 
 
 def _read_log(args: argparse.Namespace, stdin: TextIO | None) -> str:
