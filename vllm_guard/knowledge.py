@@ -127,3 +127,15 @@ PROFILING_ASSERTION = Advice(
     ("start again unchanged, when the other process is steady", "give vLLM a GPU of its own"),
     ("lowering --gpu-memory-utilization",),
 )
+
+KILLED = Advice(
+    "vLLM was killed by SIGKILL (exit 137 or -9), and nothing in the log says by whom: the host's or the "
+    "container's OOM killer (most likely while the weights are read through host memory), `docker kill`, a "
+    "watchdog or a person. The kernel says which: `dmesg | grep -i 'killed process'` or `journalctl -k`.",
+    ("if the kernel logged 'Out of memory: Killed process': host RAM (and the cgroup limit) of at least 2x the "
+     "weight size, or swap", "if a watchdog or a start-up timeout killed it: a longer timeout for large models"),
+    ("guessing a vLLM flag before knowing who sent the signal",),
+)
+
+# Advice for a reading within a class (Diagnosis.detail) that says more than the class's own.
+DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED}
