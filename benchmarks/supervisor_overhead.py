@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -36,9 +37,14 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run(work: Path, lines: int, idle_s: float) -> tuple[float, float, float]:
+def run(work: Path, lines: int, idle_s: float, *, line_bytes: int = 0, terminal: bool = False
+        ) -> tuple[float, float, float]:
+    """The guard's CPU from launch to ready, its idle CPU % after, and its peak RSS.
+
+    ``terminal``: the guard's stdout and stderr are a pseudo-terminal (the live status is on).
+    """
     (work / "gpu.json").write_text(json.dumps({"total_gib": 22.49, "weights_gib": 14.99, "load_s": 0,
-                                               "spam_lines": lines}))
+                                               "spam_lines": lines, "spam_line_bytes": line_bytes}))
     vllm = work / "vllm"
     vllm.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
     vllm.chmod(0o755)
@@ -46,11 +52,17 @@ def run(work: Path, lines: int, idle_s: float) -> tuple[float, float, float]:
     env = {**os.environ, "FAKE_VLLM_GPU": str(work / "gpu.json"), "VLLMGUARD_VLLM_BIN": str(vllm),
            "VLLMGUARD_ATTEMPT_LOG": str(log), "VLLMGUARD_LOCK_DIR": str(work / "locks"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": str(ROOT)}
-    guard = subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", "--machine",
-                              str(ROOT / "profiles/machines/l4-24gb.json"), "meta-llama/Llama-3.1-8B-Instruct",
-                              "--max-model-len", "8192", "--port", "18765", "--host", "127.0.0.1"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    drain = threading.Thread(target=lambda: [None for _ in iter(lambda: guard.stdout.read(65536), b"")])  # type: ignore[union-attr]
+    argv = [sys.executable, "-m", "vllm_guard", "serve", "--machine", str(ROOT / "profiles/machines/l4-24gb.json"),
+            "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--port", "18765", "--host", "127.0.0.1"]
+    if terminal:
+        master, slave = pty.openpty()
+        guard = subprocess.Popen(argv, env=env, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        read = lambda: _read_pty(master)  # noqa: E731
+    else:
+        guard = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        read = lambda: guard.stdout.read(65536)  # type: ignore[union-attr]  # noqa: E731
+    drain = threading.Thread(target=lambda: [None for _ in iter(read, b"")])
     drain.start()
     while not (log.exists() and '"outcome":"ready"' in log.read_text()):
         if guard.poll() is not None:
@@ -64,20 +76,35 @@ def run(work: Path, lines: int, idle_s: float) -> tuple[float, float, float]:
     rss = peak_rss_mb(guard.pid)
     guard.send_signal(signal.SIGTERM)
     guard.wait(30)
-    drain.join()
+    drain.join(5)
+    if terminal:
+        os.close(master)
     return startup_cpu, idle_cpu / idle_s * 100, rss
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO once the guard has closed its side
+        return b""
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base_cpu, _, _ = run(Path(tmp), 0, 1.0)
         spam_cpu, idle_pct, rss = run(Path(tmp), 200_000, 10.0)
+        tty_base, _, _ = run(Path(tmp), 0, 0.5, terminal=True)
+        tty_cpu, _, _ = run(Path(tmp), 200_000, 0.5, terminal=True)
+        _, _, long_rss = run(Path(tmp), 3_000, 0.5, line_bytes=256 * 1024)
     relay = spam_cpu - base_cpu
     print(f"guard CPU from launch to ready, quiet vLLM:           {base_cpu:.2f} s (preflight and start-up)")
     print(f"guard CPU from launch to ready, 200,000 log lines:    {spam_cpu:.2f} s")
-    print(f"relaying cost:                                        {relay / 2:.2f} CPU-s per 100,000 lines")
+    print(f"relaying cost, to a pipe:                             {relay / 2:.2f} CPU-s per 100,000 lines")
+    tty_relay = (tty_cpu - tty_base) / 2
+    print(f"relaying cost, to a terminal (live status):           {tty_relay:.2f} CPU-s per 100,000 lines")
     print(f"guard CPU while supervising an idle ready vLLM:       {idle_pct:.2f} % (10 s)")
     print(f"guard peak RSS:                                       {rss:.1f} MB")
+    print(f"guard peak RSS after 3,000 lines of 256 KiB:          {long_rss:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,12 @@ def log(proc: str, msg: str, level: str = "INFO", where: str = "core.py:140") ->
         print(f"({proc} pid={os.getpid()}) {level} {stamp()} [{where}] {msg}", flush=True)
 
 
+def err_no_newline(text: str) -> None:
+    with contextlib.suppress(OSError):
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
 def err(text: str) -> None:
     with contextlib.suppress(OSError):
         print(text, file=sys.stderr, flush=True)
@@ -141,8 +147,21 @@ def api_server(argv: list[str]) -> int:
                              stderr=subprocess.DEVNULL)
     if scenario.get("ignore_sigterm"):  # a vLLM that never stops on SIGTERM, not even once serving
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    long_line = "x" * int(scenario.get("spam_line_bytes", 0))
     for _ in range(int(scenario.get("spam_lines", 0))):
-        log(proc, "Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs", where="metrics.py:88")
+        log(proc, long_line or "Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs",
+            where="metrics.py:88")
+    if scenario.get("unterminated_mib"):  # one huge line that takes long to end, as a hostile log might
+        with contextlib.suppress(OSError):
+            for _ in range(int(scenario["unterminated_mib"])):
+                sys.stdout.write("y" * 2**20)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    if scenario.get("progress_bar"):  # tqdm to a pipe: carriage-return redraws, one newline at the end
+        for i in range(0, 101, 25):
+            err_no_newline(f"\rLoading safetensors checkpoint shards: {i:3d}% Completed | {i // 25}/4")
+            time.sleep(float(scenario["progress_bar"]))
+        err("")
     if max_len > derived:
         err("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
         err(f"  Value error, User-specified max_model_len ({max_len}) is greater than the derived max_model_len "

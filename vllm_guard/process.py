@@ -35,6 +35,10 @@ PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 TAIL_LINES = 4000
 # A vLLM line longer than this is cut in the tail kept for the classifier (the relay passes it whole).
 TAIL_LINE_CHARS = 8192
+# Relaying: read what the pipe has (up to a chunk), keep at most a piece of one line in memory.
+RELAY_CHUNK_BYTES = 65536
+RELAY_PIECE_BYTES = 1 << 20
+PROGRESS_CHARS = 200
 # How long the guard waits for the keeper beyond the stop grace before it kills the group itself.
 KEEPER_MARGIN_S = 15.0
 
@@ -69,7 +73,8 @@ class Child:
     """
 
     def __init__(self, popen: subprocess.Popen[bytes], control: socket.socket | None, sink: LineSink,
-                 on_event: EventSink | None = None) -> None:
+                 on_event: EventSink | None = None, on_progress: EventSink | None = None) -> None:
+        self._on_progress = on_progress
         self.popen = popen
         self.pid = popen.pid
         self.control = control
@@ -91,12 +96,35 @@ class Child:
         for t in self._threads:
             t.start()
 
-    def _pump(self, stream: object, name: str) -> None:
-        assert stream is not None
-        for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
-            self.tail.append(raw[:TAIL_LINE_CHARS].decode(errors="replace").rstrip("\n"))
-            self._sink(raw, name)
-        stream.close()  # type: ignore[attr-defined]
+    def _pump(self, stream: Any, name: str) -> None:
+        """Relay ``stream`` line by line, the bytes unchanged, holding at most RELAY_PIECE_BYTES of one line.
+
+        A longer line (a 50 MB line with no newline) is relayed in pieces as it comes; a progress bar
+        redrawn with carriage returns is shown live through ``on_progress`` before its line ends.
+        """
+        pending = b""
+        while True:
+            chunk = stream.read1(RELAY_CHUNK_BYTES)
+            if not chunk:
+                break
+            start = len(pending)
+            pending += chunk
+            while (end := pending.find(b"\n", start)) >= 0:
+                self._line(pending[: end + 1], name)
+                pending, start = pending[end + 1:], 0
+            if len(pending) >= RELAY_PIECE_BYTES:
+                self._line(pending, name)
+                pending = b""
+            elif b"\r" in chunk and self._on_progress is not None:
+                segment = pending.rstrip(b"\r").rsplit(b"\r", 1)[-1][-PROGRESS_CHARS:]
+                self._on_progress(segment.decode(errors="replace"))
+        if pending:
+            self._line(pending, name)
+        stream.close()
+
+    def _line(self, raw: bytes, name: str) -> None:
+        self.tail.append(raw[:TAIL_LINE_CHARS].decode(errors="replace").rstrip("\n"))
+        self._sink(raw, name)
 
     def _listen(self) -> None:
         """The keeper's reports: vLLM's pid, what it does while stopping, vLLM's exit status."""
@@ -176,7 +204,7 @@ class Child:
 
 
 def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink, *, grace_s: float = 30.0,
-          on_event: EventSink | None = None) -> Child:
+          on_event: EventSink | None = None, on_progress: EventSink | None = None) -> Child:
     """Start vLLM behind a keeper in a new session (one process group for the whole launch).
 
     Raises:
@@ -185,7 +213,7 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink, *, grace_
     if not sys.platform.startswith("linux"):  # no subreaper: vLLM directly in its own session
         popen = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, start_new_session=True)
-        return Child(popen, None, sink, on_event)
+        return Child(popen, None, sink, on_event, on_progress)
     if _which(argv[0], env) is None:
         raise FileNotFoundError(2, "No such file or directory", argv[0])
     guard_end, keeper_end = socket.socketpair()
@@ -199,7 +227,7 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink, *, grace_
         )
     finally:
         keeper_end.close()
-    child = Child(popen, guard_end, sink, on_event)
+    child = Child(popen, guard_end, sink, on_event, on_progress)
     child._send({"argv": list(argv), "env": dict(env), "grace_s": grace_s})
     return child
 

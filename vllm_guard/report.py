@@ -245,6 +245,10 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))
 
 
+RELAY_BATCH_S = 0.1
+RELAY_BATCH_LINES = 500
+
+
 class LaunchStatus:
     """What the guard shows while it starts and supervises vLLM.
 
@@ -263,22 +267,48 @@ class LaunchStatus:
         self.live_mode = bool(getattr(stdout, "isatty", lambda: False)()) and bool(
             getattr(stderr, "isatty", lambda: False)())
         self._live: Any = None
+        self._pending: list[str] = []  # vLLM's lines not yet printed above the live status
+        self._phase = ""
+        self._closed = threading.Event()
         if self.live_mode:
             from rich.live import Live
 
             self._live = Live(Text(""), console=self._console, refresh_per_second=2, transient=True)
             self._live.start()
+            # Printing above a live display re-renders it: one print per line cost 42x the CPU of a pipe.
+            # vLLM's lines are printed in batches, at most RELAY_BATCH_S late.
+            threading.Thread(target=self._flush_loop, daemon=True).start()
 
     def relay(self, raw: bytes, stream: str) -> None:
         if self._live is not None:
-            self._live.console.print(Text(raw.decode(errors="replace").rstrip("\n")))
+            with self._lock:
+                self._pending.append(raw.decode(errors="replace").rstrip("\r\n"))
+                if len(self._pending) >= RELAY_BATCH_LINES:
+                    self._flush()
             return
         target = self.out if stream == "stdout" else self.err
         with self._lock:
             self._write(target, raw)
 
+    def progress(self, text: str) -> None:
+        """A progress bar vLLM redraws with carriage returns: shown in the live status as it moves."""
+        if self._live is not None and text.strip():
+            self._live.update(Text.assemble((self._phase, "bold cyan"), "  ", _t(text.strip())))
+
+    def _flush_loop(self) -> None:
+        while not self._closed.wait(RELAY_BATCH_S):
+            with self._lock:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Print the pending lines above the live status (the caller holds the lock)."""
+        if self._pending and self._live is not None:
+            self._live.console.print(Text("\n".join(self._pending)))
+        self._pending = []
+
     def message(self, text: str, style: str = "bold") -> None:
         with self._lock:
+            self._flush()
             if self._live is not None:
                 self._live.console.print(Text(f"vllm-guard: {text}", style=style))
             else:
@@ -307,6 +337,7 @@ class LaunchStatus:
 
     def phase(self, text: str, *, heartbeat: bool = False) -> None:
         if self._live is not None:
+            self._phase = text
             self._live.update(Text(text, style="bold cyan"))
         elif heartbeat:
             self.message(f"still in {text}", style="")
@@ -335,6 +366,7 @@ class LaunchStatus:
             nxt = (f"{step.param} = {step.value}" if getattr(step, "param", None) else getattr(step, "reason", "-"))
             table.add_row(*(_t(cell) for cell in (a.number, changed, a.outcome, failure, nxt or "-")))
         with self._lock:
+            self._flush()
             if self._live is not None:
                 self._live.console.print(table)
             else:
@@ -347,9 +379,12 @@ class LaunchStatus:
                 self.message(f"  what helps: {item}", style="")
 
     def close(self) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
+        self._closed.set()
+        with self._lock:
+            self._flush()
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
 
 
 def _point_at_devnull(stream: TextIO) -> None:

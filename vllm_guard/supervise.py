@@ -269,7 +269,8 @@ class Supervisor:
         tracker = _PhaseTracker(self.status, self.notifier, attempt.label, self.clock, names)
         try:
             child = self.spawner(plan.argv, env, tracker.sink(self.status.relay),
-                                 grace_s=float(attempt.profile.setting("stop-timeout")), on_event=self.status.message)
+                                 grace_s=float(attempt.profile.setting("stop-timeout")), on_event=self.status.message,
+                                 on_progress=self.status.progress)
         except OSError as e:
             raise GuardError(f"cannot start {plan.argv[0]}: {e.strerror or e}",
                              hint="install vLLM or set guard.vllm / VLLMGUARD_VLLM_BIN",

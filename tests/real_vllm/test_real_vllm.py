@@ -252,6 +252,7 @@ def test_estimate_below_the_floor_stops_with_a_true_reason(guard: Guard) -> None
     records = guard.records()
     assert len(records) == 1, "a start that cannot fit was repeated"
     stop = records[0]["next"]["stop"]
+    assert records[0]["failure"]["class"] == "kv_cache_too_small", records[0]["failure"]
     assert "384 tokens, below ladder.min-max-model-len (1024)" in stop
     assert "fp8" not in json.dumps(records[0]["next"]).replace("an fp8 KV cache needs a GPU", "")
     assert "at its floor" not in text
