@@ -13,7 +13,7 @@ from rich.text import Text
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
 from vllm_guard.facts import Facts, Machine
-from vllm_guard.knowledge import ADVICE, PROFILING_ASSERTION, STAGE_NAMES, Advice
+from vllm_guard.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
 from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
@@ -196,7 +196,8 @@ def print_machine(machine: Machine, stream: TextIO) -> None:
 
 
 def _advice(d: Diagnosis) -> Advice:
-    return PROFILING_ASSERTION if d.detail == "profiling_assertion" else ADVICE[d.cls]
+    """The advice for a more specific reading within the class when there is one (a bare SIGKILL)."""
+    return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])
 
 
 def explain_json(d: Diagnosis, step: Step | Stop) -> str:
