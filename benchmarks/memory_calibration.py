@@ -1,0 +1,206 @@
+"""The memory model against real start-ups: predicted beside what vLLM reported (issue 18).
+
+Reads ``../shared/data/real-logs/startups/index.json`` (27 successful start-ups from public reports,
+each with vLLM's own figures and the settings it ran with), runs the guard's memory model
+(`vllm_guard.memory.estimate`) on the bundled facts of each start-up's model, and prints, per
+quantity, predicted against reported with the error in percent, the median and the worst, and the
+vLLM version of each figure. Run: python benchmarks/memory_calibration.py
+
+How vLLM versions are treated:
+- weights per GPU ("Model loading took X GiB") and KV bytes per token (vLLM's KV GiB over its token
+  count) are accounted the same way in V0 and V1: both are compared for every version;
+- the KV budget: V0 and V1 before v0.21 capture CUDA graphs *after* sizing the KV cache (graphs come
+  out of the 1 - utilization margin), v0.21 and later subtract the graph estimate first
+  (vllm-reference §"KV budget"); the prediction follows the version of the log;
+- "Available KV cache memory" is printed with two decimals, so the per-token figure carries up to
+  0.005 GiB / KV GiB of rounding (0.1% at 5 GiB).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from vllm_guard import memory, model_config  # noqa: E402
+from vllm_guard.facts import Gpu, ModelFacts  # noqa: E402
+from vllm_guard.probes.model import _bundled  # noqa: E402
+
+GIB = 2**30
+STARTUPS = ROOT.parent / "shared" / "data" / "real-logs" / "startups"
+
+# Start-up -> (bundled facts, why that entry, weight format). Matched by hand from the index's `model`
+# field and the log's own lines; a start-up not listed is one the guard cannot model offline (SKIPPED).
+SAME_SHAPES = "same shapes as the bundled base (a fine-tune or instruct variant of it)"
+MODELS: dict[str, tuple[str, str, str | None]] = {
+    "001-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
+    "002-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
+    "004-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
+    "007-deepseek-r1-14b.log": ("Qwen/Qwen2.5-14B", "DeepSeek-R1-Distill-Qwen-14B: " + SAME_SHAPES, None),
+    "013-llama-3.1-8b-instruct.log": ("meta-llama/Llama-3.1-8B-Instruct", "the model itself", None),
+    "014-qwen3-30b-a3b-instruct-2507.log": ("Qwen/Qwen3-30B-A3B", "the -Instruct-2507 " + SAME_SHAPES,
+                                            "fp8-online"),
+    "017-qwen2.5-7b-instruct.log": ("Qwen/Qwen2.5-7B-Instruct", "the model itself", None),
+    "019-deepseek-r1-distill-qwen-32b-fp8.log": ("Qwen/Qwen2.5-32B", "DeepSeek-R1-Distill-Qwen-32B: " + SAME_SHAPES,
+                                                 "fp8"),
+    "020-meta-llama-3-8b-instruct.log": ("meta-llama/Llama-3.1-8B", "Llama 3 8B: same shapes as Llama 3.1 8B", None),
+    "022-qwen2.5-14b-instruct-awq.log": ("Qwen/Qwen2.5-14B", "the -Instruct-AWQ " + SAME_SHAPES, "awq"),
+    "023-qwen2.5-32b-instruct.log": ("Qwen/Qwen2.5-32B", "the -Instruct " + SAME_SHAPES, None),
+    "026-phi-3-mini-4k-instruct.log": ("microsoft/Phi-3-mini-4k-instruct", "the model itself", None),
+    "028-meta-llama-3-8b-instruct.log": ("meta-llama/Llama-3.1-8B", "Llama 3 8B: same shapes as Llama 3.1 8B", None),
+    "029-qwen2.5-14b-instruct.log": ("Qwen/Qwen2.5-14B", "the -Instruct " + SAME_SHAPES, None),
+    "031-qwen3-4b.log": ("Qwen/Qwen3-4B", "the model itself", None),
+    "034-qwen3-30b-a3b-instruct-2507.log": ("Qwen/Qwen3-30B-A3B", "the -Instruct-2507 " + SAME_SHAPES, None),
+}
+SKIPPED = {
+    "005-gpt-oss-120b.log": "gpt-oss-120b: no public copy of its config.json was found to bundle",
+    "008-dotsocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
+    "010-dots.ocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
+    "011-gemma-4-e4b-it.log": "Gemma 4 E4B: per-layer embeddings and shared KV layers; no config found",
+    "016-typhoon-ocr-7b.log": "typhoon-ocr-7b (Qwen2.5-VL): the vision tower's size is not in a text config",
+    "025-llava-1.5-7b-hf-awq.log": "llava-1.5-7b AWQ: no public copy of its config.json was found",
+    "032-qwen3.6-35b-a3b-nvfp4.log": "Qwen3.6 hybrid linear attention (NVFP4): the model has no formula for "
+                                     "linear-attention state",
+    "035-gte-qwen2-7b-instruct.log": "gte-Qwen2-7B: an embedding model; no config found (and V0 0.5 prints "
+                                     "no KV GiB)",
+    "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
+    "038-gemma-3-27b-it.log": "gemma-3-27b-it: no public copy of its config.json was found",
+    "040-qwen2.5-0.5b-instruct-awq.log": "Qwen2.5-0.5B AWQ: no public copy of its config.json was found",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    file: str
+    version: str
+    quantity: str  # weights_gib | kv_bytes_per_token | kv_gib | cudagraph_gib
+    predicted: float
+    reported: float
+
+    @property
+    def error_pct(self) -> float:
+        return (self.predicted - self.reported) / self.reported * 100
+
+
+def version_tuple(version: str) -> tuple[int, int]:
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
+    """The bundled facts, with the weight size of the checkpoint that start-up really loaded."""
+    entry = _bundled()[model_id]
+    config = dict(entry["config"])
+    if weight_format == "awq":  # AWQ 4-bit, group 128: the format of Qwen's own -AWQ checkpoints
+        config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128}
+    elif weight_format == "fp8":  # a pre-quantized FP8 checkpoint (compressed-tensors FP8-dynamic)
+        config["quantization_config"] = {"quant_method": "fp8"}
+    fields = model_config.normalize(config)
+    weights = entry.get("weights_bytes")
+    if weight_format in ("fp8", "fp8-online"):
+        fields["quant_method"] = "fp8"
+        weights = model_config.estimate_weights_bytes(fields, config)
+    if weights is None:
+        weights = model_config.estimate_weights_bytes(fields, config)
+    return ModelFacts(model=model_id, source="bundled", weights_bytes=weights, **fields)
+
+
+def params_for(entry: dict[str, Any]) -> memory.Params:
+    dtype = entry.get("dtype") or "auto"
+    return memory.Params(
+        utilization=entry.get("gpu_memory_utilization"),
+        max_model_len=entry.get("max_model_len"),
+        enforce_eager=bool(entry.get("enforce_eager")),
+        kv_cache_dtype=entry.get("kv_cache_dtype") or "auto",
+        dtype=dtype,
+        tensor_parallel_size=entry.get("tp") or 1,
+        pipeline_parallel_size=entry.get("pp") or 1,
+    )
+
+
+def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
+    """Every comparable figure of every start-up the guard can model; and the rest, with why not."""
+    index = json.loads((startups / "index.json").read_text())
+    rows: list[Row] = []
+    skipped = dict(SKIPPED)
+    for entry in index:
+        name = entry["file"]
+        if name not in MODELS:
+            skipped.setdefault(name, "not matched to a bundled model")
+            continue
+        model_id, _why, weight_format = MODELS[name]
+        model = facts_for(model_id, weight_format)
+        params = params_for(entry)
+        version = entry["vllm_version"]
+        total_gib = entry.get("gpu_total_gib")
+        gpu = Gpu(index=0, uuid="", name=entry.get("gpu"), pci_bus_id=None,
+                  memory_total_bytes=int(total_gib * GIB) if total_gib else None, memory_used_bytes=None,
+                  memory_free_bytes=None, compute_capability=None, mig_enabled=None, processes=None)
+        est = memory.estimate(model, gpu, params)
+        rep = entry["reported"]
+
+        def add(quantity: str, predicted: float | None, reported: float | None,
+                file: str = name, version: str = version) -> None:
+            if predicted is not None and reported:
+                rows.append(Row(file, version, quantity, float(predicted), float(reported)))
+
+        if est.weights_bytes_per_gpu is not None:
+            add("weights_gib", est.weights_bytes_per_gpu / GIB, rep.get("model_loading_gib"))
+        per_token = None
+        if rep.get("kv_cache_gib") and rep.get("kv_cache_tokens"):
+            per_token = rep["kv_cache_gib"] * GIB / rep["kv_cache_tokens"]
+        elif rep.get("kv_cache_gib") and rep.get("gpu_blocks"):  # V0: blocks of 16 tokens
+            per_token = rep["kv_cache_gib"] * GIB / (rep["gpu_blocks"] * memory.DEFAULT_BLOCK_SIZE)
+        add("kv_bytes_per_token", est.kv_bytes_per_token, per_token)
+        if total_gib and est.kv_budget_bytes is not None:
+            kv = est.kv_budget_bytes
+            if version_tuple(version) < (0, 21):
+                kv += est.cudagraph_bytes  # graphs were not in the budget before v0.21
+            add("kv_gib", kv / GIB, rep.get("kv_cache_gib"))
+        if not params.enforce_eager:
+            add("cudagraph_gib", est.cudagraph_bytes / GIB, rep.get("cudagraph_gib"))
+    return rows, {k: v for k, v in skipped.items() if k not in MODELS}
+
+
+def summary(rows: list[Row], quantity: str) -> tuple[int, float, Row] | None:
+    """Count, median absolute error in percent, and the worst row of one quantity."""
+    mine = [r for r in rows if r.quantity == quantity]
+    if not mine:
+        return None
+    worst = max(mine, key=lambda r: abs(r.error_pct))
+    return len(mine), statistics.median(abs(r.error_pct) for r in mine), worst
+
+
+QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "cudagraph_gib")
+
+
+def main() -> None:
+    rows, skipped = calibrate()
+    files = sorted({r.file for r in rows})
+    print(f"modelled offline: {len(files)} of {len(files) + len(skipped)} start-ups\n")
+    for quantity in QUANTITIES:
+        mine = [r for r in rows if r.quantity == quantity]
+        print(f"== {quantity}")
+        for r in mine:
+            print(f"  {r.file:<42} vLLM {r.version:<28} predicted {r.predicted:>12.2f} "
+                  f"reported {r.reported:>12.2f}  {r.error_pct:+6.1f}%")
+        s = summary(rows, quantity)
+        if s:
+            n, median, worst = s
+            print(f"  -> {n} figures, median |error| {median:.2f}%, worst {worst.error_pct:+.1f}% ({worst.file})\n")
+        else:
+            print("  -> no comparable figure among the modelled start-ups\n")
+    print("not modelled offline:")
+    for name, why in sorted(skipped.items()):
+        print(f"  {name:<42} {why}")
+
+
+if __name__ == "__main__":
+    main()
