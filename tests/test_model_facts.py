@@ -172,3 +172,23 @@ def test_bundled_facts_work_offline() -> None:
 def test_unknown_model_is_a_fact_not_an_error() -> None:
     f = probe_model("nobody/nothing", revision=None, environ={"HF_HUB_OFFLINE": "1"}, cache_dir="/nonexistent")
     assert f.source == "unknown" and f.weights_bytes is None and f.notes
+
+
+def test_bundled_ids_are_case_insensitive() -> None:
+    f = probe_model("qwen/QWEN3-8b", revision=None, environ={"HF_HUB_OFFLINE": "1"}, cache_dir="/nonexistent")
+    assert f.source == "bundled" and f.num_layers == 36 and f.weights_bytes
+
+
+def test_quantized_variants_resolve_to_their_base_with_their_own_weight_size() -> None:
+    env = {"HF_HUB_OFFLINE": "1"}
+    base = probe_model("Qwen/Qwen3-32B", revision=None, environ=env, cache_dir="/nonexistent")
+    awq = probe_model("Qwen/Qwen3-32B-AWQ", revision=None, environ=env, cache_dir="/nonexistent")
+    fp8 = probe_model("RedHatAI/Qwen3-32B-FP8-dynamic", revision=None, environ=env, cache_dir="/nonexistent")
+    assert awq.num_layers == fp8.num_layers == base.num_layers == 64
+    assert awq.quant_method == "awq" and fp8.quant_method == "fp8"
+    assert base.weights_bytes and awq.weights_bytes and fp8.weights_bytes
+    # 4-bit is about a quarter of bf16, FP8 about half (embeddings stay 16-bit in both).
+    assert 0.25 < awq.weights_bytes / base.weights_bytes < 0.35
+    assert 0.5 < fp8.weights_bytes / base.weights_bytes < 0.55
+    unknown = probe_model("Nobody/Unknown-7B-AWQ", revision=None, environ=env, cache_dir="/nonexistent")
+    assert unknown.source == "unknown"

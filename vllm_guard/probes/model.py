@@ -227,12 +227,54 @@ def _bundled() -> dict[str, Any]:
     return dict(data["models"])
 
 
+# Suffixes of common pre-quantized checkpoints (lower case) -> the quantization_config their config.json
+# carries: Qwen's own -AWQ and -GPTQ-Int4/Int8 (4 or 8 bits, group 128), FP8 (Qwen, RedHatAI -FP8-dynamic),
+# RedHatAI's compressed-tensors -quantized.w4a16 / -w8a16 (group 128). The variant keeps its base's
+# architecture; its weight size is estimated in its own format (model_config.estimate_weights_bytes).
+QUANTIZED_SUFFIXES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("-awq", {"quant_method": "awq", "bits": 4, "group_size": 128}),
+    ("-gptq-int4", {"quant_method": "gptq", "bits": 4, "group_size": 128}),
+    ("-gptq-int8", {"quant_method": "gptq", "bits": 8, "group_size": 128}),
+    ("-fp8-dynamic", {"quant_method": "fp8"}),
+    ("-fp8", {"quant_method": "fp8"}),
+    ("-quantized.w4a16", {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}),
+    ("-quantized.w8a16", {"quant_method": "compressed-tensors", "bits": 8, "group_size": 128}),
+)
+
+
+@cache
+def _bundled_by_lower_name() -> dict[str, str]:
+    """Lower-cased ids and bare names (after the owner) -> the bundled id; a name two owners share is left out."""
+    index: dict[str, str] = {}
+    names: dict[str, list[str]] = {}
+    for model_id in _bundled():
+        index[model_id.lower()] = model_id
+        names.setdefault(model_id.lower().rsplit("/", 1)[-1], []).append(model_id)
+    for name, ids in names.items():
+        if len(ids) == 1:
+            index.setdefault(name, ids[0])
+    return index
+
+
 def _from_bundled(model: str) -> _Found | None:
-    entry = _bundled().get(model.rstrip("/"))
-    if entry is None:
-        return None
-    weights = entry.get("weights_bytes")
-    return "bundled", entry["config"], weights, "index" if weights else None, None
+    """A bundled model by its id in any case; a quantized variant of one by its base plus its own format."""
+    wanted = model.rstrip("/").lower()
+    index = _bundled_by_lower_name()
+    found = index.get(wanted)
+    if found is not None:
+        entry = _bundled()[found]
+        weights = entry.get("weights_bytes")
+        return "bundled", entry["config"], weights, "index" if weights else None, None
+    for suffix, quant in QUANTIZED_SUFFIXES:
+        if wanted.endswith(suffix):
+            base = wanted[: -len(suffix)]
+            base_id = index.get(base) or index.get(base.rsplit("/", 1)[-1])
+            if base_id is None:
+                return None
+            config = dict(_bundled()[base_id]["config"])
+            config["quantization_config"] = dict(quant)
+            return "bundled", config, None, None, None  # weights: estimated in the variant's own format
+    return None
 
 
 def bundled_models() -> list[str]:
