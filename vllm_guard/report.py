@@ -125,6 +125,10 @@ def _print_budget(c: Console, pre: Preflight) -> None:
     if over:
         c.print(f"[red]over budget by {fmt(over, '_bytes')}[/red]")
     kv_line = f"KV cache: {fmt(e.kv_bytes_per_token)} bytes/token"
+    if e.kv_expected_error_bytes and e.kv_budget_bytes is not None:
+        # How close the model has come on real start-ups (memory.WEIGHTS/CUDAGRAPH_ERROR_FRACTION).
+        kv_line += (f", predicted {fmt(max(e.kv_budget_bytes, 0), '_bytes')} "
+                    f"± {fmt(e.kv_expected_error_bytes, '_bytes')} (expected error on real start-ups)")
     if e.kv_tokens is not None:
         kv_line += f", {e.kv_tokens:,} tokens"
     if e.max_fitting_model_len is not None:
