@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vllm_guard.checkids import CHECK_IDS, GPU_DEPENDENT
 from vllm_guard.facts import Facts, Gpu
 from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate
 from vllm_guard.profile import Profile
@@ -484,11 +485,6 @@ CHECKS: tuple[Callable[[Context], Finding], ...] = (
     check_gpu_quantization, check_host_ram, check_host_shm, check_host_disk, check_net_port, check_host_nofile,
     check_vllm_executable,
 )
-CHECK_IDS = ("gpu.present", "gpu.count", "gpu.free_memory", "model.facts", "model.weights_fit", "model.kv_fit",
-             "model.max_len", "model.tp_divisible", "gpu.dtype", "gpu.kv_cache_dtype", "gpu.quantization",
-             "host.ram", "host.shm", "host.disk", "net.port", "host.nofile", "vllm.executable")
-GPU_DEPENDENT = ("gpu.count", "gpu.free_memory", "model.weights_fit", "model.kv_fit", "gpu.dtype",
-                 "gpu.kv_cache_dtype", "gpu.quantization")
 
 
 def run_checks(profile: Profile, facts: Facts, params: Params, estimate: Estimate | None) -> list[Finding]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from vllm_guard.checkids import CHECK_IDS
 from vllm_guard.errors import ProfileError, UsageError
 from vllm_guard.options import (
     ArgvProblem,
@@ -362,8 +363,6 @@ def _read_env(table: Mapping[str, Any], loc: _Locator) -> dict[str, str]:
 def _read_guard(table: Mapping[str, Any], loc: _Locator) -> tuple[dict[str, Any], dict[str, Any]]:
     guard = _read_settings(table, GUARD_SETTINGS, "guard", loc, subtables=SUBTABLES)
     checks = _read_settings(table.get("checks", {}), CHECK_SETTINGS, "guard.checks", loc)
-    from vllm_guard.checks import CHECK_IDS  # checks imports this module; import at use
-
     for key in ("skip", "warn-only"):
         for check_id in checks.get(key, ()):
             if check_id not in CHECK_IDS:
