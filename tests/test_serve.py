@@ -29,6 +29,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+STARTED: list[subprocess.Popen[str]] = []  # every guard a test started, stopped by the fixture if still running
+
+
 class Rig:
     """One test's world: a simulated GPU, the fake vLLM on a wrapper script, the guard's dirs."""
 
@@ -56,9 +59,11 @@ class Rig:
         return str(path)
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", "--machine", L4, *args],
-                                env={**self.env, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=self.tmp)
+        guard = subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", "--machine", L4, *args],
+                                 env={**self.env, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=self.tmp)
+        STARTED.append(guard)
+        return guard
 
     def run(self, *args: str, timeout: float = 60, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         p = self.start(*args, env=env)
@@ -109,6 +114,12 @@ def gone_soon(timeout: float = 10.0) -> bool:
 def no_leftovers():
     assert gone_soon(), f"processes left by an earlier test: {fake_processes()}"
     yield
+    running = [g for g in STARTED if g.poll() is None]
+    for guard in running:  # a test that failed before it stopped its guard: the keeper then stops vLLM
+        guard.kill()
+        guard.wait()
+    STARTED.clear()
+    assert not running, "a guard was still running after the test"
     assert gone_soon(), f"processes left behind: {fake_processes()}"
 
 
@@ -324,7 +335,8 @@ def test_a_huge_unterminated_line_and_progress_bars_are_relayed_unchanged(tmp_pa
             assert guard.wait(60) == 143
     out, err = ((tmp_path / name).read_bytes().decode() for name in ("out", "err"))  # keep the \r
     assert "y" * 2**20 * 48 + "\n" in out
-    bar = "".join(f"\rLoading safetensors checkpoint shards: {i:3d}% Completed | {i // 25}/4" for i in range(0, 101, 25))
+    bar = "".join(f"\rLoading safetensors checkpoint shards: {i:3d}% Completed | {i // 25}/4"
+                  for i in range(0, 101, 25))
     assert bar + "\n" in err
 
 

@@ -35,7 +35,7 @@ from vllm_guard import leftovers, process
 from vllm_guard.probes.host import descendants
 
 POLL_S = 0.1
-GUARD_GONE_GRACE_S = 5.0
+GUARD_GONE_GRACE_S = 3.0  # well inside the promise of nothing left within 10 s, on a loaded host too
 # Before ready: how long a not-ready API server may take to exit by itself once its engine is gone.
 SETTLE_S = 0.5
 # After SIGKILL: how long to wait for processes in uninterruptible sleep before reporting them.

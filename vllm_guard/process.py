@@ -189,10 +189,12 @@ class Child:
         self._send({"cmd": "stop", "grace_s": grace_s})
         code = self.wait(grace_s + KEEPER_MARGIN_S)
         if code is None:
-            self.signal_group(signal.SIGKILL)
             self.popen.kill()
             self.popen.wait()
             code = self.poll()
+        if self.control is not None and self.exit_status is None:
+            # The keeper is gone without its last report (killed itself): nothing stops vLLM but us.
+            self.signal_group(signal.SIGKILL)
         self.join_output(2.0)
         if self.control is not None:
             self.control.close()

@@ -324,9 +324,12 @@ class Supervisor:
         code = child.stop(grace)
         from vllm_guard.probes.host import adopted_children
 
-        # Only when the keeper itself was killed are vLLM's processes re-parented to the guard.
-        orphans = adopted_children(exclude=(child.pid,))
-        if orphans:
+        # Only when the keeper itself was killed are vLLM's processes re-parented to the guard; an engine
+        # comes to us only once its API server is gone, hence a second look.
+        for _ in range(3):
+            orphans = adopted_children(exclude=(child.pid,))
+            if not orphans:
+                break
             process.stop_orphans(orphans)
         report = child.stop_report
         if self.stop_signal is not None and report.get("seconds") is not None:
