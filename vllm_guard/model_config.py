@@ -204,6 +204,14 @@ def estimate_weights_bytes(f: Mapping[str, Any], config: Mapping[str, Any]) -> i
         # 32.1993 GiB" (vLLM 0.11.0, shared startups/019), and 2.2% low on Qwen3-30B-A3B with
         # --quantization fp8, "29.08 GiB" (vLLM 0.22.1, startups/014).
         return (params - embed) + embed * 2
+    if method == "mxfp4":
+        # gpt-oss: the experts' weights in MXFP4 (4-bit values, one 8-bit scale per 32), everything else 16-bit
+        # (quantization_config.modules_to_not_convert of openai/gpt-oss-120b's config.json).
+        text, _ = text_config(config)
+        experts = _int(text, "num_local_experts", "num_experts") or 0
+        inter = _int(text, "moe_intermediate_size", "intermediate_size") or 0
+        expert_params = (f.get("num_layers") or 0) * experts * 3 * f["hidden_size"] * inter
+        return int((params - expert_params) * 2 + expert_params * (4 + 8 / 32) / 8)
     if bits and method in ("awq", "gptq", "auto_gptq", "awq_marlin", "gptq_marlin", "compressed-tensors"):
         # Packed weights plus a 16-bit scale (and packed zero) per group; embeddings and head stay 16-bit.
         group = f.get("quant_group_size") or 128

@@ -222,9 +222,23 @@ def _from_hub(model: str, revision: str | None, environ: Mapping[str, str], cach
 
 
 @cache
+def _bundled_data() -> dict[str, Any]:
+    return dict(json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text()))
+
+
+@cache
 def _bundled() -> dict[str, Any]:
-    data = json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text())
-    return dict(data["models"])
+    """Bundled ids -> {config, source, weights_bytes?}; an alias (an -Instruct model of a bundled base's shapes)
+    gets its base's config with its own max_position_embeddings, as its entry under "aliases" records."""
+    data = _bundled_data()
+    models = dict(data["models"])
+    for alias, spec in (data.get("aliases") or {}).items():
+        base = models[spec["base"]]
+        config = dict(base["config"])
+        if "max_position_embeddings" in spec:
+            config["max_position_embeddings"] = spec["max_position_embeddings"]
+        models[alias] = {"config": config, "source": spec["source"], "weights_bytes": base.get("weights_bytes")}
+    return models
 
 
 # Suffixes of common pre-quantized checkpoints (lower case) -> the quantization_config their config.json
