@@ -18,6 +18,7 @@ How vLLM versions are treated:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
@@ -50,17 +51,18 @@ MODELS: dict[str, tuple[str, str, str | None]] = {
     "017-qwen2.5-7b-instruct.log": ("Qwen/Qwen2.5-7B-Instruct", "the model itself", None),
     "019-deepseek-r1-distill-qwen-32b-fp8.log": ("Qwen/Qwen2.5-32B", "DeepSeek-R1-Distill-Qwen-32B: " + SAME_SHAPES,
                                                  "fp8"),
-    "020-meta-llama-3-8b-instruct.log": ("meta-llama/Llama-3.1-8B", "Llama 3 8B: same shapes as Llama 3.1 8B", None),
+    "005-gpt-oss-120b.log": ("openai/gpt-oss-120b", "the model itself (MXFP4 experts)", None),
+    "020-meta-llama-3-8b-instruct.log": ("meta-llama/Meta-Llama-3-8B-Instruct", "the model itself", None),
     "022-qwen2.5-14b-instruct-awq.log": ("Qwen/Qwen2.5-14B", "the -Instruct-AWQ " + SAME_SHAPES, "awq"),
     "023-qwen2.5-32b-instruct.log": ("Qwen/Qwen2.5-32B", "the -Instruct " + SAME_SHAPES, None),
     "026-phi-3-mini-4k-instruct.log": ("microsoft/Phi-3-mini-4k-instruct", "the model itself", None),
-    "028-meta-llama-3-8b-instruct.log": ("meta-llama/Llama-3.1-8B", "Llama 3 8B: same shapes as Llama 3.1 8B", None),
+    "028-meta-llama-3-8b-instruct.log": ("meta-llama/Meta-Llama-3-8B-Instruct", "the model itself", None),
     "029-qwen2.5-14b-instruct.log": ("Qwen/Qwen2.5-14B", "the -Instruct " + SAME_SHAPES, None),
     "031-qwen3-4b.log": ("Qwen/Qwen3-4B", "the model itself", None),
     "034-qwen3-30b-a3b-instruct-2507.log": ("Qwen/Qwen3-30B-A3B", "the -Instruct-2507 " + SAME_SHAPES, None),
+    "040-qwen2.5-0.5b-instruct-awq.log": ("Qwen/Qwen2.5-0.5B-Instruct", "the -AWQ of the bundled alias", "awq"),
 }
 SKIPPED = {
-    "005-gpt-oss-120b.log": "gpt-oss-120b: no public copy of its config.json was found to bundle",
     "008-dotsocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
     "010-dots.ocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
     "011-gemma-4-e4b-it.log": "Gemma 4 E4B: per-layer embeddings and shared KV layers; no config found",
@@ -72,7 +74,26 @@ SKIPPED = {
                                      "no KV GiB)",
     "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
     "038-gemma-3-27b-it.log": "gemma-3-27b-it: no public copy of its config.json was found",
-    "040-qwen2.5-0.5b-instruct-awq.log": "Qwen2.5-0.5B AWQ: no public copy of its config.json was found",
+}
+
+
+# The total memory NVML reports for a card model (what the guard's probe reads), from a real source each. vLLM
+# sizes its budget from CUDA's total instead (torch.cuda.mem_get_info), which is smaller by the driver's
+# reservation: an 80 GB card shows "total capacity of 79.25 GiB" (shared failures/017), a T4 14.56 GiB
+# (failures/022) against NVML's 15360 MiB; the comparison below shows what that costs the prediction.
+NVML_TOTAL_MIB = {
+    "A100-SXM4-80GB": (81920, "profiles/machines/a100-80gb-x2.json (nvidia-smi, NVIDIA A100-SXM4-80GB)"),
+    "H100 80GB HBM3": (81559, "profiles/machines/h100-80gb-shared.json (nvidia-smi, NVIDIA H100 80GB HBM3)"),
+    "RTX A6000": (46068, "vllm-project/vllm#16141: nvidia-smi 46068MiB (shared startups/040's own source)"),
+}
+# Start-up -> (card, why that card): only where the source names the GPU.
+GPU_OF = {
+    "001-qwen2-7b-instruct.log": ("A100-SXM4-80GB", "README: A100 80GB (form factor not said: the SXM4 total is used)"),
+    "002-qwen2-7b-instruct.log": ("A100-SXM4-80GB", "README: A100 80GB (form factor not said: the SXM4 total is used)"),
+    "005-gpt-oss-120b.log": ("A100-SXM4-80GB", "README: 4x A100 80GB via Ray"),
+    "014-qwen3-30b-a3b-instruct-2507.log": ("H100 80GB HBM3",
+                                            "the log's MoE config lookup: device_name=NVIDIA_H100_80GB_HBM3"),
+    "040-qwen2.5-0.5b-instruct-awq.log": ("RTX A6000", "the issue's nvidia-smi output"),
 }
 
 
@@ -144,6 +165,20 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
                   memory_total_bytes=int(total_gib * GIB) if total_gib else None, memory_used_bytes=None,
                   memory_free_bytes=None, compute_capability=None, mig_enabled=None, processes=None)
         est = memory.estimate(model, gpu, params)
+        if not total_gib and name in GPU_OF:  # the NVML total of the named card, as the guard would probe it
+            card = GPU_OF[name][0]
+            nvml = Gpu(index=0, uuid="", name=card, pci_bus_id=None,
+                       memory_total_bytes=NVML_TOTAL_MIB[card][0] * 2**20, memory_used_bytes=None,
+                       memory_free_bytes=None, compute_capability=None, mig_enabled=None, processes=None)
+            if version_tuple(entry["vllm_version"]) < (0, 33) and params.utilization is None:
+                params = dataclasses.replace(params, utilization=0.9)  # the default before 0.92
+            est_nvml = memory.estimate(model, nvml, params)
+            if est_nvml.kv_budget_bytes is not None and entry["reported"].get("kv_cache_gib"):
+                kv = est_nvml.kv_budget_bytes
+                if version_tuple(entry["vllm_version"]) < (0, 21):
+                    kv += est_nvml.cudagraph_bytes
+                rows.append(Row(name, entry["vllm_version"], "kv_gib_nvml", kv / GIB,
+                                float(entry["reported"]["kv_cache_gib"])))
         rep = entry["reported"]
 
         def add(quantity: str, predicted: float | None, reported: float | None,
@@ -178,7 +213,7 @@ def summary(rows: list[Row], quantity: str) -> tuple[int, float, Row] | None:
     return len(mine), statistics.median(abs(r.error_pct) for r in mine), worst
 
 
-QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "cudagraph_gib")
+QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml", "cudagraph_gib")
 
 
 def main() -> None:
