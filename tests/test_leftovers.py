@@ -30,13 +30,42 @@ def test_only_the_launchs_own_unheld_files_are_removed(tmp_path: Path) -> None:
         deadline = time.monotonic() + 10
         while str(held) not in leftovers_open_by(holder.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        removed = leftovers.remove_own(before)
+        seen = {str(p) for p in ours} | {str(held)}  # what the launch was seen holding while it ran
+        removed = leftovers.remove_own(before, seen)
     finally:
         holder.kill()
         holder.wait()
     assert sorted(removed) == sorted(str(p) for p in ours)
     assert old.exists() and unrelated.exists() and held.exists()
     assert not any(p.exists() for p in ours)
+
+
+def test_a_new_file_the_launch_never_held_is_not_taken(tmp_path: Path) -> None:
+    """The race the real tier caught: the next launch's fresh segment, created but not yet mapped."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    before = leftovers.Before.take({"TMPDIR": str(tmp_path)}, time.time(), shm_dir=str(shm))
+    mine, theirs = shm / "psm_mine", shm / "psm_next_launch"
+    mine.write_bytes(b"x")
+    theirs.write_bytes(b"x")
+    assert leftovers.remove_own(before, {str(mine)}) == [str(mine)]
+    assert theirs.exists()
+
+
+def test_what_a_process_holds_is_seen(tmp_path: Path) -> None:
+    from vllm_guard.probes.host import files_held_by
+
+    segment = tmp_path / "psm_mapped"
+    segment.write_bytes(b"\0" * 4096)
+    code = f"import mmap, time; f = open({str(segment)!r}, 'r+b'); m = mmap.mmap(f.fileno(), 4096); f.close(); " \
+           "print('ok', flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
+        assert files_held_by([proc.pid], (str(tmp_path / "psm_"),)) == {str(segment)}  # mapped, fd closed
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def leftovers_open_by(pid: int) -> set[str]:
@@ -56,5 +85,5 @@ def test_a_symlink_planted_under_a_leftover_name_is_not_followed(tmp_path: Path)
     target = tmp_path / "precious"
     target.write_text("keep me")
     (shm / "psm_trap").symlink_to(target)
-    assert leftovers.remove_own(before) == []
+    assert leftovers.remove_own(before, {str(shm / "psm_trap")}) == []
     assert target.read_text() == "keep me"

@@ -359,6 +359,17 @@ _REPORTED = (
 )
 
 
+# The workers' file-store rendezvous (vllm/utils/network_utils.py get_file_store_init_method, 0.32-0.33):
+# "distributed_init_method=file:///tmp/vllm_dist_<hex> backend=gloo". vLLM never removes it.
+_RENDEZVOUS = re.compile(r"distributed_init_method=file://(/[^\s,'\"]{1,4096}/vllm_dist_[0-9a-f]{1,64})\b")
+
+
+def rendezvous_file(line: str) -> str | None:
+    """The vllm_dist_ file a worker's log line names, if it names one."""
+    m = _RENDEZVOUS.search(line[:MAX_LINE_CHARS])
+    return m.group(1) if m else None
+
+
 def reported(lines: list[str]) -> dict[str, Any]:
     """What vLLM itself reported during a successful start (KV tokens, concurrency, load size and time)."""
     out: dict[str, Any] = {}

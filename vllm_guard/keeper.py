@@ -14,7 +14,8 @@ Why it exists is in process.py's docstring (the real engine ignores SIGTERM whil
   server ignores that SIGTERM, so once no ``VLLM::`` engine process is left it is killed after
   ``SETTLE_S``; once ready, vLLM gets the whole grace for its graceful shutdown. After the grace,
   SIGKILL to whatever is left. Every exited process is reaped.
-- Then it removes the launch's leftover shared-memory and rendezvous files (leftovers.py), reports
+- Every SAMPLE_S and once more before it stops the tree, it notes which shared-memory files the launch
+  holds; then it removes the launch's leftover shared-memory and rendezvous files (leftovers.py), reports
   vLLM's exit status to the guard, and exits.
 
 It ignores SIGTERM, SIGINT and SIGHUP: those reach it only as members of vLLM's group.
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard import leftovers, process
-from vllm_guard.probes.host import descendants
+from vllm_guard.probes.host import descendants, files_held_by
 
 POLL_S = 0.1
 GUARD_GONE_GRACE_S = 3.0  # well inside the promise of nothing left within 10 s, on a loaded host too
@@ -41,6 +42,8 @@ SETTLE_S = 0.5
 # After SIGKILL: how long to wait for processes in uninterruptible sleep before reporting them.
 KILL_WAIT_S = 10.0
 ENGINE_PREFIX = "VLLM::"
+# How often the keeper notes which shared-memory files the launch holds (a few /proc reads of its processes).
+SAMPLE_S = 2.0
 
 
 class Keeper:
@@ -51,6 +54,9 @@ class Keeper:
         self.ready = False
         self.main_pid: int | None = None
         self.main_status: int | None = None
+        self.before: leftovers.Before | None = None
+        self.held: set[str] = set()  # leftover-pattern files the launch was seen holding (leftovers.py)
+        self.last_sample = 0.0
 
     # --- talking to the guard --------------------------------------------------------------
 
@@ -89,12 +95,25 @@ class Keeper:
     def live(self) -> list[tuple[int, str]]:
         return descendants(os.getpid())
 
+    def sample(self, procs: list[tuple[int, str]] | None = None) -> None:
+        """Note which shared-memory and rendezvous files the launch holds now: only those are its own."""
+        if self.before is not None:
+            pids = [pid for pid, _ in (self.live() if procs is None else procs)]
+            self.held |= files_held_by(pids, self.before.prefixes)
+            self.last_sample = self.clock()
+
+    def claim(self, path: str) -> None:
+        """A file the guard read from vLLM's log as this launch's (its vllm_dist_ rendezvous)."""
+        if self.before is not None and path.startswith(self.before.prefixes):
+            self.held.add(path)
+
     def stop_tree(self, grace_s: float, why: str) -> dict[str, Any]:
         """Stop every descendant (see the module docstring); returns what it took."""
         start = self.clock()
         termed: set[int] = set()
         killed = False
         report: dict[str, Any] = {"why": why, "sigterm": 0, "sigkill": 0}
+        self.sample()  # the last look while everything still runs
         while True:
             self.reap()
             procs = self.live()
@@ -136,7 +155,7 @@ class Keeper:
             return 0  # the guard died before it told us what to start
         argv, env = launch["argv"], launch["env"]
         grace_s = float(launch.get("grace_s", 30.0))
-        before = leftovers.Before.take(env, time.time())
+        before = self.before = leftovers.Before.take(env, time.time())
         try:
             self.main_pid = process.start_vllm(argv, env)
         except OSError as e:
@@ -150,7 +169,7 @@ class Keeper:
         elif isinstance(why, float):
             grace_s, why = why, "stop requested"
         report = self.stop_tree(grace_s, str(why))
-        removed = leftovers.remove_own(before)
+        removed = leftovers.remove_own(before, self.held)
         if removed:
             report["removed"] = removed
         self.send({"exit": self.main_status, "stop": report})
@@ -179,6 +198,10 @@ class Keeper:
                     self.ready = True
                 elif m.get("cmd") == "stop":
                     return float(m.get("grace_s", 30.0))
+                elif isinstance(m.get("own"), str):
+                    self.claim(m["own"])
+            if self.clock() - self.last_sample >= SAMPLE_S:
+                self.sample()
 
 
 def main() -> int:

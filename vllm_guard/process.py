@@ -172,6 +172,10 @@ class Child:
             return None
         return self.poll()
 
+    def claim(self, path: str) -> None:
+        """Tell the keeper that this file is the launch's own (vLLM named it in its log)."""
+        self._send({"own": path})
+
     def mark_ready(self) -> None:
         """Tell the keeper vLLM is serving: from now on a stop is vLLM's graceful shutdown, given its grace."""
         self._send({"cmd": "ready"})

@@ -275,6 +275,7 @@ class Supervisor:
             raise GuardError(f"cannot start {plan.argv[0]}: {e.strerror or e}",
                              hint="install vLLM or set guard.vllm / VLLMGUARD_VLLM_BIN",
                              exit_code=ExitCode.PREFLIGHT_FAILED) from None
+        tracker.claim = child.claim
         timeout = float(attempt.profile.setting("startup-timeout"))
         start = self.clock()
         last_beat = start
@@ -483,6 +484,7 @@ class _PhaseTracker:
     def __init__(self, status: LaunchStatus, notifier: Notifier, label: str, clock: Callable[[], float],
                  names: Mapping[str, str] = STAGE_NAMES) -> None:
         self.names = names
+        self.claim: Callable[[str], None] | None = None  # hands the keeper vLLM's rendezvous file
         self.status = status
         self.notifier = notifier
         self.label = label
@@ -498,7 +500,12 @@ class _PhaseTracker:
         def on_line(raw: bytes, stream: str) -> None:
             relay(raw, stream)
             self.last_output = self.clock()
-            stage = classify.stage_of(raw.decode(errors="replace"))
+            line = raw.decode(errors="replace")
+            if self.claim is not None and "file://" in line:
+                path = classify.rendezvous_file(line)
+                if path is not None:
+                    self.claim(path)
+            stage = classify.stage_of(line)
             if stage is not None and classify.STAGES.index(stage) > classify.STAGES.index(self.stage):
                 self.stage = stage
                 self._report(heartbeat=False)

@@ -8,6 +8,7 @@ import os
 import resource
 import shutil
 import socket
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -274,24 +275,38 @@ def descendants(pid: int) -> list[tuple[int, str]]:
     return out
 
 
-def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
-    """Which of these paths some live process has open or mapped, from /proc/PID/fd and /proc/PID/maps
+def _files_of(pid_dir: str, keep: Callable[[str], bool]) -> set[str]:
+    """The files one process has open or mapped, from /proc/PID/fd and /proc/PID/maps, that ``keep`` accepts
     (psutil's memory_maps reads smaps, far slower on vLLM's thousands of mappings)."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        for fd in os.scandir(f"{pid_dir}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd.path)
+                if keep(target):
+                    found.add(target)
+    with contextlib.suppress(OSError), open(f"{pid_dir}/maps", errors="replace") as maps:
+        for line in maps:
+            rest = line.rstrip("\n").partition("/")[2]
+            if rest and keep("/" + rest):
+                found.add("/" + rest)
+    return found
+
+
+def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
+    """Which of these paths some live process has open or mapped."""
     used: set[str] = set()
     for entry in os.scandir(proc_root):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            for fd in os.scandir(f"{entry.path}/fd"):
-                with contextlib.suppress(OSError):
-                    target = os.readlink(fd.path)
-                    if target in paths:
-                        used.add(target)
-        with contextlib.suppress(OSError), open(f"{entry.path}/maps", errors="replace") as maps:
-            for line in maps:
-                target = line.rstrip("\n").partition("/")[2]
-                if target and "/" + target in paths:
-                    used.add("/" + target)
-        if used >= paths:
-            break
+        if entry.name.isdigit():
+            used |= _files_of(entry.path, paths.__contains__)
+            if used >= paths:
+                break
     return used
+
+
+def files_held_by(pids: Iterable[int], prefixes: tuple[str, ...], proc_root: str = "/proc") -> set[str]:
+    """The files under these path prefixes that these processes have open or mapped right now."""
+    found: set[str] = set()
+    for pid in pids:
+        found |= _files_of(f"{proc_root}/{pid}", lambda path: path.startswith(prefixes))
+    return found
