@@ -545,17 +545,24 @@ def preflight(profile: Profile, facts: Facts) -> Preflight:
 def _resolve_auto(
     profile: Profile, facts: Facts, params: Params, est: Estimate | None, gpu: Gpu | None
 ) -> tuple[Profile, Params, Estimate | None, str]:
-    """max-model-len = "auto": pass vLLM an explicit number, the longest that fits, capped."""
+    """max-model-len "auto" (or -1) stays vLLM's: vLLM fits it exactly after loading. The checks judge
+    the length the guard predicts vLLM will choose; only guard.max-model-len-cap below that prediction
+    makes the guard pass vLLM a number (the cap)."""
     derived = facts.model.derived_max_len
     if est is None or gpu is None or est.max_model_len is None:
-        return profile, params, est, 'max-model-len "auto" could not be resolved here; vLLM will auto-fit it'
+        return profile, params, est, 'max-model-len "auto": vLLM will fit it; the guard could not predict it here'
     length = est.max_model_len
     why = f"the longest that fits the predicted KV cache ({est.max_fitting_model_len})"
     if derived is not None and length >= derived:
         why = f"the model's own maximum ({derived})"
     cap = profile.setting("max-model-len-cap")
     if cap is not None and length > cap:
-        length, why = cap, f"guard.max-model-len-cap ({cap})"
-    profile = profile.with_value("max_model_len", length)
+        profile = profile.with_value("max_model_len", cap)
+        params = replace(params, max_model_len=cap)
+        return (profile, params, estimate(facts.model, gpu, params),
+                f'max-model-len "auto": vLLM would choose about {length} ({why}); guard.max-model-len-cap passes '
+                f"{cap} instead")
     params = replace(params, max_model_len=length)
-    return profile, params, estimate(facts.model, gpu, params), f'max-model-len "auto" -> {length}: {why}'
+    return (profile, params, estimate(facts.model, gpu, params),
+            f'max-model-len "auto" passed to vLLM, which fits it after loading; the guard predicts about {length}: '
+            f"{why}")

@@ -104,6 +104,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The guard's options of `serve` and `check` that may come before TARGET (True: takes a value).
+_BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--json": False,
+                  "--debug": False, "-h": False, "--help": False, "--version": False}
+
+
+def split_at_target(argv: list[str]) -> tuple[list[str], list[str]]:
+    """For `serve` and `check`: the guard's options, and from the first other word on, the
+    `vllm serve` command line (TARGET and vLLM options, in any order vLLM accepts).
+
+    Guard options before TARGET are spelled out in full (no abbreviations), so a vLLM option
+    placed before the model (`serve --max-model-len 4096 MODEL`) is never mistaken for one.
+    """
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1  # the top-level --debug / --version / --help
+    if i >= len(argv) or argv[i] not in ("serve", "check"):
+        return argv, []
+    j = i + 1
+    while j < len(argv):
+        name, eq, _ = argv[j].partition("=")
+        if name not in _BEFORE_TARGET:
+            break
+        j += 1 if eq or not _BEFORE_TARGET[name] else 2
+    return argv[:j], argv[j:]
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -120,8 +146,11 @@ def main(
     debug = False
     try:
         # argparse prints --help and --version to sys.stdout; send them where the caller asked.
+        guard_part, vllm_part = split_at_target(args_list)
         with contextlib.redirect_stdout(out):
-            args = build_parser().parse_args(args_list)
+            args = build_parser().parse_args(guard_part)
+        if vllm_part:
+            args.target, args.vllm_args = None, vllm_part
         debug = bool(getattr(args, "debug", False))
         if args.command is None:
             build_parser().print_help(out)

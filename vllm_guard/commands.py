@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.profile import Profile, apply_cli, drop_in_profile, load_profile
+from vllm_guard.options import OptionTable, TableChoice
+from vllm_guard.profile import GUARD_SETTINGS, Profile, apply_cli, drop_in_command_line, drop_in_profile, load_profile
 
 
 def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
              stdin: TextIO | None = None) -> int:
-    if hasattr(args, "vllm_args"):
-        take_trailing_guard_options(args)
     if args.command == "explain":
         return explain(args, env=env, stdout=stdout, stderr=stderr, stdin=stdin)
     handlers: dict[str, Callable[..., int]] = {
@@ -32,58 +32,141 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
 
-def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, str]) -> Profile:
-    """TARGET is a profile when it ends in .toml, else a model id or path as `vllm serve` takes it."""
-    if target is None:
-        target = env.get("VLLMGUARD_PROFILE") or None
-        if target is None:
+def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, str],
+                   *, args: argparse.Namespace | None = None, machine_file: str | None = None) -> Profile:
+    """What to run: a profile (a first word ending in .toml) plus vLLM options, or a whole
+    `vllm serve` command line (the model before or after options, --model, --config FILE).
+
+    The option table is the one of the vLLM the guard will run (``pick_table``). Guard
+    options found among the vLLM options (``take_trailing_guard_options``) are set on ``args``.
+    """
+    from vllm_guard.vllm_config import read_config
+
+    tokens = ([target] if target is not None else []) + list(vllm_args)
+    if not tokens or (tokens[0].startswith("-") and not _names_model(tokens)):
+        profile_env = env.get("VLLMGUARD_PROFILE") or None
+        if profile_env is None and not tokens:
             raise UsageError("no TARGET given", hint="give a profile (*.toml) or a model id, "
                              "or set VLLMGUARD_PROFILE")
-    if target.startswith("-"):
-        raise UsageError(f"guard options go before TARGET; {target!r} is not one",
-                         hint="vllm-guard serve [GUARD OPTIONS] TARGET [VLLM OPTIONS...]")
-    if target.endswith(".toml"):
-        profile = load_profile(Path(target), environ=env)
-    else:
-        profile = drop_in_profile(target, environ=env)
-    return apply_cli(profile, vllm_args)
+        if profile_env is not None:
+            tokens = [profile_env, *tokens]
+
+    def pick(executable: str) -> TableChoice:
+        return pick_table(executable, env, machine_file)
+
+    if tokens[0].endswith(".toml") and not tokens[0].startswith("-"):
+        profile = load_profile(Path(tokens[0]), environ=env, pick_table=pick)
+        rest = take_trailing_guard_options(args, tokens[1:], profile.options)
+        return apply_cli(profile, rest)
+    choice = pick(env.get("VLLMGUARD_VLLM_BIN") or str(GUARD_SETTINGS["vllm"].default))
+    rest = take_trailing_guard_options(args, tokens, choice.table)
+    return drop_in_command_line(rest, environ=env, choice=choice, read_config=read_config)
 
 
-# Guard options also accepted after TARGET, because vLLM 0.33 has no option spelled like
-# them (not even as an abbreviation); before TARGET is the form that can never collide.
-TRAILING_GUARD_OPTIONS = {"--machine": True, "--json": False, "--dry-run": False, "--force": False, "--debug": False}
+def _names_model(tokens: list[str]) -> bool:
+    """Whether a command line starting with an option names a model (`--model X`, a positional, --config)."""
+    return any(t == "--model" or t.startswith("--model=") or t == "--config" for t in tokens) or any(
+        not t.startswith("-") for t in tokens[1:])
 
 
-def take_trailing_guard_options(args: argparse.Namespace) -> None:
-    from vllm_guard.options import load_table
+def pick_table(executable: str, env: Mapping[str, str], machine_file: str | None) -> TableChoice:
+    """The option table for the vLLM that will run: read from its package metadata (fast, no import);
+    under --machine, the version the snapshot recorded; otherwise the newest table."""
+    from vllm_guard.options import choose_table
 
-    table = load_table()
+    if machine_file:
+        recorded = _snapshot_vllm_version(machine_file)
+        return choose_table(recorded, f"snapshot {machine_file}" if recorded else "none recorded in the snapshot")
+    from vllm_guard.probes.host import find_executable
+    from vllm_guard.probes.vllm_build import probe_vllm_build
+
+    path = find_executable(executable, env.get("PATH"))
+    build = probe_vllm_build(path, env) if path else None
+    if build is None or build.version is None:
+        return choose_table(None, "no vLLM found" if path is None else "version not readable")
+    return choose_table(build.version, f"package metadata of {path}")
+
+
+def _snapshot_vllm_version(machine_file: str) -> str | None:
+    import json
+
+    from vllm_guard.safefile import SNAPSHOT_MAX_BYTES, FileProblem, read_limited
+
+    try:
+        data = json.loads(read_limited(Path(machine_file), SNAPSHOT_MAX_BYTES))
+    except (OSError, FileProblem, ValueError, RecursionError):
+        return None  # load_machine reports an unreadable snapshot with its own message
+    version = data.get("vllm_version") if isinstance(data, dict) else None
+    return version if isinstance(version, str) else None
+
+
+# Guard options, by command, with whether they take a value. Before TARGET they are always the
+# guard's. After it, one is the guard's only where vLLM's option table (of the vLLM that will run)
+# has no option of that spelling and none it abbreviates (argparse allow_abbrev); tests check this.
+GUARD_OPTIONS: dict[str, dict[str, bool]] = {
+    "serve": {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--debug": False},
+    "check": {"--json": False, "--machine": True, "--debug": False},
+}
+
+
+def take_trailing_guard_options(args: argparse.Namespace | None, tokens: list[str], table: OptionTable) -> list[str]:
+    """Take the guard's own options out of the vLLM options; return the rest.
+
+    Raises:
+        UsageError: a guard option vLLM also claims, or one of another command, saying where it goes.
+    """
+    command = getattr(args, "command", None)
+    if args is None or command not in GUARD_OPTIONS:
+        return tokens
+    ours = GUARD_OPTIONS[command]
+    every = {name for options in GUARD_OPTIONS.values() for name in options}
     rest: list[str] = []
-    tokens = iter(args.vllm_args)
-    for token in tokens:
+    it = iter(tokens)
+    for token in it:
         name, eq, value = token.partition("=")
-        dest = name[2:].replace("-", "_")
-        if name in TRAILING_GUARD_OPTIONS and hasattr(args, dest) and table.resolve(name) is None:
-            if TRAILING_GUARD_OPTIONS[name]:
-                value = value if eq else next(tokens, "")
-                if not value:
-                    raise UsageError(f"{name} needs a value")
-                setattr(args, dest, value)
-            else:
-                setattr(args, dest, True)
+        if name not in every:
+            rest.append(token)
             continue
-        rest.append(token)
-    args.vllm_args = rest
+        if table.claims(name):
+            rest.append(token)  # vLLM's own option (or an abbreviation of one): it goes to vLLM
+            continue
+        if name not in ours:
+            raise UsageError(f"{name} is not an option of `vllm-guard {command}`",
+                             hint=f"vllm-guard {command} --help lists them")
+        if ours[name]:
+            value = value if eq else next(it, "")
+            if not value:
+                raise UsageError(f"{name} needs a value", hint=f"vllm-guard {command} {name} FILE TARGET ...")
+            setattr(args, name[2:].replace("-", "_"), value)
+        else:
+            setattr(args, name[2:].replace("-", "_"), True)
+    return rest
 
 
 def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Any, Any, str]:
     from vllm_guard import checks, probes
 
-    profile = resolve_target(args.target, args.vllm_args, env)
+    profile = resolve_target(args.target, args.vllm_args, env, args=args,
+                             machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
     target = str(profile.path) if profile.path is not None else profile.model
-    return facts, checks.preflight(profile, facts), target
+    pre = checks.preflight(profile, facts)
+    return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target
+
+
+def table_notes(profile: Profile) -> list[str]:
+    """Which vLLM will run and which option table checked the command line: said in every report."""
+    choice = profile.table_choice
+    if choice is None:
+        return []
+    who = f"vLLM {choice.vllm_version}" if choice.vllm_version else "no vLLM version"
+    who += f" ({choice.source})"
+    notes = [f"{who}: options checked against {choice.table.file_name}"]
+    if choice.warning:
+        notes.append(f"warning: {choice.warning}")
+    notes += [f"{a.key} = {a.value!r} from {a.origin}" for a in profile.args if a.from_config_file]
+    return notes
 
 
 def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:

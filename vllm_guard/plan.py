@@ -65,8 +65,12 @@ def build_plan(
     cuda_visible_devices: str | None = None,
 ) -> LaunchPlan:
     """Render the profile into vLLM's command line and environment changes."""
-    argv: list[str] = [str(profile.setting("vllm")), "serve", profile.model]
+    # The model first (vLLM moves `--model X` there too); one named only in the --config file stays there.
+    from_file = profile.config_file is not None and profile.model_origin == profile.config_file
+    argv: list[str] = [str(profile.setting("vllm")), "serve", *([] if from_file else [profile.model])]
     secret: set[int] = set()
+    if profile.config_file is not None:
+        argv += ["--config", profile.config_file]  # vLLM reads it again; the command line wins over it
     if profile.revision is not None and not profile.is_set("revision"):
         argv += ["--revision", profile.revision]
     handed: dict[str, tuple[str, str]] = {}

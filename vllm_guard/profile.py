@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,20 @@ from typing import Any
 from vllm_guard.checkids import CHECK_IDS
 from vllm_guard.errors import ProfileError, UsageError
 from vllm_guard.options import (
+    COMMAND_LINE,
+    GUARD,
+    PROFILE,
     ArgvProblem,
+    ConfigReader,
     OptionTable,
+    TableChoice,
     ValueProblem,
     VllmArg,
+    choose_table,
     coerce_profile_value,
     load_table,
     parse_argv,
+    parse_command_line,
     parse_human_int,
 )
 
@@ -53,6 +60,7 @@ class Setting:
     env: str | None = None
     minimum: float | None = None
     choices: tuple[str, ...] = ()
+    maximum: float | None = None
 
 
 # The guard's own settings. Each later capability adds the keys it uses, here.
@@ -70,12 +78,19 @@ GUARD_SETTINGS: dict[str, Setting] = {
     "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
     "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
     "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),
+    "first-request": Setting("bool", True, "ready only once a first real request (one token) is answered"),
+    "first-request-timeout": Setting("duration", 120.0, "seconds the first request may take", minimum=1),
+    "health-interval": Setting("duration", 10.0, "while ready: seconds between looks at /health", minimum=0.1),
+    "health-failures": Setting("int", 3, "while ready: /health misses in a row after which vLLM is stopped "
+                               "(exit 6, so systemd restarts it); never fewer than 2", minimum=2),
 }
 LADDER_SETTINGS: dict[str, Setting] = {
     "max-attempts": Setting("int", 5, "starts in all, the first included", minimum=1),
     "min-max-model-len": Setting("len", 1024, "never lower max-model-len below this", minimum=1),
-    "min-gpu-memory-utilization": Setting("float", 0.5, "never lower utilization below this", minimum=0.01),
-    "max-gpu-memory-utilization": Setting("float", 0.95, "never raise utilization above this", minimum=0.01),
+    "min-gpu-memory-utilization": Setting("float", 0.5, "never lower utilization below this", minimum=0.01,
+                                          maximum=1),
+    "max-gpu-memory-utilization": Setting("float", 0.95, "never raise utilization above this", minimum=0.01,
+                                          maximum=1),
     "allow-lower-utilization": Setting("bool", True, "gpu_busy: lower utilization to what is free"),
     "allow-fp8-kv-cache": Setting("bool", True, "kv_cache_too_small at the floor: try kv-cache-dtype fp8"),
     "allow-enforce-eager": Setting("bool", True, "OOM in graph capture or profiling: try enforce-eager"),
@@ -113,6 +128,15 @@ class Profile:
     path: Path | None = None
     sha256: str | None = None
     overridden: tuple[str, ...] = ()  # keys set by the command line or the environment
+    table_choice: TableChoice | None = field(default=None, compare=False, repr=False)
+    config_file: str | None = None  # `--config FILE` of a drop-in command line, handed to vLLM as given
+    model_origin: str = COMMAND_LINE  # where the model came from: the command line, a profile or a --config file
+    notes: tuple[str, ...] = ()
+
+    @property
+    def options(self) -> OptionTable:
+        """The option table of the vLLM this profile will run (the newest when not chosen)."""
+        return self.table_choice.table if self.table_choice is not None else load_table()
 
     @property
     def name(self) -> str:
@@ -127,7 +151,7 @@ class Profile:
                 return arg.value
         if default is not _MISSING:
             return default
-        spec = load_table().by_dest.get(dest)
+        spec = self.options.by_dest.get(dest)
         return spec.default if spec is not None else None
 
     def is_set(self, dest: str) -> bool:
@@ -135,8 +159,8 @@ class Profile:
 
     def with_value(self, dest: str, value: Any) -> Profile:
         """A copy with one vLLM option set, keeping the position of the old one."""
-        spec = load_table().by_dest[dest]
-        new = VllmArg(spec.name, value, spec)
+        spec = self.options.by_dest[dest]
+        new = VllmArg(spec.name, value, spec, origin=GUARD)
         args = list(self.args)
         for i, arg in enumerate(args):
             if arg.identity == dest:
@@ -159,8 +183,17 @@ class Profile:
 # --- loading ---------------------------------------------------------------
 
 
-def load_profile(path: Path, *, environ: Mapping[str, str] | None = None) -> Profile:
-    """Read and validate a profile file.
+TablePicker = Callable[[str], TableChoice]  # the vLLM executable -> the option table of the vLLM it runs
+
+
+def newest_table(executable: str) -> TableChoice:
+    """No installed vLLM consulted: the newest table."""
+    return choose_table(None, "none consulted")
+
+
+def load_profile(path: Path, *, environ: Mapping[str, str] | None = None,
+                 pick_table: TablePicker = newest_table) -> Profile:
+    """Read and validate a profile file against the option table of the vLLM it will run.
 
     Raises:
         ProfileError: with the file, the line, the key, what was expected and a hint.
@@ -187,7 +220,8 @@ def load_profile(path: Path, *, environ: Mapping[str, str] | None = None) -> Pro
         ) from None
     except (ValueError, RecursionError) as e:  # a 5,000-digit integer, arrays nested thousands deep
         raise ProfileError(f"{path}: a value the guard will not read: {str(e)[:200] or type(e).__name__}") from None
-    profile = _from_data(data, _Locator(path, text))
+    env_bin = (environ or {}).get(GUARD_SETTINGS["vllm"].env or "")
+    profile = _from_data(data, _Locator(path, text), lambda guard: pick_table(env_bin or guard.get("vllm") or "vllm"))
     profile = replace(profile, path=path, sha256=hashlib.sha256(raw_bytes).hexdigest())
     return apply_environment(profile, environ)
 
@@ -215,27 +249,61 @@ def apply_environment(profile: Profile, environ: Mapping[str, str] | None) -> Pr
     return replace(profile, guard=guard, overridden=tuple(overridden))
 
 
+def drop_in_command_line(tokens: Sequence[str], *, environ: Mapping[str, str] | None = None,
+                         choice: TableChoice | None = None, read_config: ConfigReader | None = None) -> Profile:
+    """The profile of a whole `vllm serve ...` command line, read as vLLM reads it.
+
+    Raises:
+        UsageError: what vLLM would refuse on the command line (exit 2).
+        ProfileError: what vLLM would refuse in the --config file (exit 3), naming the file.
+    """
+    choice = choice or choose_table(None, "none consulted")
+    base = apply_environment(Profile(model="", table_choice=choice), environ)
+    allow_unknown = bool(base.setting("allow-unknown-vllm-options")) or choice.newer
+    try:
+        command = parse_command_line(tokens, choice.table, read_config=read_config, allow_unknown=allow_unknown)
+    except ArgvProblem as e:
+        raise _argv_error(e, choice.table) from None
+    if command.model is None:
+        raise UsageError("no model given", hint="vllm-guard serve [GUARD OPTIONS] MODEL [VLLM OPTIONS], "
+                         "or a profile (*.toml), or `model:` in the --config file")
+    checked = drop_in_profile(command.model, environ=environ)
+    config_given = tuple(f"--{a.key} (from {a.origin})" for a in command.args if a.from_config_file)
+    return replace(base, model=checked.model, args=command.args, config_file=command.config_file,
+                   model_origin=command.model_origin, notes=command.notes, overridden=base.overridden + config_given)
+
+
+def _argv_error(e: ArgvProblem, table: OptionTable) -> UsageError | ProfileError:
+    hint = (f"did you mean --{e.suggestion}?" if e.suggestion
+            else f"see `vllm serve --help=all` (vLLM {table.vllm_version})")
+    if e.origin != COMMAND_LINE:
+        return ProfileError(f"{e.origin}: {e}", hint=f"{hint}; vLLM reads this file for `--config {e.origin}`")
+    return UsageError(str(e), hint=hint)
+
+
 def apply_cli(profile: Profile, tokens: Sequence[str]) -> Profile:
-    """Apply vLLM options from the command line; each replaces the profile's value for it.
+    """Apply vLLM options given after a profile; each replaces the profile's value for it.
 
     Raises:
         UsageError: for an unknown option or a value vLLM would reject.
     """
     if not tokens:
         return profile
-    table = load_table()
+    table = profile.options
+    if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
+        raise UsageError("--config FILE.yaml cannot follow a profile: the profile is the configuration",
+                         hint="move the YAML's options into the profile's [vllm], or run it without a profile: "
+                         "vllm-guard serve MODEL --config FILE.yaml")
+    choice = profile.table_choice
     try:
-        allow_unknown = bool(profile.setting("allow-unknown-vllm-options"))
+        allow_unknown = bool(profile.setting("allow-unknown-vllm-options")) or bool(choice and choice.newer)
         cli_args = parse_argv(tokens, table, allow_unknown=allow_unknown)
     except ArgvProblem as e:
-        hint = f"did you mean --{e.suggestion}?" if e.suggestion else "see `vllm serve --help=all`"
-        raise UsageError(str(e), hint=hint) from None
+        raise _argv_error(e, table) from None
     for arg in cli_args:
         if arg.spec is not None and arg.spec.dest == "model":
-            raise UsageError(
-                "--model is deprecated in vLLM 0.33: give the model as TARGET",
-                hint="vllm-guard serve MODEL [options]",
-            )
+            raise UsageError("--model cannot follow a profile: the profile names the model in [model] id",
+                             hint="vllm-guard serve PROFILE.toml [vLLM options]")
     given = {arg.identity for arg in cli_args}
     kept = tuple(arg for arg in profile.args if arg.identity not in given)
     overridden = profile.overridden + tuple(f"--{arg.key} (command line)" for arg in cli_args)
@@ -272,7 +340,8 @@ class _Locator:
         return ProfileError(f"{where}: {name}: {message}", hint=hint)
 
 
-def _from_data(data: Mapping[str, Any], loc: _Locator) -> Profile:
+def _from_data(data: Mapping[str, Any], loc: _Locator,
+               pick: Callable[[Mapping[str, Any]], TableChoice]) -> Profile:
     for table in data:
         if table not in TOP_LEVEL_TABLES:
             close = difflib.get_close_matches(table, TOP_LEVEL_TABLES, n=1)
@@ -283,9 +352,18 @@ def _from_data(data: Mapping[str, Any], loc: _Locator) -> Profile:
     model, revision = _read_model(data.get("model"), loc)
     guard, checks = _read_guard(data.get("guard", {}), loc)
     ladder = _read_settings(data.get("guard", {}).get("ladder", {}), LADDER_SETTINGS, "guard.ladder", loc)
-    args = _read_vllm(data.get("vllm", {}), loc, allow_unknown=bool(guard.get("allow-unknown-vllm-options")))
+    low = ladder.get("min-gpu-memory-utilization", LADDER_SETTINGS["min-gpu-memory-utilization"].default)
+    high = ladder.get("max-gpu-memory-utilization", LADDER_SETTINGS["max-gpu-memory-utilization"].default)
+    if low > high:
+        raise loc.error("guard.ladder", "min-gpu-memory-utilization", f"{low:g} is above max-gpu-memory-utilization "
+                        f"{high:g}", "the ladder moves utilization between the two: min <= max")
+    choice = pick(guard)
+    notes: list[str] = []
+    args = _read_vllm(data.get("vllm", {}), loc, choice.table,
+                      allow_unknown=bool(guard.get("allow-unknown-vllm-options")) or choice.newer, notes=notes)
     env = _read_env(data.get("env", {}), loc)
-    return Profile(model=model, revision=revision, args=args, env=env, guard=guard, checks=checks, ladder=ladder)
+    return Profile(model=model, revision=revision, args=args, env=env, guard=guard, checks=checks, ladder=ladder,
+                   table_choice=choice, model_origin=PROFILE, notes=tuple(notes))
 
 
 def _read_model(table: Mapping[str, Any] | None, loc: _Locator) -> tuple[str, str | None]:
@@ -313,15 +391,19 @@ def _read_model(table: Mapping[str, Any] | None, loc: _Locator) -> tuple[str, st
     return model, revision
 
 
-def _read_vllm(table: Mapping[str, Any], loc: _Locator, *, allow_unknown: bool) -> tuple[VllmArg, ...]:
-    opts: OptionTable = load_table()
+def _read_vllm(table: Mapping[str, Any], loc: _Locator, opts: OptionTable, *, allow_unknown: bool,
+               notes: list[str]) -> tuple[VllmArg, ...]:
     args: dict[str, VllmArg] = {}
     for key, value in table.items():
         found = opts.lookup_key(key)
         if found is None:
             if allow_unknown:
+                near = opts.near_miss(key) or opts.suggest(key)
+                if near:
+                    notes.append(f"{loc.path}: [vllm] {key} is not a vLLM {opts.vllm_version} option but close to "
+                                 f"`{near}`: passed on unchecked (a typo?)")
                 tokens = ("--" + key, *([] if value is True else [str(value)]))
-                args[key] = VllmArg(key, value, None, tokens)
+                args[key] = VllmArg(key, value, None, tokens, origin=PROFILE)
                 continue
             suggestion = opts.suggest(key)
             hint = f"did you mean `{suggestion}`?" if suggestion else "see `vllm serve --help=all`"
@@ -330,6 +412,10 @@ def _read_vllm(table: Mapping[str, Any], loc: _Locator, *, allow_unknown: bool) 
         spec, negative = found
         if spec.dest == "model":
             raise loc.error("vllm", key, "the model goes in [model] id, not in [vllm]", '[model]\nid = "..."')
+        if spec.dest == "config":
+            raise loc.error("vllm", key, "a profile cannot point to a vLLM --config YAML file: the profile is the "
+                            "configuration", "move the YAML's options into [vllm], or run the YAML without a profile: "
+                            "vllm-guard serve MODEL --config FILE.yaml")
         if spec.dest in args:
             raise loc.error("vllm", key, f"sets the same option as `{args[spec.dest].key}`",
                             "keep one of the two keys")
@@ -344,7 +430,7 @@ def _read_vllm(table: Mapping[str, Any], loc: _Locator, *, allow_unknown: bool) 
                             "it is a fraction of the GPU's total memory, e.g. 0.9")
         if spec.dest == "max_model_len" and coerced != -1 and coerced <= 0:
             raise loc.error("vllm", key, f"must be positive or \"auto\", got {value!r}")
-        args[spec.dest] = VllmArg(spec.name, coerced, spec)
+        args[spec.dest] = VllmArg(spec.name, coerced, spec, origin=PROFILE)
     return tuple(args.values())
 
 
@@ -441,6 +527,8 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
         raise ValueProblem(f"expected a finite number, got {value!r}")  # NaN or inf would turn a limit off
     if setting.minimum is not None and number < setting.minimum:
         raise ValueProblem(f"must be at least {setting.minimum:g}, got {value!r}")
+    if setting.maximum is not None and number > setting.maximum:
+        raise ValueProblem(f"must be at most {setting.maximum:g}, got {value!r}")
     return float(number) if kind in ("float", "duration") else int(number)
 
 

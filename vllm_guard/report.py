@@ -158,6 +158,7 @@ def check_json(pre: Preflight, facts: Facts, target: str) -> str:
         "target": target,
         "machine": facts.machine_origin,
         "model_source": facts.model.source,
+        "vllm": pre.profile.table_choice.to_dict() if pre.profile.table_choice else None,
         "model": facts.model.to_dict(),
         "checks": [f.to_dict() for f in pre.findings],
         "memory": e.to_dict() if e is not None else None,

@@ -1,0 +1,107 @@
+"""Issue 11: every `vllm serve` command line works as a drop-in, with the right exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+from vllm_guard.commands import GUARD_OPTIONS
+from vllm_guard.options import choose_table, load_table, table_versions
+
+MACHINE = str(ROOT / "profiles" / "machines" / "l4-24gb.json")
+
+
+def test_options_before_the_model_and_model_option() -> None:
+    for argv in (["--max-model-len", "4096", "Qwen/Qwen3-0.6B"],
+                 ["--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096"]):
+        r = run_cli("serve", "--dry-run", "--machine", MACHINE, *argv)
+        assert r.code == 0, r.err
+        assert "vllm serve Qwen/Qwen3-0.6B --max-model-len 4096" in r.out
+
+
+def test_config_yaml_takes_part_in_the_preflight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tp2.yaml").write_text("tensor-parallel-size: 2\n")
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("check", "--json", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--config", "tp2.yaml")
+    assert r.code == 4 and '"gpu.count"' in r.out and "from tp2.yaml" in r.out
+    r = run_cli("serve", "--dry-run", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--config", "tp2.yaml", "-tp", "1")
+    assert r.code == 0, r.err  # the command line wins over the file, as in vLLM
+    assert "vllm serve Qwen/Qwen3-0.6B --config tp2.yaml -tp 1" in r.out
+    # vLLM itself wants the model first (or in the file) when --config is used: a usage error, exit 2.
+    r = run_cli("check", "--machine", MACHINE, "--config", "tp2.yaml", "Qwen/Qwen3-0.6B")
+    assert r.code == 2 and "no model" in r.err
+
+
+def test_config_yaml_errors_are_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bad.yaml").write_text("kv-cache-dtype: fp9\n")
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("check", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--config", "bad.yaml")
+    assert r.code == 3 and "bad.yaml" in r.err and "fp8" in r.err
+
+
+def test_auto_stays_vllms() -> None:
+    r = run_cli("serve", "--dry-run", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--max-model-len", "auto")
+    assert r.code == 0 and "--max-model-len auto" in r.out and "predicts about" in r.out
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--kv-cache-dtype", "fp9"], "did you mean 'fp8'"),
+    (["--gpu-memory-utilization", "1.5"], "(0, 1]"),
+    (["--max-num-seqs", "-4"], "at least 1"),
+    (["--max-model-lenght", "4"], "did you mean --max-model-len"),
+])
+def test_bad_command_line_values_are_exit_2(argv: list[str], fragment: str) -> None:
+    r = run_cli("check", "--machine", MACHINE, "Qwen/Qwen3-0.6B", *argv)
+    assert r.code == 2 and fragment in r.err + r.out
+
+
+def test_same_value_in_a_profile_is_exit_3(tmp_path: Path) -> None:
+    p = tmp_path / "p.toml"
+    p.write_text('[model]\nid = "Qwen/Qwen3-0.6B"\n[vllm]\ngpu-memory-utilization = 1.5\n')
+    assert run_cli("check", "--machine", MACHINE, str(p)).code == 3
+    p.write_text('[model]\nid = "Qwen/Qwen3-0.6B"\n[guard.ladder]\nmax-gpu-memory-utilization = 1.6\n')
+    assert run_cli("check", "--machine", MACHINE, str(p)).code == 3
+    p.write_text('[model]\nid = "Qwen/Qwen3-0.6B"\n[guard.ladder]\nmin-gpu-memory-utilization = 0.9\n'
+                 "max-gpu-memory-utilization = 0.8\n")
+    r = run_cli("check", "--machine", MACHINE, str(p))
+    assert r.code == 3 and "min <= max" in r.err
+    p.write_text('[model]\nid = "Qwen/Qwen3-0.6B"\n[vllm]\nconfig = "x.yaml"\n')
+    assert run_cli("check", "--machine", MACHINE, str(p)).code == 3
+
+
+def test_unknown_option_one_letter_off_is_still_reported(tmp_path: Path) -> None:
+    p = tmp_path / "p.toml"
+    p.write_text('[model]\nid = "Qwen/Qwen3-0.6B"\n[vllm]\nmax-model-lenght = 4096\n'
+                 "[guard]\nallow-unknown-vllm-options = true\n")
+    r = run_cli("check", "--machine", MACHINE, str(p))
+    assert "close to `max-model-len`" in r.out + r.err
+
+
+@pytest.mark.parametrize("version", ["0.32.0", "0.33.0"])
+def test_trailing_guard_options_are_never_vllm_spellings(version: str) -> None:
+    """The rule of item 5, checked from each table: after TARGET, a guard option is the guard's only
+    where vLLM has no option of that spelling or starting with it; these all qualify today."""
+    table = load_table(version)
+    for options in GUARD_OPTIONS.values():
+        for name in options:
+            assert not table.claims(name), (version, name)
+
+
+def test_guard_options_after_target() -> None:
+    r = run_cli("serve", "Qwen/Qwen3-0.6B", "--dry-run", "--exec", "--machine", MACHINE)
+    assert r.code == 0 and "vllm serve Qwen/Qwen3-0.6B" in r.out
+    r = run_cli("check", "Qwen/Qwen3-0.6B", "--dry-run", "--machine", MACHINE)
+    assert r.code == 2 and "not an option of `vllm-guard check`" in r.err
+
+
+def test_table_by_version() -> None:
+    assert table_versions() == ("0.32.0", "0.33.0")
+    assert choose_table("0.32.0+cpu", "x").table.vllm_version == "0.32.0"
+    assert choose_table("0.33.1", "x").table.vllm_version == "0.33.0"
+    newer = choose_table("0.35.0", "x")
+    assert newer.newer and newer.warning and newer.table.vllm_version == "0.33.0"
+    assert choose_table(None, "x").table.vllm_version == "0.33.0"
+    assert load_table("0.32.0").resolve("--disable-prefix-caching") is None
+    assert load_table("0.33.0").resolve("--disable-prefix-caching") is not None
