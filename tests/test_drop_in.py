@@ -105,3 +105,17 @@ def test_table_by_version() -> None:
     assert choose_table(None, "x").table.vllm_version == "0.33.0"
     assert load_table("0.32.0").resolve("--disable-prefix-caching") is None
     assert load_table("0.33.0").resolve("--disable-prefix-caching") is not None
+
+
+def test_snapshot_version_picks_the_table_for_planning(tmp_path: Path) -> None:
+    import json
+
+    snap = json.loads(Path(MACHINE).read_text())
+    snap["vllm_version"] = "0.32.0"
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap))
+    r = run_cli("check", "--json", "--machine", str(path), "Qwen/Qwen3-0.6B", "--spec-method", "medusa")
+    assert r.code == 0, r.err  # medusa is a vLLM 0.32 choice ...
+    assert json.loads(r.out)["vllm"]["option_table"] == "vllm-0.32.0-serve-options.json"
+    r = run_cli("check", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--spec-method", "medusa")
+    assert r.code == 2  # ... and not one of 0.33's, the newest table, used when the snapshot records none

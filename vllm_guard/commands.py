@@ -240,7 +240,10 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     from vllm_guard import probes, report
 
     machine = probes.probe_machine(environ=env)
-    text = json.dumps(machine.to_dict(), indent=2) + "\n"
+    doc = machine.to_dict()
+    # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
+    doc["vllm_version"] = pick_table(env.get("VLLMGUARD_VLLM_BIN") or "vllm", env, None).vllm_version
+    text = json.dumps(doc, indent=2) + "\n"
     if args.output:
         try:
             Path(args.output).write_text(text)
