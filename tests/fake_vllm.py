@@ -143,7 +143,8 @@ def api_server(argv: list[str]) -> int:
                 "    if os.fork(): os._exit(0)\n"
                 "time.sleep(3600)\n")
         for how in ("double-fork", "stubborn"):
-            subprocess.Popen([sys.executable, "-c", code, how, "VLLM::escapee"], stdout=subprocess.DEVNULL,
+            subprocess.Popen([sys.executable, "-c", code, how, "VLLM::escapee", "fake_vllm"],
+                             stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     if scenario.get("ignore_sigterm"):  # a vLLM that never stops on SIGTERM, not even once serving
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -243,12 +244,57 @@ def api_server(argv: list[str]) -> int:
     log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
     sock.listen(64)
 
+    started = time.monotonic()
+    task = scenario.get("task", "generate")
+    log(proc, f"Supported tasks: ['{task}']", where="entry.py:136")
+    if scenario.get("chat_template", True):
+        log(proc, "Detected the chat template content format to be 'string'.", where="hf.py:648")
+
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            ok = self.path in ("/health", "/ping") and engine.poll() is None
+            if self.path == "/v1/models":
+                self._json(200, {"object": "list", "data": [{"id": args.model, "object": "model"}]})
+                return
+            stalled = scenario.get("stall_after_ready_s") is not None and \
+                time.monotonic() - started > float(scenario["stall_after_ready_s"])
+            ok = self.path in ("/health", "/ping") and engine.poll() is None and not stalled
             self.send_response(200 if ok else 503)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if args.api_key and self.headers.get("Authorization") != f"Bearer {args.api_key[0]}":
+                self._json(401, {"error": "Unauthorized"})
+                return
+            if body.get("model") != args.model:
+                self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                return
+            limit = scenario.get("first_request_oom_above_seqs")
+            if limit is not None and args.max_num_seqs > int(limit):
+                # vLLM 0.33 samples on the first request; a sampler that did not fit its warm-up budget
+                # runs out of memory here, and the server answers 500 while /health stays 200.
+                log("EngineCore", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+                    "has a total capacity of 22.49 GiB of which 1.10 GiB is free.", "ERROR", "core.py:1043")
+                self._json(500, {"error": {"message": "EngineCore encountered an issue: CUDA out of memory in the "
+                                 "sampler", "type": "InternalServerError", "code": 500}})
+                return
+            if self.path == "/v1/completions" and task == "generate":
+                self._json(200, {"choices": [{"index": 0, "text": " hi"}], "usage": {"completion_tokens": 1}})
+            elif self.path == "/v1/chat/completions" and task == "generate":
+                self._json(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]})
+            elif self.path == "/v1/embeddings" and task == "embed":
+                self._json(200, {"data": [{"index": 0, "embedding": [0.1, 0.2]}]})
+            else:
+                self._json(400, {"error": {"message": f"The model does not support {self.path}"}})
+
+        def _json(self, status: int, doc: object) -> None:
+            data = json.dumps(doc).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def log_message(self, *a: object) -> None:
             pass
@@ -260,7 +306,6 @@ def api_server(argv: list[str]) -> int:
     print(f"INFO:     Started server process [{os.getpid()}]", flush=True)
     print("INFO:     Application startup complete.", flush=True)
     crash_after = scenario.get("crash_after_ready_s")
-    started = time.monotonic()
     while True:
         time.sleep(0.1)
         if crash_after is not None and time.monotonic() - started > float(crash_after):
@@ -298,8 +343,8 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
               f"tensor_parallel_size={args.tensor_parallel_size}, enforce_eager={eager}, "
               f"kv_cache_dtype={args.kv_cache_dtype}")
     for rank in range(args.tensor_parallel_size if args.tensor_parallel_size > 1 else 0):
-        workers.append(subprocess.Popen([f"VLLM::Worker_TP{rank}", "-c", "import time; time.sleep(3600)"],
-                                        executable=sys.executable))
+        workers.append(subprocess.Popen([f"VLLM::Worker_TP{rank}", "-c", "import time; time.sleep(3600)",
+                                         "fake_vllm"], executable=sys.executable))
     util = args.gpu_memory_utilization
     total = gpu.total
     free = total - gpu.others()

@@ -359,6 +359,31 @@ _REPORTED = (
 )
 
 
+# Start-up phases for timing (issue 16): the first line that marks each one's end, vLLM 0.32-0.33, GPU and
+# CPU builds. "health" and "first_request" are the guard's own, after these.
+PHASES = ("first_line", "imports", "weights", "profiling", "kv_cache", "graphs", "port", "health",
+          "first_request")
+PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("imports", re.compile(r"Resolved architecture|Initializing a V1 LLM engine|Initializing an LLM engine")),
+    ("weights", re.compile(r"Model loading took|Loading weights took")),
+    ("profiling", re.compile(r"Memory profiling takes|Available KV cache memory|Warming up done"
+                             r"|profiling/warmup run took")),
+    ("kv_cache", re.compile(r"KV cache size: [\d,]{1,20} tokens|# GPU blocks:")),
+    ("graphs", re.compile(r"Graph capturing finished")),
+    ("port", re.compile(r"Starting vLLM server on")),
+)
+_PHASE_WORDS = re.compile(r"Resolved arch|Initializing|took|Memory profiling|KV cache|Warming up done|# GPU blocks|"
+                          r"Graph capturing|Starting vLLM server")
+
+
+def phase_of(line: str) -> str | None:
+    """The start-up phase a log line ends, if it ends one."""
+    line = line[:MAX_LINE_CHARS]
+    if not _PHASE_WORDS.search(line):
+        return None
+    return next((name for name, pattern in PHASE_MARKERS if pattern.search(line)), None)
+
+
 # The workers' file-store rendezvous (vllm/utils/network_utils.py get_file_store_init_method, 0.32-0.33):
 # "distributed_init_method=file:///tmp/vllm_dist_<hex> backend=gloo". vLLM never removes it.
 _RENDEZVOUS = re.compile(r"distributed_init_method=file://(/[^\s,'\"]{1,4096}/vllm_dist_[0-9a-f]{1,64})\b")

@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     attempts = command("attempts", "show the attempt history of a profile")
     attempts.add_argument("source", nargs="?", metavar="PROFILE|FILE")
+    attempts.add_argument("--forget", action="store_true",
+                          help="drop the relaxations remembered for PROFILE ([guard.ladder] remember)")
     return parser
 
 

@@ -423,6 +423,15 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     if not source:
         raise UsageError("give a profile, a profile name or an attempt log", hint="vllm-guard attempts PROFILE.toml")
     path = Path(source)
+    if args.forget:
+        from vllm_guard import remember
+
+        name = load_profile(path, environ=env).name if path.suffix == ".toml" else source
+        where = remember.path_for(name, env)
+        dropped = remember.forget(where)
+        stdout.write(f"vllm-guard: {'forgot the relaxations remembered' if dropped else 'nothing remembered'} "
+                     f"for {name} ({where})\n")
+        return ExitCode.OK
     if path.suffix == ".toml":
         profile = load_profile(path, environ=env)
         log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)

@@ -110,6 +110,14 @@ ADVICE: dict[str, Advice] = {
         "The start did not finish in time: a hung NCCL set-up, a slow download or a very slow disk.",
         ("look at the last lines for the step that hung", "retry once", "a longer startup timeout for large models"),
         ()),
+    "first_request_failed": Advice(
+        "vLLM answered /health, but its first real request failed: the server is up and cannot serve. The "
+        "evidence is vLLM's own answer.",
+        ("a missing chat template: pass --chat-template, or serve only /v1/completions with "
+         "guard.first-request = false", "a tokenizer error: check the model's tokenizer files",
+         "a timeout: a longer guard.first-request-timeout for a cold cache", "401: the API key the guard sends is "
+         "the profile's --api-key; check VLLM_API_KEY in the environment"),
+        ("restarting unchanged",)),
     "usage_error": Advice(
         "vLLM refused its own command line before starting (argparse, exit status 2): an option this vLLM does "
         "not know, or a value it does not accept. The line after 'error:' names it.",

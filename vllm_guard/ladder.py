@@ -76,6 +76,8 @@ NOT_RELAXABLE = {
     "model_access": "the model cannot be read: a wrong id, a gated repository or a missing token",
     "remote_code_required": "the model needs --trust-remote-code, which the guard never adds on its own",
     "unsupported_architecture": "this vLLM does not support the model's architecture",
+    "first_request_failed": "vLLM answered /health but not its first request (see the evidence): no setting "
+                            "the ladder changes fixes that",
     "usage_error": "vLLM refused its command line (an unknown option or a bad value): fix the profile or the "
                    "command line",
     "unknown": "the failure is not understood well enough to change anything safely",
@@ -99,7 +101,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         return Step(None, None, "wait until the other processes free the GPU, then start unchanged",
                     wait_for_gpu=True)
     if d.cls in ("no_kv_memory", "oom_profiling"):
-        if d.detail == "sampler_warmup":  # vLLM's own advice: the warm-up runs max-num-seqs requests
+        # vLLM's own advice: the sampler's warm-up (and the first real batch) runs max-num-seqs requests.
+        if d.detail in ("sampler_warmup", "first_request"):
             step = _halve_seqs(s)
             if step is not None:
                 return step
@@ -113,6 +116,10 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or
                                                                          s.kv_cache_dtype != "auto"):
         return Step("kv-cache-dtype", "auto", "this GPU cannot run the fp8 KV cache: back to the model's dtype")
+    if d.cls == "first_request_failed" and d.detail == "timeout":
+        if unchanged_retries == 0:
+            return Step(None, None, "the first request timed out: start once more unchanged (a cold cache)")
+        return Stop("the first request timed out twice")
     if d.cls == "startup_timeout":
         if unchanged_retries == 0:
             return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")

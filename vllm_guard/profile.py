@@ -96,6 +96,8 @@ LADDER_SETTINGS: dict[str, Setting] = {
     "allow-enforce-eager": Setting("bool", True, "OOM in graph capture or profiling: try enforce-eager"),
     "wait-for-gpu": Setting("duration", 600.0, "gpu_busy: how long to wait for the GPU to free up", minimum=0),
     "gpu-poll-interval": Setting("duration", 5.0, "gpu_busy: seconds between looks at the GPU", minimum=0.05),
+    "remember": Setting("bool", True, "start from the relaxations that worked last time (same profile, GPUs "
+                        "and vLLM); `vllm-guard attempts --forget PROFILE` drops them"),
 }
 CHECK_SETTINGS: dict[str, Setting] = {
     "skip": Setting("str_list", (), "check ids not to run"),

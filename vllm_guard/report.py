@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -350,10 +351,13 @@ class LaunchStatus:
         else:
             self.message(text, style="")
 
-    def ready(self, number: int, reported: dict[str, Any], relaxed: dict[str, list[Any]], profile: str | None) -> None:
+    def ready(self, number: int, reported: dict[str, Any], relaxed: dict[str, list[Any]], profile: str | None,
+              phases: Mapping[str, float | None] | None = None) -> None:
         self.close()  # the live start-up line has done its job; from here on, plain lines
         facts = ", ".join(f"{k} {v}" for k, v in reported.items())
         self.message(f"vLLM is ready after {number} attempt(s)" + (f": {facts}" if facts else ""), style="bold green")
+        if phases and (where := phases_line(phases)):
+            self.message(f"where the start-up time went: {where}", style="")
         if relaxed:
             what = ", ".join(f"{k} = {new} (the profile says {old})" for k, (old, new) in relaxed.items())
             where = f" in {profile}" if profile else " on the command line"
@@ -408,10 +412,31 @@ def _point_at_devnull(stream: TextIO) -> None:
         os.close(null)
 
 
+PHASE_LABELS = {"imports": "imports", "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
+                "graphs": "graphs", "port": "API server", "health": "health", "first_request": "first token"}
+
+
+def phases_line(phases: Mapping[str, float | None]) -> str:
+    """'41 s: imports 12, weights 18, profiling 6, graphs 3, first token 0.4': each phase's own share.
+
+    A phase the log did not show is left out and its time counts towards the next one that it did show.
+    """
+    previous = 0.0
+    parts = []
+    for name, label in PHASE_LABELS.items():
+        at = phases.get(name)
+        if at is None:
+            continue
+        parts.append(f"{label} {max(at - previous, 0.0):.1f}")
+        previous = at
+    return f"{previous:.0f} s: " + ", ".join(parts) if parts else ""
+
+
 def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -> None:
     c = _console(stream)
     table = Table(title=f"attempts in {source}", header_style="bold")
-    for col in ("attempt", "started", "took", "changed", "outcome", "failure", "next", "vLLM reported"):
+    for col in ("attempt", "started", "took", "changed", "outcome", "failure", "next", "vLLM reported",
+                "where the time went"):
         table.add_column(col, no_wrap=col in ("attempt", "started", "took", "outcome", "failure"))
     shown = {"kv_cache_tokens": "KV tokens", "max_concurrency": "concurrency", "time_to_ready_s": "ready after s"}
     for r in records:
@@ -428,6 +453,9 @@ def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -
         took = f"{r['duration_s']}s" if r.get("duration_s") is not None else "-"
         outcome = str(r.get("outcome", "?")) + (f" ({r['phase']})" if r.get("phase") else "")
         # The log is a file anyone with write access could have edited: plain text, never markup.
+        phases = r.get("phases")
+        where = phases_line(phases) if isinstance(phases, dict) and all(
+            isinstance(v, (int, float)) or v is None for v in phases.values()) else ""
         table.add_row(*(Text(printable(cell, 500)) for cell in (r.get("attempt", "?"), when, took, changed, outcome,
-                                                                 failure, next_text, reported)))
+                                                                 failure, next_text, reported, where or "-")))
     c.print(table)

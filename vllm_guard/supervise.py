@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from vllm_guard import attempts as attempt_log
-from vllm_guard import classify, health, ladder, lock, process
+from vllm_guard import classify, first_request, health, ladder, lock, process, remember
 from vllm_guard.checks import Preflight, world_size
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
@@ -38,6 +39,8 @@ HEARTBEAT_S = 10.0
 EXTEND_S = 60.0
 PROGRESS_WINDOW_S = 300.0
 MEMORY_RELEASE_TIMEOUT_S = 60.0
+# ladder.remember: a profile whose max-model-len is at most this share of the predicted fit is tried as written.
+FIT_MARGIN = 0.9
 
 # The vLLM options the ladder may change, by their profile spelling and the profile's dest.
 LADDER_DESTS = {"max-model-len": "max_model_len", "gpu-memory-utilization": "gpu_memory_utilization",
@@ -62,6 +65,9 @@ class Attempt:
     step: ladder.Step | ladder.Stop | None = None
     reported: dict[str, Any] = field(default_factory=dict)
     label: str = ""
+    phases: dict[str, float | None] = field(default_factory=dict)  # seconds from spawn to the end of each
+    first_request: list[dict[str, Any]] = field(default_factory=list)
+    remembered: dict[str, Any] = field(default_factory=dict)  # values this start took from ladder.remember
 
 
 class Supervisor:
@@ -122,19 +128,22 @@ class Supervisor:
             self.status.close()
 
     def _climb(self) -> int:
-        profile = self.pre.profile
-        original = profile
+        original = self.pre.profile
+        profile, remembered = self._remembered(original)
         max_attempts = int(profile.ladder_setting("max-attempts"))
         guard_set_kv = False
         unchanged = 0
-        previous: Profile | None = None
+        previous: Profile | None = original if remembered else None
+        transient: set[str] = set()  # parameters changed for gpu_busy: about that moment, never remembered
         for number in range(1, max_attempts + 1):
             plan = build_plan(profile, environ=self.environ, cuda_visible_devices=self.facts.cuda_visible_devices)
             attempt = Attempt(number, plan, profile, self._changed(previous, profile) if previous else {})
+            attempt.remembered = remembered if number == 1 else {}
             child = self._start(attempt, max_attempts)
             if attempt.outcome == "ready" and child is not None:
                 self._record(attempt)
                 self._announce_ready(attempt, original)
+                self._remember(original, attempt, transient)
                 return self._serve(child, attempt)
             self._record_failure_step(attempt, guard_set_kv, unchanged)
             # A stop requested while the attempt failed (vLLM died of the same SIGTERM, a GPU recheck ran)
@@ -155,9 +164,68 @@ class Supervisor:
             else:
                 if step.param == "kv-cache-dtype" and step.value != "auto":
                     guard_set_kv = True
+                if attempt.diagnosis is not None and attempt.diagnosis.cls == "gpu_busy":
+                    transient.add(step.param)
                 profile = profile.with_value(LADDER_DESTS[step.param], step.value)
         self.status.attempts_table(self.history, exhausted=True)
         return int(ExitCode.START_FAILED)
+
+    # --- ladder.remember --------------------------------------------------------------------
+
+    def _remember_key(self, profile: Profile) -> tuple[Path, remember.Key]:
+        build = self.facts.vllm_build
+        key = remember.make_key(profile.sha256, [g.uuid for g in self._gpus()], build.version if build else None)
+        return remember.path_for(profile.name, self.environ), key
+
+    def _remembered(self, original: Profile) -> tuple[Profile, dict[str, Any]]:
+        """The profile to start with: as written, or with the relaxations that worked last time."""
+        if not original.ladder_setting("remember"):
+            return original, {}
+        path, key = self._remember_key(original)
+        kept = remember.load(path, key)
+        if kept is None:
+            return original, {}
+        values = kept.values
+        est = self.pre.estimate
+        fit_now = est.max_fitting_model_len if est is not None else None
+        wanted = self._effective(original, "max_model_len")
+        # The prediction was too optimistic once already (that is why the ladder relaxed): only a clearly
+        # better one now (more memory free than then) earns the profile as written another try.
+        better = fit_now is not None and (kept.predicted_fit is None or fit_now >= kept.predicted_fit / FIT_MARGIN)
+        if set(values) <= {"max-model-len"} and better and isinstance(wanted, int) and fit_now and \
+                wanted <= FIT_MARGIN * fit_now:
+            self.status.message(f"remembered {values} from a relaxed start, but the profile as written is now "
+                                f"predicted to fit with a clear margin (max-model-len {wanted} of {fit_now}): "
+                                "trying it as written first")
+            return original, {}
+        profile = original
+        for name, value in values.items():
+            if name in LADDER_DESTS:
+                profile = profile.with_value(LADDER_DESTS[name], value)
+        what = ", ".join(f"{k} {v}" for k, v in values.items())
+        self.status.message(f"STARTING FROM REMEMBERED RELAXATIONS: {what} (a relaxed start of this profile on "
+                            f"these GPUs with this vLLM needed them; `vllm-guard attempts --forget "
+                            f"{original.path or original.name}` drops them)", style="bold yellow")
+        self.notifier.status(f"starting from remembered relaxations: {what}")
+        return profile, dict(values)
+
+    def _remember(self, original: Profile, attempt: Attempt, transient: set[str]) -> None:
+        """After a ready start: keep its relaxations for the next start, or forget them if none were needed."""
+        if not original.ladder_setting("remember"):
+            return
+        path, key = self._remember_key(original)
+        relaxed = {name: new for name, (_, new) in self._changed(original, attempt.profile).items()
+                   if name not in transient}
+        if not relaxed:
+            remember.forget(path)
+            return
+        est = self.pre.estimate
+        error = remember.save(path, key, relaxed, _now(), est.max_fitting_model_len if est is not None else None)
+        if error:
+            self.status.message(error)
+        else:
+            self.status.message(f"remembered for the next start of this profile: "
+                                + ", ".join(f"{k} {v}" for k, v in relaxed.items()))
 
     def _record_failure_step(self, attempt: Attempt, guard_set_kv: bool, unchanged: int) -> None:
         if attempt.outcome == "failed" and attempt.diagnosis is not None:
@@ -291,10 +359,18 @@ class Supervisor:
                 attempt.exit_status = self._stop_child(child)
                 attempt.outcome = "failed"
                 attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
+                attempt.phases = tracker.phases()
                 return None
             if self.ready(plan.health_url):
+                tracker.mark("health")
+                if attempt.profile.setting("first-request") and not self._first_request(attempt, child, env):
+                    attempt.phases = tracker.phases()
+                    return None
+                if attempt.first_request:
+                    tracker.mark("first_request")
                 child.mark_ready()
                 attempt.outcome = "ready"
+                attempt.phases = tracker.phases()
                 attempt.reported = {**classify.reported(list(child.tail)),
                                     "time_to_ready_s": round(self.clock() - start, 1)}
                 return child
@@ -311,6 +387,45 @@ class Supervisor:
                 last_beat = now
             self._reap(child)
             self._wake.wait(HEALTH_POLL_S)
+
+    def _first_request(self, attempt: Attempt, child: process.Child, env: Mapping[str, str]) -> bool:
+        """Ask vLLM once, as a client would, before calling it ready; False when the attempt ends here.
+
+        The request runs in a thread so that a stop signal, or vLLM dying meanwhile, is acted on at once.
+        """
+        profile = attempt.profile
+        api_key = env.get("VLLM_API_KEY") or _first(profile.value("api_key"))
+        timeout = float(profile.setting("first-request-timeout"))
+        base = attempt.plan.health_url.rsplit("/health", 1)[0]
+        results: list[first_request.Result] = []
+        thread = threading.Thread(target=lambda: results.extend(first_request.ask(
+            base, list(child.tail), api_key=api_key, timeout_s=timeout)), daemon=True)
+        self.status.message("vLLM answers /health; sending a first request")
+        self.notifier.status(f"{attempt.label}: first request")
+        thread.start()
+        while thread.is_alive():
+            if self.stop_signal is not None:
+                attempt.exit_status = self._stop_child(child)
+                attempt.outcome = "stopped"
+                return False
+            if child.poll() is not None:
+                break
+            thread.join(HEALTH_POLL_S)
+        thread.join(timeout + 5)
+        attempt.first_request = [r.to_dict() for r in results]
+        code = child.poll()
+        if code is not None:  # vLLM died on its first request: its log says why
+            attempt.exit_status = self._stop_child(child)
+            attempt.outcome = "failed"
+            attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
+            return False
+        if results and all(r.ok for r in results):
+            return True
+        attempt.diagnosis = first_request.diagnose(results, list(child.tail))
+        self.status.message(f"the first request failed: {attempt.diagnosis.evidence[0]}")
+        attempt.exit_status = self._stop_child(child)
+        attempt.outcome = "failed"
+        return False
 
     def _reap(self, child: process.Child) -> None:
         """Collect adopted children that have exited: as a subreaper (or PID 1 in a container) it is our job."""
@@ -404,7 +519,7 @@ class Supervisor:
     def _announce_ready(self, attempt: Attempt, original: Profile) -> None:
         relaxed = self._changed(original, attempt.profile)
         self.status.ready(attempt.number, attempt.reported, relaxed,
-                          str(original.path) if original.path else None)
+                          str(original.path) if original.path else None, attempt.phases)
         p = attempt.profile
         where = p.value("uds") or f":{p.value('port') or 8000}"
         text = f"ready: {p.name} on {where}, max-model-len {self._effective(p, 'max_model_len')}"
@@ -416,14 +531,32 @@ class Supervisor:
 
     def _serve(self, child: process.Child, attempt: Attempt) -> int:
         interval = self.notifier.watchdog_interval_s
-        next_ping = self.clock()
+        every = float(attempt.profile.setting("health-interval"))
+        if interval is not None:
+            every = min(every, interval / 2)  # systemd's watchdog wants a ping twice per interval
+        allowed = max(int(attempt.profile.setting("health-failures")), 2)  # never on one slow answer
+        next_look = self.clock() + every
+        misses = 0
         while True:
             self._reap(child)
-            if interval is not None and self.clock() >= next_ping:
-                # WATCHDOG=1 only while vLLM answers: a hung server stops the pings and systemd acts.
+            if self.clock() >= next_look:
+                # One look at /health serves both: the stall rule, and WATCHDOG=1 only while vLLM answers
+                # (a hung server stops the pings and systemd acts).
                 if self.ready(attempt.plan.health_url):
-                    self.notifier.watchdog()
-                next_ping = self.clock() + interval / 2
+                    misses = 0
+                    if interval is not None:
+                        self.notifier.watchdog()
+                else:
+                    misses += 1
+                    self.status.message(f"vLLM did not answer /health ({misses} of {allowed} in a row)")
+                next_look = self.clock() + every
+            if misses >= allowed and self.stop_signal is None:
+                why = f"/health failed {misses} times in a row, {every:g}s apart"
+                self.status.message(f"vLLM stalled after it was ready: {why}; stopping it (exit 6, for a restart)")
+                self.notifier.status(f"stalled: {why}")
+                code = self._stop_child(child)
+                self._record_end(attempt, "stalled", code, reason=why)
+                return int(ExitCode.CHILD_EXITED)
             if self.stop_signal is not None:
                 self.status.message(f"stopping vLLM (signal {process.signal_name(self.stop_signal)}): SIGTERM, "
                                     f"SIGKILL after {self.pre.profile.setting('stop-timeout')}s")
@@ -435,7 +568,7 @@ class Supervisor:
                 self.status.message(f"vLLM exited on its own after it was ready (status {status})")
                 self._record_end(attempt, "exited", status)
                 return int(ExitCode.CHILD_EXITED)
-            self._wake.wait(min(1.0, interval / 2) if interval else 1.0)
+            self._wake.wait(max(min(next_look - self.clock(), 1.0), 0.05))
 
     # --- the attempt log -----------------------------------------------------------------------
 
@@ -447,6 +580,8 @@ class Supervisor:
             "profile": str(attempt.profile.path) if attempt.profile.path else None,
             "profile_sha256": attempt.profile.sha256,
             "model": attempt.profile.model,
+            # Which vLLM will run and which option table validated its command line (issue 11).
+            "vllm": attempt.profile.table_choice.to_dict() if attempt.profile.table_choice else None,
             "attempt": attempt.number,
             "started_at": attempt.started_at or _now(),
             "ended_at": _now(),
@@ -460,6 +595,9 @@ class Supervisor:
                 "evidence": [redact_text(e, secrets) for e in d.evidence]},
             "exit": attempt.exit_status,
             "reported": attempt.reported or None,
+            "phases": attempt.phases or None,
+            "first_request": attempt.first_request or None,
+            "remembered": attempt.remembered or None,
             "next": attempt.step.to_dict() if isinstance(attempt.step, ladder.Step) else (
                 {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
         }
@@ -469,12 +607,12 @@ class Supervisor:
         self.status.message(text, style="bold yellow")
         self.notifier.status(text)
 
-    def _record_end(self, attempt: Attempt, outcome: str, code: int | None) -> None:
+    def _record_end(self, attempt: Attempt, outcome: str, code: int | None, reason: str | None = None) -> None:
         self.attempt_log.append({
             "profile": str(attempt.profile.path) if attempt.profile.path else None,
             "profile_sha256": attempt.profile.sha256, "model": attempt.profile.model,
             "attempt": attempt.number, "phase": "serving", "ended_at": _now(), "outcome": outcome,
-            "exit": code, "signal": self.stop_signal,
+            "exit": code, "signal": self.stop_signal, **({"reason": reason} if reason else {}),
         })
 
 
@@ -485,6 +623,7 @@ class _PhaseTracker:
                  names: Mapping[str, str] = STAGE_NAMES) -> None:
         self.names = names
         self.claim: Callable[[str], None] | None = None  # hands the keeper vLLM's rendezvous file
+        self._phase_times: dict[str, float] = {}
         self.status = status
         self.notifier = notifier
         self.label = label
@@ -501,6 +640,10 @@ class _PhaseTracker:
             relay(raw, stream)
             self.last_output = self.clock()
             line = raw.decode(errors="replace")
+            self.mark("first_line")
+            phase = classify.phase_of(line)
+            if phase is not None:
+                self.mark(phase)
             if self.claim is not None and "file://" in line:
                 path = classify.rendezvous_file(line)
                 if path is not None:
@@ -511,6 +654,13 @@ class _PhaseTracker:
                 self._report(heartbeat=False)
         return on_line
 
+    def mark(self, phase: str) -> None:
+        """The first time a phase ends, in seconds since vLLM was started."""
+        self._phase_times.setdefault(phase, round(self.clock() - self.start, 2))
+
+    def phases(self) -> dict[str, float | None]:
+        return {name: self._phase_times.get(name) for name in classify.PHASES}
+
     def heartbeat(self) -> None:
         self._report(heartbeat=True)
 
@@ -520,6 +670,13 @@ class _PhaseTracker:
         self.notifier.status(text)
         if self.clock() - self.last_output <= PROGRESS_WINDOW_S:
             self.notifier.extend_timeout(EXTEND_S)
+
+
+def _first(value: Any) -> str | None:
+    """The first of an option's values (--api-key takes several)."""
+    if isinstance(value, (list, tuple)):
+        return str(value[0]) if value else None
+    return None if value is None else str(value)
 
 
 def _attempt_label(number: int, total: int, changed: dict[str, list[Any]]) -> str:
