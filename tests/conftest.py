@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,13 @@ DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
 MACHINES = ROOT / "profiles" / "machines"
 L4 = str(MACHINES / "l4-24gb.json")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the test's vLLM binds it a moment later)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @dataclass

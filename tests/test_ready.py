@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve import STARTED, Rig, gone_soon
+from tests.test_serve import Rig, gone_soon, kill_running_guards
 from tests.test_systemd import NotifySocket
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and prctl are Linux's")
@@ -123,12 +123,7 @@ def test_health_failures_below_two_is_refused(tmp_path: Path) -> None:
 @pytest.fixture(autouse=True)
 def _no_fake_left() -> Iterator[None]:
     yield
-    running = [g for g in STARTED if g.poll() is None]
-    for guard in running:  # a test that failed before it stopped its guard: the keeper then stops vLLM
-        guard.kill()
-        guard.wait()
-    STARTED.clear()
-    assert not running, "a guard was still running after the test"
+    assert not kill_running_guards(), "a guard was still running after the test"
     assert gone_soon(10.0)
 
 

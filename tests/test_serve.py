@@ -16,17 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MACHINES, ROOT
+from tests.conftest import MACHINES, ROOT, free_port
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 L4 = str(MACHINES / "l4-24gb.json")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and prctl are Linux's")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 STARTED: list[subprocess.Popen[str]] = []  # every guard a test started, stopped by the fixture if still running
@@ -115,13 +109,18 @@ def gone_soon(timeout: float = 10.0) -> bool:
 def no_leftovers():
     assert gone_soon(), f"processes left by an earlier test: {fake_processes()}"
     yield
+    assert not kill_running_guards(), "a guard was still running after the test"
+    assert gone_soon(), f"processes left behind: {fake_processes()}"
+
+
+def kill_running_guards() -> list[subprocess.Popen[str]]:
+    """Guards a test started and did not stop (it failed first); the keeper then stops their vLLM."""
     running = [g for g in STARTED if g.poll() is None]
-    for guard in running:  # a test that failed before it stopped its guard: the keeper then stops vLLM
+    for guard in running:
         guard.kill()
         guard.wait()
     STARTED.clear()
-    assert not running, "a guard was still running after the test"
-    assert gone_soon(), f"processes left behind: {fake_processes()}"
+    return running
 
 
 def test_a_start_that_fits_then_a_clean_stop(tmp_path: Path) -> None:

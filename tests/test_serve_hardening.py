@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,17 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MACHINES, ROOT
+from tests.conftest import MACHINES, ROOT, free_port
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 L4 = str(MACHINES / "l4-24gb.json")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and process groups are Linux's")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_guard(tmp: Path, vllm_conf: str, log: Path | str) -> tuple[subprocess.Popen[str], int]:

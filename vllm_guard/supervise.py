@@ -224,7 +224,7 @@ class Supervisor:
         if error:
             self.status.message(error)
         else:
-            self.status.message(f"remembered for the next start of this profile: "
+            self.status.message("remembered for the next start of this profile: "
                                 + ", ".join(f"{k} {v}" for k, v in relaxed.items()))
 
     def _record_failure_step(self, attempt: Attempt, guard_set_kv: bool, unchanged: int) -> None:

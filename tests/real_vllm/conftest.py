@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -49,12 +48,6 @@ def tiny_model(real_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One HOME for the tier, so vLLM's torch.compile cache is warmed once and reused."""
     return tmp_path_factory.mktemp("home")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _stat(pid: int) -> list[str] | None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_vllm.conftest import ROOT, LaunchWatch, Output, free_port, guard_command, name_of
+from tests.conftest import free_port
+from tests.real_vllm.conftest import ROOT, LaunchWatch, Output, guard_command, name_of
 
 pytestmark = [pytest.mark.real_vllm,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="vLLM's CPU build is Linux's")]
@@ -134,6 +135,13 @@ def test_ready_then_a_stop_signal(guard: Guard, sig: int, code: int) -> None:
     rec = guard.records()[-1]
     assert rec["outcome"] == "ready" and rec["preflight"] in ("pass", "warn")
     assert rec["reported"]["kv_cache_tokens"] == 16384  # read from the CPU build's own line
+    # Ready only after a real first request: a one-token completion, and a chat one (the model has a template).
+    assert [(r["endpoint"], r["ok"]) for r in rec["first_request"]] == [("/v1/completions", True),
+                                                                        ("/v1/chat/completions", True)]
+    for phase in ("first_line", "imports", "weights", "kv_cache", "port", "health", "first_request"):
+        assert rec["phases"][phase] is not None, (phase, rec["phases"])
+    # The CPU build captures no CUDA graphs, and with --enforce-eager it has no warm-up to time either.
+    assert rec["phases"]["graphs"] is None and rec["phases"]["profiling"] is None
     assert guard.proc is not None
     guard.proc.send_signal(sig)
     assert guard.finish(60) == code
@@ -148,6 +156,8 @@ def test_compile_warm_up_is_named_as_such(guard: Guard) -> None:
     assert guard.out is not None
     text = guard.out.text()
     assert "warm-up (torch.compile" in text and "memory profiling" not in text and "CUDA graph" not in text
+    phases = guard.records()[-1]["phases"]
+    assert phases["weights"] < phases["profiling"] < phases["kv_cache"]  # the compile warm-up, timed
     assert guard.proc is not None
     guard.proc.send_signal(signal.SIGTERM)
     assert guard.finish(60) == 143
