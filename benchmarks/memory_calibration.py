@@ -18,6 +18,7 @@ How vLLM versions are treated:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -133,11 +134,41 @@ def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
     return ModelFacts(model=model_id, source="bundled", weights_bytes=weights, **fields)
 
 
-def params_for(entry: dict[str, Any]) -> memory.Params:
+def log_settings(log: str) -> dict[str, Any]:
+    """What the log itself says the start-up ran with, where the index does not record it.
+
+    - max_num_seqs / max_num_batched_tokens from vLLM's own "non-default args: {...}" line (startups/014, vLLM
+      0.22.1, line 9: max_num_seqs 64, max_num_batched_tokens 8192: the CUDA-graph sizes follow from them);
+    - the utilization vLLM used when none was given, from its own line: "The current
+      --gpu-memory-utilization=0.9200 is equivalent to ..." (V1 since v0.21, startups/014 line 67: 0.92 was
+      already the default in 0.22.1) or "Desired GPU memory utilization is (0.9, ...)" (startups/031, 0.10.2).
+    """
+    found: dict[str, Any] = {}
+    m = re.search(r"non-default args: (\{.*\})", log)
+    if m:
+        try:
+            args = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError):  # a truncated or redacted line: nothing is taken from it
+            args = {}
+        for key in ("max_num_seqs", "max_num_batched_tokens"):
+            if isinstance(args.get(key), int):
+                found[key] = args[key]
+    m = (re.search(r"current --gpu-memory-utilization=([0-9.]+) is equivalent", log)
+         or re.search(r"Desired GPU memory utilization is \(([0-9.]+),", log))
+    if m:
+        found["utilization"] = float(m.group(1))
+    return found
+
+
+def params_for(entry: dict[str, Any], log: str = "") -> memory.Params:
     dtype = entry.get("dtype") or "auto"
+    said = log_settings(log)
+    utilization = entry.get("gpu_memory_utilization") or said.get("utilization")
     return memory.Params(
-        utilization=entry.get("gpu_memory_utilization"),
+        utilization=utilization,
         max_model_len=entry.get("max_model_len"),
+        max_num_seqs=said.get("max_num_seqs"),
+        max_num_batched_tokens=said.get("max_num_batched_tokens"),
         enforce_eager=bool(entry.get("enforce_eager")),
         kv_cache_dtype=entry.get("kv_cache_dtype") or "auto",
         dtype=dtype,
@@ -158,7 +189,7 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
             continue
         model_id, _why, weight_format = MODELS[name]
         model = facts_for(model_id, weight_format)
-        params = params_for(entry)
+        params = params_for(entry, (startups / name).read_text(errors="replace"))
         version = entry["vllm_version"]
         total_gib = entry.get("gpu_total_gib")
         gpu = Gpu(index=0, uuid="", name=entry.get("gpu"), pci_bus_id=None,
@@ -171,7 +202,8 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
                        memory_total_bytes=NVML_TOTAL_MIB[card][0] * 2**20, memory_used_bytes=None,
                        memory_free_bytes=None, compute_capability=None, mig_enabled=None, processes=None)
             if version_tuple(entry["vllm_version"]) < (0, 33) and params.utilization is None:
-                params = dataclasses.replace(params, utilization=0.9)  # the default before 0.92
+                # Not printed by this log: 0.9, the default of the versions whose logs print it (031, 0.10.2).
+                params = dataclasses.replace(params, utilization=0.9)
             est_nvml = memory.estimate(model, nvml, params)
             if est_nvml.kv_budget_bytes is not None and entry["reported"].get("kv_cache_gib"):
                 kv = est_nvml.kv_budget_bytes

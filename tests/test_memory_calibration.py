@@ -42,19 +42,26 @@ def test_every_startup_is_modelled_or_says_why_not() -> None:
     # checkpoint's format; the worst, Qwen2.5-7B-Instruct on vLLM 0.17.0 (-1.3%), loads 0.18 GiB more
     # than the same shapes did on 0.10.1.1 (startups/001, -0.4%).
     # gpt-oss-120b on vLLM 0.10.1.1 (startups/005, 4x A100, MXFP4) is the exception at -11.9%: vLLM loaded
-    # 17.22 GiB per GPU, 68.9 GiB in all, for a checkpoint of about 60.7 GiB (the estimate); the MoE kernels on
-    # A100 keep the experts padded (2880 -> 3072 each way would add 13.8%), which the model does not know.
+    # 17.22 GiB per GPU for a checkpoint of 60.7 GiB (15.17 per GPU). The log names the cause: "Your GPU does not
+    # have native support for FP4 ... leveraging the Marlin kernel" (line 79, A100 = SM80), and vLLM's Marlin MXFP4
+    # path pads each expert to intermediate-per-GPU 128-aligned and hidden 256-aligned (vLLM 0.32
+    # fused_moe/oracle/mxfp4.py:851-852): 720 -> 768 and 2880 -> 3072 at TP=4 gives 17.13 GiB per GPU (-0.6%).
+    # Not modelled yet: the padding depends on the MoE backend vLLM picks per GPU, and ModelFacts has no expert count.
     ("weights_gib", 3.0, 12.5),
     # KV bytes per token per GPU: vLLM's formula; the residue is the two-decimal rounding of the GiB.
     ("kv_bytes_per_token", 3.0, 0.5),
-    # CUDA-graph memory is an estimate per captured size and layer: it varies 0.2-3.2 GiB across
-    # versions and compile modes (startups/014 on 0.22.1: 0.22 GiB; 017 on 0.17.0: 3.19 GiB).
-    ("cudagraph_gib", 30.0, 320.0),
+    # CUDA-graph memory is an estimate per captured size and layer: 0.22-3.19 GiB across versions and compile
+    # modes. The worst, startups/017 (vLLM 0.17.0, Qwen2.5-7B, float16, defaults): 3.19 GiB captured where the same
+    # shapes took 0.50 on 0.10.1.1 (001/002); the log says nothing that explains it, so it stays an outlier here.
+    # Not systematically high on recent vLLM: 013 (0.17.1) +20%, 026 (0.19.1) +30%, 014 (0.22.1) +52% (0.34 GiB
+    # predicted, 0.14 estimated and 0.22 captured by vLLM): one post-0.21 figure is too few to recalibrate on.
+    ("cudagraph_gib", 30.0, 90.0),
     # KV GiB where the source names the GPU, from the card's NVML total as the guard probes it (A100-SXM4-80GB
-    # 81920 MiB, H100 80GB HBM3 81559 MiB: profiles/machines). 4 start-ups; worst startups/014 (H100, vLLM
-    # 0.22.1) at -5.8%: the graph estimate is 0.68 GiB above the 0.22 GiB it captured, and the default utilization
-    # of that version (0.9 here) is not printed; 005 (+5.7%) inherits the weights' -2.05 GiB per GPU.
-    ("kv_gib_nvml", 5.0, 6.0),
+    # 81920 MiB, H100 80GB HBM3 81559 MiB: profiles/machines), with the settings the log itself prints where the
+    # index has none (startups/014, vLLM 0.22.1: utilization 0.92, max_num_seqs 64, max_num_batched_tokens 8192):
+    # 4 start-ups, median 2.2%; worst startups/005 (+5.7%), which inherits the weights' Marlin padding above
+    # (2.05 GiB per GPU). Without 005 the worst is +2.5% (001).
+    ("kv_gib_nvml", 3.0, 6.0),
 ])
 def test_calibration_thresholds(quantity: str, median_pct: float, worst_pct: float) -> None:
     b = bench()
