@@ -15,7 +15,7 @@ from typing import Any
 
 from vllm_guard.checkids import CHECK_IDS, GPU_DEPENDENT
 from vllm_guard.facts import Facts, Gpu
-from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate
+from vllm_guard.memory import DEFAULT_UTILIZATION, GIB, MIB, Estimate, Params, estimate
 from vllm_guard.profile import Profile
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -116,7 +116,7 @@ def check_gpu_count(c: Context) -> Finding:
 
 
 def check_gpu_free_memory(c: Context) -> Finding:
-    util = c.estimate.utilization if c.estimate else (c.params.utilization or 0.92)
+    util = c.params.utilization or DEFAULT_UTILIZATION  # what vLLM will ask for, not what the estimate used
     margin = int(c.setting("free-memory-margin-mib")) * MIB
     short: list[tuple[Gpu, int, int]] = []
     measured: dict[str, Any] = {}
@@ -535,11 +535,31 @@ def preflight(profile: Profile, facts: Facts) -> Preflight:
     target = facts.gpus[: world_size(profile)]
     sized = [g for g in target if g.memory_total_bytes]
     gpu = min(sized, key=lambda g: g.memory_total_bytes or 0) if sized else None
+    requested = params.utilization
+    can_have = available_utilization(target, int(profile.check_setting("free-memory-margin-mib")) * MIB)
+    if can_have is not None and can_have < (requested or DEFAULT_UTILIZATION):
+        # Other processes hold memory: vLLM would refuse to start at the requested utilization, so every
+        # memory check (weights, activations, graphs, KV) is judged at what can be had.
+        params = replace(params, utilization=max(can_have, 0.0))
+        notes.append(f"other processes hold GPU memory: the memory checks use utilization {max(can_have, 0.0):.2f}, "
+                     f"what is free now, not {requested or DEFAULT_UTILIZATION:g}")
     est = estimate(facts.model, gpu, params) if gpu is not None else None
     if params.max_model_len == -1:
         profile, params, est, note = _resolve_auto(profile, facts, params, est, gpu)
         notes.append(note)
+    params = replace(params, utilization=requested)
     return Preflight(profile, params, est, run_checks(profile, facts, params, est), tuple(notes))
+
+
+def available_utilization(gpus: tuple[Gpu, ...], margin_bytes: int) -> float | None:
+    """The highest --gpu-memory-utilization (in hundredths) that the free memory of every GPU allows, less the
+    margin; None when a GPU's memory is unknown. Can be 0 or below when a GPU is full."""
+    fractions = []
+    for g in gpus:
+        if not g.memory_total_bytes or g.memory_free_bytes is None:
+            return None
+        fractions.append(math.floor((g.memory_free_bytes - margin_bytes) / g.memory_total_bytes * 100) / 100)
+    return min(fractions) if fractions else None
 
 
 def _resolve_auto(

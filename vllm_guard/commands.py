@@ -176,7 +176,9 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     if args.dry_run:
-        report.print_check(pre, facts, target, stdout)
+        from vllm_guard.fix import find_fix
+
+        report.print_check(pre, facts, target, stdout, find_fix(pre.profile, facts, pre))
         report.print_plan(plan, stdout)
         if pre.verdict == "fail":
             if args.force:
@@ -225,12 +227,14 @@ def _require_executable(name: str, env: Mapping[str, str]) -> None:
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard import report
+    from vllm_guard.fix import find_fix
 
     facts, pre, target = _preflight(args, env)
+    fix = find_fix(pre.profile, facts, pre)
     if args.json:
-        stdout.write(report.check_json(pre, facts, target) + "\n")
+        stdout.write(report.check_json(pre, facts, target, fix) + "\n")
     else:
-        report.print_check(pre, facts, target, stdout)
+        report.print_check(pre, facts, target, stdout, fix)
     return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
 
 

@@ -14,6 +14,7 @@ from rich.text import Text
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
 from vllm_guard.facts import Facts, Machine
+from vllm_guard.fix import Fix
 from vllm_guard.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
 from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
@@ -70,7 +71,7 @@ def print_plan(plan: LaunchPlan, stream: TextIO) -> None:
         c.print(_t(f"note: {note}", "yellow"))
 
 
-def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO) -> None:
+def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: Fix | None = None) -> None:
     c = _console(stream)
     m = facts.model
     c.print(Text.assemble(("vllm-guard check ", "bold"), _t(target, "bold cyan"), _t(f" on {facts.machine_origin}")))
@@ -98,7 +99,7 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO) -> No
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(_t(f"note: {note}", "dim"))
-    _print_verdict(c, pre.verdict, pre.findings)
+    _print_verdict(c, pre.verdict, pre.findings, fix)
 
 
 def _print_budget(c: Console, pre: Preflight) -> None:
@@ -143,16 +144,20 @@ def _print_budget(c: Console, pre: Preflight) -> None:
                 markup=False, style="dim")
 
 
-def _print_verdict(c: Console, verdict: str, findings: list[Finding]) -> None:
+def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None) -> None:
     fails = [f for f in findings if f.status == FAIL]
     text = Text("verdict: ", style="bold")
     text.append(verdict.upper(), style=STATUS_STYLE[verdict])
-    if fails and fails[0].fix:
+    if fix is not None and fix.exists:
+        text.append(_t(f" - one fix that passes every check: {fix.command_line()} ({fix.reason})"))
+    elif fix is not None:
+        text.append(_t(f" - no fix: {fix.reason}"))
+    elif fails and fails[0].fix:
         text.append(_t(f" - {fails[0].id}: {fails[0].fix}"))
     c.print(text)
 
 
-def check_json(pre: Preflight, facts: Facts, target: str) -> str:
+def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> str:
     e = pre.estimate
     doc = {
         "verdict": pre.verdict,
@@ -163,6 +168,10 @@ def check_json(pre: Preflight, facts: Facts, target: str) -> str:
         "model": facts.model.to_dict(),
         "checks": [f.to_dict() for f in pre.findings],
         "memory": e.to_dict() if e is not None else None,
+        # Values that, applied together, make this check pass (vllm serve spelling); null with the reason when
+        # none exists or nothing fails.
+        "fix": fix.to_dict() if fix is not None else None,
+        "fix_reason": fix.reason if fix is not None else None,
         "notes": [*pre.notes, *facts.notes, *facts.model.notes, *facts.machine.notes],
     }
     return json.dumps(doc, indent=2)
