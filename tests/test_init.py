@@ -77,3 +77,66 @@ def test_unknown_model_and_bad_arguments() -> None:
     assert run_cli("init", "nobody/nothing", "--machine", L4).code == 4
     assert run_cli("init", "Qwen/Qwen3-0.6B", "--machine", L4, "--context", "lots").code == 2
     assert run_cli("init", "Qwen/Qwen3-0.6B", "--machine", L4, "-tp", "0").code == 2
+
+
+A100X2 = MACHINES / "a100-80gb-x2.json"
+
+
+def _busy_gpu0(tmp_path: Path, free_gib: float = 9.0) -> str:
+    import json
+    from dataclasses import replace
+
+    from vllm_guard.facts import GpuProcess
+    from vllm_guard.probes import load_machine
+
+    m = load_machine(A100X2)
+    g = m.gpus[0]
+    used = (g.memory_total_bytes or 0) - int(free_gib * 2**30)
+    busy = replace(g, memory_free_bytes=int(free_gib * 2**30), memory_used_bytes=used,
+                   processes=(GpuProcess(pid=999, name="python3", user="someone", used_memory_bytes=used),))
+    path = tmp_path / "busy0.json"
+    path.write_text(json.dumps(replace(m, gpus=(busy, *m.gpus[1:])).to_dict()))
+    return str(path)
+
+
+# (case, model, machine: None for the idle A100 pair or a free GiB on GPU 0, expected tp, guard.gpus)
+TP_CASES = [
+    ("one GPU is enough: tp stays 1", "meta-llama/Llama-3.1-8B-Instruct", None, None, None),
+    ("70B needs both GPUs", "meta-llama/Llama-3.1-70B-Instruct", None, 2, None),
+    ("GPU 0 busy: the idle GPU 1 alone", "meta-llama/Llama-3.1-8B-Instruct", 9.0, None, [1]),
+]
+
+
+@pytest.mark.parametrize(("case", "model", "gpu0_free_gib", "tp", "guard_gpus"), TP_CASES, ids=[c[0] for c in TP_CASES])
+def test_init_uses_the_free_gpus(tmp_path: Path, case: str, model: str, gpu0_free_gib: float | None,
+                                 tp: int | None, guard_gpus: list[int] | None) -> None:
+    snapshot = str(A100X2) if gpu0_free_gib is None else _busy_gpu0(tmp_path, gpu0_free_gib)
+    out = tmp_path / "fitted.toml"
+    r = run_cli("init", model, "--machine", snapshot, "-o", str(out))
+    assert r.code == 0, r.err
+    doc = tomllib.loads(out.read_text())
+    assert doc["vllm"].get("tensor-parallel-size") == tp
+    assert doc.get("guard", {}).get("gpus") == guard_gpus
+    if tp or guard_gpus:
+        assert "free" in out.read_text().split("[model]")[0]  # the header says what it chose and why
+    assert run_cli("check", "--machine", snapshot, str(out)).code == 0
+
+
+def test_init_says_which_layouts_it_tried(tmp_path: Path) -> None:
+    """70B with GPU 0 busy: one GPU is not enough and tp 2 has only one free GPU: refused, saying so."""
+    r = run_cli("init", "meta-llama/Llama-3.1-70B-Instruct", "--machine", _busy_gpu0(tmp_path))
+    assert r.code == 4 and "leave no room for a KV cache" in r.err and "Traceback" not in r.err
+    r = run_cli("init", "meta-llama/Llama-3.1-70B-Instruct", "--machine", str(A100X2), "-tp", "1")
+    assert r.code == 4, "an explicit -tp is kept"
+
+
+def test_tp_sizes_that_split_the_heads() -> None:
+    from dataclasses import replace
+
+    from vllm_guard.generate import tp_splits
+    from vllm_guard.probes.model import probe_model
+
+    model = probe_model("meta-llama/Llama-2-13b-hf", revision=None, environ={"HF_HUB_OFFLINE": "1"}, cache_dir=None)
+    assert [t for t in (2, 3, 4, 8) if tp_splits(model, t)] == [2, 4, 8]  # 40 heads, no GQA
+    gqa = replace(model, num_attention_heads=28, num_kv_heads=4)
+    assert [t for t in (2, 3, 4, 8) if tp_splits(gqa, t)] == [2, 4]

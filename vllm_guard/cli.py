@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     init = command("init", "write a profile fitted to this machine (or a snapshot)")
     init.add_argument("model", metavar="MODEL", help="a Hugging Face id or a local path")
     init.add_argument("--machine", metavar="FILE", help="fit the profile to a machine snapshot")
-    init.add_argument("-tp", "--tensor-parallel-size", type=int, default=1, metavar="N")
+    init.add_argument("-tp", "--tensor-parallel-size", type=int, metavar="N",
+                      help="default: one GPU, else tensor parallel over the free GPUs")
     init.add_argument("--users", type=int, metavar="N", help="full-length requests that must fit at once")
     init.add_argument("--context", metavar="N", help="wanted max-model-len (e.g. 32768 or 32K)")
     init.add_argument("-o", "--output", metavar="PROFILE", help="where to write the profile (default: stdout)")

@@ -386,16 +386,17 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     except ValueProblem as e:
         raise UsageError(f"--context: {e}") from None
     profile = drop_in_profile(args.model, environ=env)
-    if args.tensor_parallel_size > 1:
+    if (args.tensor_parallel_size or 1) > 1:
         profile = profile.with_value("tensor_parallel_size", args.tensor_parallel_size)
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
     users = args.users or 1
-    fitted = generate.fit(facts, tensor_parallel=args.tensor_parallel_size, users=users, context=context)
-    gpu = facts.gpus[0]
+    fitted = generate.fit_machine(facts, tensor_parallel=args.tensor_parallel_size, users=users, context=context)
+    gpu = fitted.gpus[0] if fitted.gpus else facts.gpus[0]
     header = [
         f"vLLM profile for {args.model}, written by vllm-guard {__version__} init on {date.today().isoformat()}",
-        f"for {facts.machine.hostname or 'this machine'} ({gpu.name}, "
+        f"for {facts.machine.hostname or 'this machine'} ("
+        f"{str(len(fitted.gpus)) + ' x ' if len(fitted.gpus) > 1 else ''}{gpu.name}, "
         f"{(gpu.memory_total_bytes or 0) / 2**30:.2f} GiB) from {facts.machine_origin}; "
         f"model facts from {facts.model.source}",
         *fitted.reasons,
@@ -403,8 +404,10 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
         + (f" --machine {machine_file}" if machine_file else ""),
     ]
     doc: dict[str, Any] = {"model": {"id": args.model}, "vllm": fitted.vllm}
+    if fitted.guard_gpus is not None:
+        doc["guard"] = {"gpus": fitted.guard_gpus}
     if args.users:
-        doc["guard"] = {"checks": {"min-concurrency": args.users}}
+        doc.setdefault("guard", {})["checks"] = {"min-concurrency": args.users}
     text = "".join(f"# {line}\n" for line in header) + "\n" + tomli_w.dumps(doc)
     if args.output:
         try:

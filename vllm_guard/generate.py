@@ -14,7 +14,7 @@ from typing import Any
 
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.facts import Facts, Gpu
+from vllm_guard.facts import Facts, Gpu, ModelFacts
 from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
 
 CORRIDOR = (0.85, 0.92)
@@ -26,6 +26,8 @@ class Fitted:
     vllm: dict[str, Any]  # [vllm] keys in profile spelling
     reasons: list[str]
     estimate: Estimate
+    gpus: tuple[Gpu, ...] = ()  # the GPUs it was fitted to
+    guard_gpus: list[int] | None = None  # guard.gpus to write: set when they are not the first visible ones
 
 
 class CannotFit(GuardError):
@@ -90,7 +92,72 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
         values["kv-cache-dtype"] = params.kv_cache_dtype
     if params.enforce_eager:
         values["enforce-eager"] = True
-    return Fitted(values, reasons, est)
+    return Fitted(values, reasons, est, gpus)
+
+
+def fit_machine(facts: Facts, *, tensor_parallel: int | None = None, users: int = 1,
+                context: int | None = None) -> Fitted:
+    """Fit to the machine: one GPU if it is enough, else tensor parallel over the GPUs that are free.
+
+    With ``tensor_parallel`` given, exactly that. Otherwise one GPU is tried first (the first visible one,
+    then the idlest free one), then tensor parallel sizes 2, 4, 8 that split the model's heads, over free
+    GPUs: those that no process holds first, then the most free memory.
+
+    Raises:
+        CannotFit: the one-GPU refusal, with every layout tried and why it failed.
+    """
+    if tensor_parallel is not None:
+        return fit(facts, tensor_parallel=tensor_parallel, users=users, context=context)
+    try:
+        return fit(facts, tensor_parallel=1, users=users, context=context)
+    except CannotFit as e:
+        refusal = e
+    margin = DEFAULT_MARGIN_MIB * MIB
+    free = sorted((g for g in facts.gpus if _free_fraction(g, margin) >= CORRIDOR[0]), key=_idleness)
+    layouts = [(1, free[:1])] if free and facts.gpus and free[0] is not facts.gpus[0] else []
+    layouts += [(tp, free[:tp]) for tp in (2, 4, 8) if tp <= len(free) and tp_splits(facts.model, tp)]
+    tried = []
+    for tp, chosen in layouts:
+        gpus = tuple(sorted(chosen, key=lambda g: g.index))
+        try:
+            fitted = fit(replace(facts, gpus=gpus), tensor_parallel=tp, users=users, context=context)
+        except CannotFit as e:
+            tried.append(f"-tp {tp} on GPU(s) {_indices(gpus)}: {e.message}")
+            continue
+        first = gpus == facts.gpus[:tp]
+        why = (f"{'tensor parallel ' + str(tp) if tp > 1 else 'one GPU'} on GPU(s) {_indices(gpus)}: "
+               f"{'one GPU is not enough' if tp > 1 else 'the first GPU is busy'} "
+               f"({refusal.message}); {'these are' if tp > 1 else 'this one is'} free")
+        return replace(fitted, reasons=[why, *fitted.reasons],
+                       guard_gpus=None if first else [g.index for g in gpus])
+    more = f"; also tried {'; '.join(tried)}" if tried else ""
+    if len(facts.gpus) > 1 and not layouts:
+        more = f"; no tensor-parallel layout over the {len(free)} free GPU(s) splits this model's heads"
+    raise CannotFit(refusal.message + more, hint=refusal.hint)
+
+
+def tp_splits(m: ModelFacts, tp: int) -> bool:
+    """Whether vLLM can split the model over ``tp`` GPUs (the rules of checks.check_model_tp_divisible)."""
+    if m.num_attention_heads is None or m.num_attention_heads % tp:
+        return False
+    kv = m.num_kv_heads
+    if kv and not m.is_mla and ((tp >= kv and tp % kv) or (tp < kv and kv % tp)):
+        return False
+    group = m.quant_group_size
+    return not (group and group > 0 and m.intermediate_size and (m.intermediate_size // tp) % group)
+
+
+def _free_fraction(g: Gpu, margin: int) -> float:
+    return ((g.memory_free_bytes or 0) - margin) / (g.memory_total_bytes or 1)
+
+
+def _idleness(g: Gpu) -> tuple[int, int, int]:
+    busy = 1 if g.processes is None or len(g.processes) > 0 else 0
+    return busy, -(g.memory_free_bytes or 0), g.index
+
+
+def _indices(gpus: tuple[Gpu, ...]) -> str:
+    return ", ".join(str(g.index) for g in gpus)
 
 
 def _utilization(gpus: tuple[Gpu, ...], reasons: list[str]) -> float:
