@@ -47,8 +47,10 @@ LADDER_DESTS = {"max-model-len": "max_model_len", "gpu-memory-utilization": "gpu
                 "max-num-batched-tokens": "max_num_batched_tokens", "max-num-seqs": "max_num_seqs",
                 "enforce-eager": "enforce_eager", "kv-cache-dtype": "kv_cache_dtype"}
 # Where the preflight's memory estimate holds vLLM's resolved default for an option.
-ESTIMATE_ATTRS = {"max_model_len": "max_model_len", "gpu_memory_utilization": "utilization",
-                  "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs"}
+# Not the utilization: on a shared GPU the preflight estimates at what is free (checks.preflight), while vLLM
+# runs with its own default unless told otherwise.
+ESTIMATE_ATTRS = {"max_model_len": "max_model_len", "max_num_batched_tokens": "max_num_batched_tokens",
+                  "max_num_seqs": "max_num_seqs"}
 
 
 @dataclass
