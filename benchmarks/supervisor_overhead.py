@@ -30,6 +30,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime of the guard alone
 
 
+KEEPER_IDLE: list[float] = []  # the keeper's CPU % while vLLM is idle and ready, one per run
+
+
+def keeper_of(guard_pid: int) -> int:
+    """The guard's keeper (vllm_guard/keeper.py): its child whose command line names it."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == guard_pid and b"vllm-guard-keeper" in (proc / "cmdline").read_bytes():
+                    return int(proc.name)
+            except (OSError, ValueError):
+                continue
+    raise SystemExit("no keeper found under the guard")
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -48,7 +64,7 @@ def run(work: Path, lines: int, idle_s: float, *, line_bytes: int = 0, terminal:
     vllm = work / "vllm"
     vllm.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
     vllm.chmod(0o755)
-    log = work / f"attempts-{lines}.jsonl"
+    log = work / f"attempts-{time.monotonic_ns()}.jsonl"  # one per run: a ready record must be this run's
     env = {**os.environ, "FAKE_VLLM_GPU": str(work / "gpu.json"), "VLLMGUARD_VLLM_BIN": str(vllm),
            "VLLMGUARD_ATTEMPT_LOG": str(log), "VLLMGUARD_LOCK_DIR": str(work / "locks"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": str(ROOT)}
@@ -70,9 +86,11 @@ def run(work: Path, lines: int, idle_s: float, *, line_bytes: int = 0, terminal:
         time.sleep(0.05)
     startup_cpu = cpu_seconds(guard.pid)
     time.sleep(0.5)
-    before = cpu_seconds(guard.pid)
+    keeper = keeper_of(guard.pid)
+    before, keeper_before = cpu_seconds(guard.pid), cpu_seconds(keeper)
     time.sleep(idle_s)
     idle_cpu = cpu_seconds(guard.pid) - before
+    KEEPER_IDLE.append((cpu_seconds(keeper) - keeper_before) / idle_s * 100)
     rss = peak_rss_mb(guard.pid)
     guard.send_signal(signal.SIGTERM)
     guard.wait(30)
@@ -101,8 +119,10 @@ def main() -> None:
     print(f"guard CPU from launch to ready, 200,000 log lines:    {spam_cpu:.2f} s")
     print(f"relaying cost, to a pipe:                             {relay / 2:.2f} CPU-s per 100,000 lines")
     tty_relay = (tty_cpu - tty_base) / 2
+    print(f"(to a terminal: {tty_base:.2f} s quiet, {tty_cpu:.2f} s with 200,000 lines)")
     print(f"relaying cost, to a terminal (live status):           {tty_relay:.2f} CPU-s per 100,000 lines")
     print(f"guard CPU while supervising an idle ready vLLM:       {idle_pct:.2f} % (10 s)")
+    print(f"keeper CPU meanwhile (a /proc look every 2 s):        {KEEPER_IDLE[1]:.2f} %")
     print(f"guard peak RSS:                                       {rss:.1f} MB")
     print(f"guard peak RSS after 3,000 lines of 256 KiB:          {long_rss:.1f} MB")
 

@@ -95,11 +95,10 @@ class Keeper:
     def live(self) -> list[tuple[int, str]]:
         return descendants(os.getpid())
 
-    def sample(self, procs: list[tuple[int, str]] | None = None) -> None:
+    def sample(self) -> None:
         """Note which shared-memory and rendezvous files the launch holds now: only those are its own."""
         if self.before is not None:
-            pids = [pid for pid, _ in (self.live() if procs is None else procs)]
-            self.held |= files_held_by(pids, self.before.prefixes)
+            self.held |= files_held_by([pid for pid, _ in self.live()], self.before.prefixes)
             self.last_sample = self.clock()
 
     def claim(self, path: str) -> None:

@@ -107,11 +107,12 @@ class Child:
             chunk = stream.read1(RELAY_CHUNK_BYTES)
             if not chunk:
                 break
-            start = len(pending)
+            pos, start = 0, len(pending)
             pending += chunk
             while (end := pending.find(b"\n", start)) >= 0:
-                self._line(pending[: end + 1], name)
-                pending, start = pending[end + 1:], 0
+                self._line(pending[pos: end + 1], name)
+                pos = start = end + 1
+            pending = pending[pos:]  # one copy per chunk, not one per line
             if len(pending) >= RELAY_PIECE_BYTES:
                 self._line(pending, name)
                 pending = b""

@@ -298,7 +298,9 @@ class LaunchStatus:
     def relay(self, raw: bytes, stream: str) -> None:
         if self._live is not None:
             with self._lock:
-                self._pending.append(raw.decode(errors="replace").rstrip("\r\n"))
+                text = raw.decode(errors="replace").rstrip("\r\n")
+                # A bar redrawn with carriage returns: a terminal shows its last state, and so does this.
+                self._pending.append(text.rsplit("\r", 1)[-1] if "\r" in text else text)
                 if len(self._pending) >= RELAY_BATCH_LINES:
                     self._flush()
             return
@@ -319,7 +321,9 @@ class LaunchStatus:
     def _flush(self) -> None:
         """Print the pending lines above the live status (the caller holds the lock)."""
         if self._pending and self._live is not None:
-            self._live.console.print(Text("\n".join(self._pending)))
+            # Console.out: no markup, no wrapping, no highlighting; vLLM's bytes as they came (decoded), which
+            # rich then keeps above its live status line. print() of a Text costs ~10x more per line.
+            self._live.console.out("\n".join(self._pending), highlight=False)
         self._pending = []
 
     def message(self, text: str, style: str = "bold") -> None:

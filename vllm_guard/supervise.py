@@ -642,7 +642,8 @@ class _PhaseTracker:
             relay(raw, stream)
             self.last_output = self.clock()
             line = raw.decode(errors="replace")
-            self.mark("first_line")
+            if not self._phase_times:
+                self.mark("first_line")
             phase = classify.phase_of(line)
             if phase is not None:
                 self.mark(phase)
