@@ -40,6 +40,12 @@ class Gpu:
     processes: tuple[GpuProcess, ...] | None  # None: the driver would not list them
     unified_memory: bool = False  # GH200-class: NVML has no memory info, host RAM is the pool
 
+    @property
+    def idleness(self) -> tuple[int, int, int]:
+        """Sort key, idlest first: no processes (an unlisted set counts as busy), then most free, then index."""
+        busy = 1 if self.processes is None or len(self.processes) > 0 else 0
+        return busy, -(self.memory_free_bytes or 0), self.index
+
 
 @dataclass(frozen=True)
 class Disk:

@@ -22,7 +22,7 @@ from vllm_guard.checks import (
     preflight,
     world_size,
 )
-from vllm_guard.facts import Facts, Gpu
+from vllm_guard.facts import Facts
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.profile import Profile
 
@@ -154,17 +154,12 @@ def _spell(changes: dict[str, Any]) -> dict[str, Any]:
 def _other_gpus(profile: Profile, facts: Facts) -> tuple[Facts, dict[str, Any]] | None:
     """The GPUs of the box the layout would best use: no processes first, then the most free memory."""
     size = world_size(profile)
-    ranked = sorted(facts.machine.gpus, key=_idleness)
+    ranked = sorted(facts.machine.gpus, key=lambda g: g.idleness)
     chosen = tuple(sorted(ranked[:size], key=lambda g: g.index))
     if len(chosen) < size or chosen == facts.gpus[:size]:
         return None
     return (replace(facts, gpus=chosen, cuda_visible_devices=",".join(str(g.index) for g in chosen)),
             {"gpus": [g.index for g in chosen]})
-
-
-def _idleness(g: Gpu) -> tuple[int, int, int]:
-    busy = 1 if g.processes is None or len(g.processes) > 0 else 0
-    return busy, -(g.memory_free_bytes or 0), g.index
 
 
 def _describe(profile: Profile, facts: Facts, changes: dict[str, Any], guard: dict[str, Any]) -> str:

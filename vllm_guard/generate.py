@@ -113,7 +113,7 @@ def fit_machine(facts: Facts, *, tensor_parallel: int | None = None, users: int 
     except CannotFit as e:
         refusal = e
     margin = DEFAULT_MARGIN_MIB * MIB
-    free = sorted((g for g in facts.gpus if _free_fraction(g, margin) >= CORRIDOR[0]), key=_idleness)
+    free = sorted((g for g in facts.gpus if _free_fraction(g, margin) >= CORRIDOR[0]), key=lambda g: g.idleness)
     layouts = [(1, free[:1])] if free and facts.gpus and free[0] is not facts.gpus[0] else []
     layouts += [(tp, free[:tp]) for tp in (2, 4, 8) if tp <= len(free) and tp_splits(facts.model, tp)]
     tried = []
@@ -149,11 +149,6 @@ def tp_splits(m: ModelFacts, tp: int) -> bool:
 
 def _free_fraction(g: Gpu, margin: int) -> float:
     return ((g.memory_free_bytes or 0) - margin) / (g.memory_total_bytes or 1)
-
-
-def _idleness(g: Gpu) -> tuple[int, int, int]:
-    busy = 1 if g.processes is None or len(g.processes) > 0 else 0
-    return busy, -(g.memory_free_bytes or 0), g.index
 
 
 def _indices(gpus: tuple[Gpu, ...]) -> str:
