@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import io
 import socket
+import time
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +23,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_healthy(port: int, alive: Callable[[], None], timeout: float = 40) -> None:
+    """Until GET /health on 127.0.0.1:PORT answers 200; ``alive`` raises when what should answer has died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            alive()
+            time.sleep(0.1)
+    raise AssertionError(f"nothing answered /health on port {port} within {timeout}s")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MACHINES, ROOT, free_port
+from tests.conftest import MACHINES, ROOT, free_port, wait_healthy
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 L4 = str(MACHINES / "l4-24gb.json")
@@ -456,14 +456,11 @@ def test_attempts_command_shows_history_and_skips_a_torn_line(tmp_path: Path) ->
 def test_exec_mode_replaces_the_guard_by_vllm(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     guard = rig.start("--exec", rig.profile("max-model-len = 8192"))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{rig.port}/health", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.1)
+
+    def alive() -> None:
+        assert guard.poll() is None, guard.communicate()
+
+    wait_healthy(rig.port, alive, 30)
     # The same process is now vLLM itself: no supervisor, no ladder, no attempt log.
     assert b"fake_vllm.py" in Path(f"/proc/{guard.pid}/cmdline").read_bytes()
     guard.send_signal(signal.SIGTERM)

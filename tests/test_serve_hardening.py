@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MACHINES, ROOT, free_port
+from tests.conftest import wait_healthy as conftest_wait_healthy
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 L4 = str(MACHINES / "l4-24gb.json")
@@ -41,17 +42,10 @@ def start_guard(tmp: Path, vllm_conf: str, log: Path | str) -> tuple[subprocess.
 
 
 def wait_healthy(guard: subprocess.Popen[str], port: int, timeout: float = 40) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert guard.poll() is None, guard.communicate()
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("vLLM never answered /health")
+
+    conftest_wait_healthy(port, alive, timeout)
 
 
 def descendants(pid: int) -> list[int]:

@@ -25,11 +25,7 @@ class _UnixConnection(http.client.HTTPConnection):
 def _connection(base: str, timeout_s: float) -> http.client.HTTPConnection:
     """A connection to ``http://HOST:PORT`` or ``http+unix://PATH`` (a path or URL after it is ignored)."""
     if base.startswith("http+unix://"):
-        path = base[len("http+unix://"):]
-        for suffix in ("/health",):
-            if path.endswith(suffix):
-                path = path[: -len(suffix)]
-        return _UnixConnection(path, timeout_s)
+        return _UnixConnection(base[len("http+unix://"):].removesuffix("/health"), timeout_s)
     hostport = base[len("http://"):].split("/", 1)[0]
     host, _, port = hostport.rpartition(":")
     return http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout_s)

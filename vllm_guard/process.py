@@ -221,7 +221,9 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink, *, grace_
         popen = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, start_new_session=True)
         return Child(popen, None, sink, on_event, on_progress)
-    if _which(argv[0], env) is None:
+    from vllm_guard.probes.host import find_executable
+
+    if find_executable(argv[0], env.get("PATH", os.defpath)) is None:
         raise FileNotFoundError(2, "No such file or directory", argv[0])
     guard_end, keeper_end = socket.socketpair()
     try:
@@ -237,14 +239,6 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], sink: LineSink, *, grace_
     child = Child(popen, guard_end, sink, on_event, on_progress)
     child._send({"argv": list(argv), "env": dict(env), "grace_s": grace_s})
     return child
-
-
-def _which(name: str, env: Mapping[str, str]) -> str | None:
-    import shutil
-
-    if "/" in name:
-        return name if os.access(name, os.X_OK) else None
-    return shutil.which(name, path=env.get("PATH", os.defpath))
 
 
 def exec_replace(argv: Sequence[str], env: Mapping[str, str]) -> None:

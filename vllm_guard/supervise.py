@@ -349,46 +349,46 @@ class Supervisor:
         timeout = float(attempt.profile.setting("startup-timeout"))
         start = self.clock()
         last_beat = start
-        while True:
-            if self.stop_signal is not None:
-                self.status.message(f"stopping vLLM during start-up ({tracker.stage_name}, signal "
-                                    f"{process.signal_name(self.stop_signal)}): SIGTERM to all its processes")
-                attempt.exit_status = self._stop_child(child)
-                attempt.outcome = "stopped"
-                return None
-            code = child.poll()
-            if code is not None:
-                attempt.exit_status = self._stop_child(child)
-                attempt.outcome = "failed"
-                attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
-                attempt.phases = tracker.phases()
-                return None
-            if self.ready(plan.health_url):
-                tracker.mark("health")
-                if attempt.profile.setting("first-request") and not self._first_request(attempt, child, env):
-                    attempt.phases = tracker.phases()
+        try:
+            while True:
+                if self.stop_signal is not None:
+                    self.status.message(f"stopping vLLM during start-up ({tracker.stage_name}, signal "
+                                        f"{process.signal_name(self.stop_signal)}): SIGTERM to all its processes")
+                    attempt.exit_status = self._stop_child(child)
+                    attempt.outcome = "stopped"
                     return None
-                if attempt.first_request:
-                    tracker.mark("first_request")
-                child.mark_ready()
-                attempt.outcome = "ready"
-                attempt.phases = tracker.phases()
-                attempt.reported = {**classify.reported(list(child.tail)),
-                                    "time_to_ready_s": round(self.clock() - start, 1)}
-                return child
-            now = self.clock()
-            if now - start > timeout:
-                attempt.exit_status = self._stop_child(child)
-                attempt.outcome = "failed"
-                attempt.diagnosis = classify.Diagnosis(
-                    "startup_timeout", tracker.stage, {"startup_timeout_s": timeout},
-                    tuple(list(child.tail)[-3:]))
-                return None
-            if now - last_beat >= HEARTBEAT_S:
-                tracker.heartbeat()
-                last_beat = now
-            self._reap(child)
-            self._wake.wait(HEALTH_POLL_S)
+                code = child.poll()
+                if code is not None:
+                    attempt.exit_status = self._stop_child(child)
+                    attempt.outcome = "failed"
+                    attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
+                    return None
+                if self.ready(plan.health_url):
+                    tracker.mark("health")
+                    if attempt.profile.setting("first-request") and not self._first_request(attempt, child, env):
+                            return None
+                    if attempt.first_request:
+                        tracker.mark("first_request")
+                    child.mark_ready()
+                    attempt.outcome = "ready"
+                    attempt.reported = {**classify.reported(list(child.tail)),
+                                        "time_to_ready_s": round(self.clock() - start, 1)}
+                    return child
+                now = self.clock()
+                if now - start > timeout:
+                    attempt.exit_status = self._stop_child(child)
+                    attempt.outcome = "failed"
+                    attempt.diagnosis = classify.Diagnosis(
+                        "startup_timeout", tracker.stage, {"startup_timeout_s": timeout},
+                        tuple(list(child.tail)[-3:]))
+                    return None
+                if now - last_beat >= HEARTBEAT_S:
+                    tracker.heartbeat()
+                    last_beat = now
+                self._reap(child)
+                self._wake.wait(HEALTH_POLL_S)
+        finally:
+            attempt.phases = tracker.phases()  # however the attempt ended
 
     def _first_request(self, attempt: Attempt, child: process.Child, env: Mapping[str, str]) -> bool:
         """Ask vLLM once, as a client would, before calling it ready; False when the attempt ends here.

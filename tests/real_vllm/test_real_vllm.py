@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_healthy
 from tests.real_vllm.conftest import ROOT, LaunchWatch, Output, guard_command, name_of
 
 pytestmark = [pytest.mark.real_vllm,
@@ -179,16 +179,13 @@ def test_sigterm_during_startup_is_quick_and_said(guard: Guard) -> None:
 
 def test_exec_mode_becomes_vllm(guard: Guard) -> None:
     proc = guard.start("--exec", guard.profile())
-    assert guard.out is not None
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{guard.port}/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            assert proc.poll() is None, guard.out.text()[-3000:]
-            time.sleep(0.5)
+    out = guard.out
+    assert out is not None
+
+    def alive() -> None:
+        assert proc.poll() is None, out.text()[-3000:]
+
+    wait_healthy(guard.port, alive, 300)
     assert Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[1].endswith(b"vllm")  # the same pid
     proc.send_signal(signal.SIGTERM)
     assert guard.finish(60) == 0  # vLLM's own status after a requested stop
