@@ -16,7 +16,7 @@ from typing import Any
 from vllm_guard.checkids import CHECK_IDS, GPU_DEPENDENT
 from vllm_guard.facts import Facts, Gpu
 from vllm_guard.memory import DEFAULT_UTILIZATION, GIB, MIB, Estimate, Params, estimate
-from vllm_guard.profile import Profile
+from vllm_guard.profile import Profile, world_size
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 
@@ -63,12 +63,6 @@ class Context:
 
     def setting(self, key: str) -> Any:
         return self.profile.check_setting(key)
-
-
-def world_size(profile: Profile) -> int:
-    """GPUs one vLLM instance uses: tensor x pipeline x data parallel."""
-    sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
-    return math.prod(max(int(v or 1), 1) for v in sizes)
 
 
 def gib(n: float | None) -> str:

@@ -79,6 +79,9 @@ def _search(profile: Profile, facts: Facts) -> Fix | None:
     other = _other_gpus(profile, facts)
     if other is not None:
         gpu_sets.append(other)
+        # Other GPUs of the box idle enough for the profile as written beat any value lowered here.
+        if _passes(profile, other[0], {}):
+            return Fix({}, other[1], _describe(profile, other[0], {}, other[1]))
     for first_only in (True, False):
         for trial_facts, guard in gpu_sets:
             for changes in _candidates(profile, trial_facts, first_only=first_only):
@@ -165,7 +168,8 @@ def _other_gpus(profile: Profile, facts: Facts) -> tuple[Facts, dict[str, Any]] 
 def _describe(profile: Profile, facts: Facts, changes: dict[str, Any], guard: dict[str, Any]) -> str:
     parts = []
     if "gpus" in guard:
-        parts.append(f"GPU(s) {', '.join(str(i) for i in guard['gpus'])} have the memory free")
+        parts.append(f"GPU(s) {', '.join(str(i) for i in guard['gpus'])} have the memory free "
+                     '(guard.gpus = "auto" takes the idlest at each start)')
     if "gpu_memory_utilization" in changes:
         parts.append(f"utilization {changes['gpu_memory_utilization']:.2f} is what other processes leave free")
     if "max_model_len" in changes:

@@ -25,7 +25,7 @@ import pwd
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from vllm_guard.errors import GuardError
@@ -100,28 +100,78 @@ class GpuLocks:
         """
         prepare_dir(self.directory)
         for uuid in self.uuids:
-            path = self.directory / f"gpu-{_safe_name(uuid)}.lock"
             told = False
-            while True:
-                fd = _open_lock(path)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    if not told:
-                        on_wait(uuid, holder_of(fd))
-                        told = True
-                    os.close(fd)
-                    if should_stop():
-                        self.release()
-                        return False
-                    time.sleep(poll_s)
-                    continue
-                if _still_at(path, fd):
-                    self._fds.append(fd)
-                    _note(fd, json.dumps({**self.holder, "pid": os.getpid(), "since": time.time()}))
-                    break
-                os.close(fd)  # the file was replaced while we locked it: lock the one that is there now
+            while (fd := self._try(uuid)) is None:
+                if not told:
+                    on_wait(uuid, self._holder(uuid))
+                    told = True
+                if should_stop():
+                    self.release()
+                    return False
+                time.sleep(poll_s)
+            self._fds.append(fd)
         return True
+
+    def _try(self, uuid: str) -> int | None:
+        """The locked descriptor of this GPU's lock file, or None while another process holds it."""
+        path = self.directory / f"gpu-{_safe_name(uuid)}.lock"
+        while True:
+            fd = _open_lock(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            if _still_at(path, fd):
+                _note(fd, json.dumps({**self.holder, "pid": os.getpid(), "since": time.time()}))
+                return fd
+            os.close(fd)  # the file was replaced while we locked it: lock the one that is there now
+
+    def _holder(self, uuid: str) -> str:
+        fd = _open_lock(self.directory / f"gpu-{_safe_name(uuid)}.lock")
+        try:
+            return holder_of(fd)
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def idlest(cls, directory: Path, ranked: Callable[[], Sequence[str]], count: int,
+               holder: Mapping[str, object] | None = None, *, on_wait: Callable[[str], None],
+               poll_s: float = 0.5, should_stop: Callable[[], bool] = lambda: False) -> GpuLocks | None:
+        """guard.gpus = "auto": the locks of the first ``count`` GPUs, in the order ``ranked()`` gives (idlest
+        first), whose lock no other guard holds; None if asked to stop while all were taken.
+
+        Each GPU is only tried (never waited on), so two guards choosing at once take different GPUs when
+        there are enough: the second finds the first's lock held and moves on. With too few free, every lock
+        taken is let go again before waiting (no deadlock), and the ranking is asked anew (another guard's
+        vLLM may now hold memory).
+
+        Raises:
+            GuardError: the lock directory or a lock file is unsafe.
+        """
+        prepare_dir(directory)
+        told = False
+        while True:
+            locks = cls(directory, [], holder)
+            taken: list[str] = []
+            for uuid in ranked():
+                if len(taken) == count:
+                    break
+                fd = locks._try(uuid)
+                if fd is not None:
+                    locks._fds.append(fd)
+                    taken.append(uuid)
+            if len(taken) == count:
+                locks.uuids = sorted(taken)
+                return locks
+            locks.release()
+            if not told:
+                on_wait(f"{count - len(taken)} more GPU(s) needed; every other GPU's launch lock is held by "
+                        "another guard starting now")
+                told = True
+            if should_stop():
+                return None
+            time.sleep(poll_s)
 
     def release(self) -> None:
         for fd in self._fds:

@@ -66,7 +66,8 @@ class Setting:
 # The guard's own settings. Each later capability adds the keys it uses, here.
 GUARD_SETTINGS: dict[str, Setting] = {
     "vllm": Setting("str", "vllm", "vLLM executable: a name on PATH or a path", env="VLLMGUARD_VLLM_BIN"),
-    "gpus": Setting("gpus", None, "GPUs to use, as NVML indices or UUIDs; default: all that vLLM would see"),
+    "gpus": Setting("gpus", None, 'GPUs to use: NVML indices or UUIDs, or "auto" (the idlest the layout needs, '
+                    "chosen under the launch locks); default: all that vLLM would see", env="VLLMGUARD_GPUS"),
     "allow-unknown-vllm-options": Setting(
         "bool", False, "pass [vllm] keys that vLLM 0.33 does not know (for a newer vLLM)"
     ),
@@ -246,9 +247,16 @@ def apply_environment(profile: Profile, environ: Mapping[str, str] | None) -> Pr
     overridden = list(profile.overridden)
     for key, setting in GUARD_SETTINGS.items():
         if setting.env and environ.get(setting.env):
-            guard[key] = environ[setting.env]
+            guard[key] = environ[setting.env] if setting.kind != "gpus" else _env_gpus(setting.env, environ)
             overridden.append(f"guard.{key} (from {setting.env})")
     return replace(profile, guard=guard, overridden=tuple(overridden))
+
+
+def _env_gpus(name: str, environ: Mapping[str, str]) -> tuple[int | str, ...] | str:
+    try:
+        return parse_gpus(environ[name])
+    except ValueProblem as e:
+        raise UsageError(f"{name}: {e}", hint='for example "auto" or "0,1"') from None
 
 
 def drop_in_command_line(tokens: Sequence[str], *, environ: Mapping[str, str] | None = None,
@@ -508,13 +516,7 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
             raise ValueProblem(f"expected a list of strings, got {value!r}")
         return tuple(value)
     if kind == "gpus":
-        items = value if isinstance(value, list) else [value]
-        if not items or not all(
-            (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v)
-            for v in items
-        ):
-            raise ValueProblem(f"expected a list of GPU indices (0, 1, ...) or UUIDs, got {value!r}")
-        return tuple(items)
+        return parse_gpus(value)
     number: float
     if kind == "len" and isinstance(value, str):
         number = parse_human_int(value)
@@ -532,6 +534,31 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
     if setting.maximum is not None and number > setting.maximum:
         raise ValueProblem(f"must be at most {setting.maximum:g}, got {value!r}")
     return float(number) if kind in ("float", "duration") else int(number)
+
+
+AUTO_GPUS = "auto"
+
+
+def world_size(profile: Profile) -> int:
+    """GPUs one vLLM instance uses: tensor x pipeline x data parallel."""
+    sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
+    return math.prod(max(int(v or 1), 1) for v in sizes)
+
+
+def parse_gpus(value: Any) -> tuple[int | str, ...] | str:
+    """guard.gpus: "auto", a list of NVML indices or UUIDs, or one string read as CUDA_VISIBLE_DEVICES is
+    ("0,1"); the same rule for the profile, VLLMGUARD_GPUS and --gpus."""
+    if isinstance(value, str) and value.strip().lower() == AUTO_GPUS:
+        return AUTO_GPUS
+    if isinstance(value, str):
+        value = [int(v) if v.isdigit() else v for v in (part.strip() for part in value.split(","))]
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(
+        (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v)
+        for v in items
+    ):
+        raise ValueProblem(f'expected "auto", or a list of GPU indices (0, 1, ...) or UUIDs, got {value!r}')
+    return tuple(items)
 
 
 def parse_duration(text: str) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 from vllm_guard.errors import SnapshotError
 from vllm_guard.facts import Facts, Machine
 from vllm_guard.plan import select_gpus
-from vllm_guard.profile import Profile
+from vllm_guard.profile import Profile, world_size
 
 
 def probe_machine(
@@ -95,7 +95,8 @@ def gather(profile: Profile, *, environ: Mapping[str, str], machine_file: str | 
         machine = probe_machine(environ=environ, extra_disk_paths=(download_dir,) if download_dir else ())
         origin = "this machine"
     wanted = profile.setting("gpus")
-    gpus, cuda_visible, notes = select_gpus(machine.gpus, wanted, environ.get("CUDA_VISIBLE_DEVICES"))
+    gpus, cuda_visible, notes = select_gpus(machine.gpus, wanted, environ.get("CUDA_VISIBLE_DEVICES"),
+                                           world_size(profile))
     # Unified-memory GPUs (GH200-class) have no memory of their own in NVML: vLLM 0.33
     # then measures free memory as host available RAM (utils/mem_utils.py:144-151).
     gpus = tuple(
