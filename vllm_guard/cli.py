@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     def target(p: argparse.ArgumentParser) -> None:
         p.add_argument("--machine", metavar="FILE",
                        help="plan against a machine snapshot instead of this machine (env VLLMGUARD_MACHINE)")
+        p.add_argument("--gpus", metavar="auto|0,1",
+                       help='guard.gpus: "auto" (the idlest GPUs the layout needs, chosen under the launch locks) '
+                       "or NVML indices / UUIDs (env VLLMGUARD_GPUS)")
         p.add_argument("target", nargs="?", metavar="TARGET",
                        help="a profile (*.toml) or a model id / local path as `vllm serve` takes it "
                        "(env VLLMGUARD_PROFILE when omitted)")
@@ -104,11 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
     attempts.add_argument("source", nargs="?", metavar="PROFILE|FILE")
     attempts.add_argument("--forget", action="store_true",
                           help="drop the relaxations remembered for PROFILE ([guard.ladder] remember)")
+    ps = command("ps", "every vLLM on this host: which guard started it, its state, GPUs and memory; orphans flagged",
+                 "List every vLLM on this host, one line each: those a guard started (with the guard's pid, "
+                 "profile, state and attempt) and those started without one, with the GPUs and GPU memory of "
+                 "their processes. Orphaned engines and workers (their `vllm serve` or guard gone) are flagged; "
+                 "so is vLLM's weight daemon (`vllm preload`).")
+    ps.add_argument("--json", action="store_true", help="print the list as JSON")
+    ps.add_argument("--machine", metavar="FILE", help="list the vLLM processes a machine snapshot recorded")
     return parser
 
 
 # The guard's options of `serve` and `check` that may come before TARGET (True: takes a value).
-_BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--json": False,
+_BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--gpus": True,
+                  "--json": False,
                   "--debug": False, "-h": False, "--help": False, "--version": False}
 
 

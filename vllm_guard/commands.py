@@ -28,6 +28,7 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         "explain": explain,
         "init": init,
         "attempts": attempts,
+        "ps": ps,
     }
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
@@ -148,11 +149,25 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Any, A
 
     profile = resolve_target(args.target, args.vllm_args, env, args=args,
                              machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
+    if getattr(args, "gpus", None):
+        profile = with_gpus(profile, args.gpus)
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
     target = str(profile.path) if profile.path is not None else profile.model
     pre = checks.preflight(profile, facts)
     return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target
+
+
+def with_gpus(profile: Profile, spec: str) -> Profile:
+    """--gpus before TARGET: guard.gpus, over the profile and VLLMGUARD_GPUS."""
+    from vllm_guard.options import ValueProblem
+    from vllm_guard.profile import parse_gpus
+
+    try:
+        gpus = parse_gpus(spec)
+    except ValueProblem as e:
+        raise UsageError(f"--gpus: {e}", hint='for example --gpus auto or --gpus 0,1') from None
+    return replace(profile, guard={**profile.guard, "gpus": gpus}, overridden=(*profile.overridden, "guard.gpus"))
 
 
 def table_notes(profile: Profile) -> list[str]:
@@ -388,6 +403,8 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     profile = drop_in_profile(args.model, environ=env)
     if (args.tensor_parallel_size or 1) > 1:
         profile = profile.with_value("tensor_parallel_size", args.tensor_parallel_size)
+    if getattr(args, "gpus", None):
+        profile = with_gpus(profile, args.gpus)
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
     users = args.users or 1
@@ -456,4 +473,37 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     for warning in warnings:
         stderr.write(f"vllm-guard: warning: {warning}\n")
     report.print_attempts(records, str(log), stdout)
+    return ExitCode.OK
+
+
+def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    """Every vLLM on this host: the guards' registry, the process table and NVML's process lists."""
+    from vllm_guard import instances, lock, probes, registry, report
+
+    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
+    notes: list[str] = []
+    if machine_file:
+        machine = probes.load_machine(Path(machine_file))
+        found = instances.from_snapshot(machine)
+        source = f"the snapshot {machine_file}, taken {machine.taken_at}: its GPUs' processes only"
+    else:
+        from vllm_guard.probes.host import process_table
+
+        machine = probes.probe_machine(environ=env)
+        directory = lock.lock_dir(None, env)
+        entries, notes = registry.read_entries(directory)
+        result = instances.find_instances(process_table(), entries, instances.gpu_processes_of(machine))
+        for guard_pid in result.stale:
+            registry.remove_stale(directory, guard_pid)  # a dead guard's entry, its vLLM gone too
+        found, notes = result.instances, [*notes, *result.notes]
+        source = f"this host; guards registered in {directory}"
+        if directory != lock.SHARED_LOCK_DIR and not env.get("VLLMGUARD_LOCK_DIR"):
+            notes.append(f"{lock.SHARED_LOCK_DIR} does not exist: only this user's guards register where `ps` "
+                         "looks (docs/security.md)")
+        if not machine.gpus:
+            notes.append("no GPU visible here: GPU memory per process is not known")
+    if args.json:
+        stdout.write(report.ps_json(found, source, notes) + "\n")
+    else:
+        report.print_ps(found, source, notes, stdout)
     return ExitCode.OK

@@ -27,6 +27,19 @@ class GpuProcess:
 
 
 @dataclass(frozen=True)
+class HostProcess:
+    """One process of this host, as `vllm-guard ps` needs it."""
+
+    pid: int
+    ppid: int
+    title: str  # argv[0] when vLLM retitled the process (VLLM::EngineCore), else the command name
+    argv: tuple[str, ...]  # empty when another user's process hides it
+    uid: int | None
+    user: str | None
+    started: float | None  # seconds since the epoch
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int  # NVML index; equals the CUDA index under CUDA_DEVICE_ORDER=PCI_BUS_ID
     uuid: str

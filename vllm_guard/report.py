@@ -15,6 +15,8 @@ from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
 from vllm_guard.facts import Facts, Machine
 from vllm_guard.fix import Fix
+from vllm_guard.instances import SCHEMA as PS_SCHEMA
+from vllm_guard.instances import Instance
 from vllm_guard.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
 from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
@@ -472,3 +474,52 @@ def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -
         table.add_row(*(Text(printable(cell, 500)) for cell in (r.get("attempt", "?"), when, took, changed, outcome,
                                                                  failure, next_text, reported, where or "-")))
     c.print(table)
+
+
+def print_ps(instances: list[Instance], source: str, notes: list[str], stream: TextIO) -> None:
+    """`vllm-guard ps`: one line per vLLM; its pids, users and command lines come from other users: plain text."""
+    c = _console(stream)
+    if not instances:
+        c.print(_t(f"no vLLM running ({source})"))
+    else:
+        t = Table(header_style="bold", box=None, pad_edge=False)
+        for col in ("PID", "STATE", "GUARD", "GPUS", "GPU MEM", "PORT", "FOR", "USER", "WHAT"):
+            t.add_column(col, overflow="fold")
+        for i in instances:
+            what = i.profile or i.model or "?"
+            if i.attempt is not None and i.attempt > 1:
+                what += f" (attempt {i.attempt})"
+            if i.note:
+                what += f": {i.note}"
+            style = "bold red" if i.state == "orphaned" else "green" if i.state in ("ready", "running") else "yellow"
+            t.add_row(_t(i.pid if i.pid is not None else "-"), _t(i.state, style),
+                      _t(i.guard_pid if i.guard_pid is not None else ("preload" if i.kind == "preload" else "-")),
+                      _t(",".join(str(g) for g in i.gpus) or "-"),
+                      _t(fmt(i.gpu_memory_bytes, "_bytes") if i.gpu_memory_bytes is not None else "-"),
+                      _t(i.port if i.port is not None else "-"), _t(_age(i.since)), _t(i.user or "?"), _t(what))
+        c.print(t)
+    for note in notes:
+        c.print(_t(f"note: {note}", "yellow"))
+
+
+def _age(since: str | None) -> str:
+    """How long a state has lasted, from its ISO start: "42s", "3m05s", "2h10m", "3d4h"."""
+    from datetime import datetime, timezone
+
+    try:
+        start = datetime.fromisoformat(since or "")
+    except ValueError:
+        return "-"
+    s = max(int((datetime.now(timezone.utc) - start).total_seconds()), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600}h"
+
+
+def ps_json(instances: list[Instance], source: str, notes: list[str]) -> str:
+    return json.dumps({"schema": PS_SCHEMA, "source": source, "instances": [i.to_dict() for i in instances],
+                       "notes": notes}, indent=2)

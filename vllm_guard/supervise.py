@@ -10,25 +10,26 @@ the documented codes. Every attempt is one line in the attempt log.
 from __future__ import annotations
 
 import math
+import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from vllm_guard import attempts as attempt_log
-from vllm_guard import classify, first_request, health, ladder, lock, process, remember
+from vllm_guard import classify, first_request, health, ladder, lock, process, registry, remember
 from vllm_guard.checks import Preflight, world_size
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
 from vllm_guard.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
 from vllm_guard.notify import Notifier
-from vllm_guard.plan import LaunchPlan, build_plan
-from vllm_guard.profile import Profile
+from vllm_guard.plan import LaunchPlan, build_plan, describe_choice, select_gpus
+from vllm_guard.profile import AUTO_GPUS, Profile
 from vllm_guard.redact import redact_text
 from vllm_guard.report import LaunchStatus
 
@@ -106,6 +107,10 @@ class Supervisor:
         self.attempt_log = attempt_log.Writer(self.log_path, on_error=self._attempt_log_failed)
         self.lock_dir = lock.lock_dir(profile.setting("lock-dir"), environ)
         self.history: list[Attempt] = []
+        # guard.gpus = "auto": chosen for real under the launch locks of the first attempt, then kept.
+        self.choose_gpus = profile.setting("gpus") == AUTO_GPUS
+        self.gpu_choice: str | None = None
+        self.registration: registry.Registration | None = None
 
     # --- signals -------------------------------------------------------------------
 
@@ -123,11 +128,35 @@ class Supervisor:
     def run(self) -> int:
         process.set_child_subreaper()
         restore = process.on_stop_signals(self._on_signal)
+        self._register()
         try:
             return self._climb()
         finally:
+            if self.registration is not None:
+                self.registration.remove()
             restore()
             self.status.close()
+
+    def _register(self) -> None:
+        """The entry `vllm-guard ps` reads (registry.py); a guard that cannot write it still serves."""
+        from vllm_guard.probes.host import process_started
+
+        profile = self.pre.profile
+        try:
+            lock.prepare_dir(self.lock_dir)
+        except GuardError as e:
+            self.status.message(f"not listed by `vllm-guard ps`: {e.message}")
+            return
+        entry = registry.Entry(
+            guard_pid=os.getpid(), guard_started=process_started(os.getpid()),
+            profile=str(profile.path) if profile.path else None, model=profile.model, state="starting",
+            since=_now(), attempt=1, gpus=tuple(g.index for g in self._gpus()), port=profile.value("port") or 8000,
+            uds=profile.value("uds"))
+        self.registration = registry.Registration(self.lock_dir, entry, on_error=self.status.message)
+
+    def _registry_update(self, **changes: Any) -> None:
+        if self.registration is not None:
+            self.registration.update(**changes)
 
     def _climb(self) -> int:
         original = self.pre.profile
@@ -144,7 +173,7 @@ class Supervisor:
             child = self._start(attempt, max_attempts)
             if attempt.outcome == "ready" and child is not None:
                 self._record(attempt)
-                self._announce_ready(attempt, original)
+                self._announce_ready(attempt, original, child)
                 self._remember(original, attempt, transient)
                 return self._serve(child, attempt)
             self._record_failure_step(attempt, guard_set_kv, unchanged)
@@ -314,13 +343,12 @@ class Supervisor:
         self.status.attempt_started(attempt.label)
         self.notifier.status(f"{attempt.label}: starting")
         self.notifier.extend_timeout(EXTEND_S)
-        locks = lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()],
-                              {"profile": str(profile.path or profile.model), "host": socket.gethostname()})
-        if not locks.acquire(on_wait=lambda uuid, who: self.status.message(f"waiting for the launch lock of GPU "
-                                                                          f"{uuid}, held by {who}"),
-                             should_stop=lambda: self.stop_signal is not None):
+        locks = self._take_locks(attempt)
+        if locks is None:
             attempt.outcome = "stopped"
             return None
+        self._registry_update(state="starting", since=_now(), attempt=attempt.number,
+                              gpus=tuple(g.index for g in self._gpus()), keeper_pid=None, vllm_pid=None)
         try:
             attempt.started_at = _now()
             attempt.started_mono = self.clock()
@@ -331,6 +359,42 @@ class Supervisor:
             return self._launch(attempt)
         finally:
             locks.release()
+
+    def _take_locks(self, attempt: Attempt) -> lock.GpuLocks | None:
+        """The launch locks of this attempt's GPUs; None when a stop came while waiting for them.
+
+        guard.gpus = "auto" chooses here, under the locks, not at preflight: the idlest GPUs whose lock no
+        other guard holds (lock.GpuLocks.idlest), so two guards starting at once take different GPUs."""
+        holder = {"profile": str(attempt.profile.path or attempt.profile.model), "host": socket.gethostname()}
+        stop = lambda: self.stop_signal is not None  # noqa: E731
+        if not self.choose_gpus:
+            locks = lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()], holder)
+            ok = locks.acquire(on_wait=lambda uuid, who: self.status.message(
+                f"waiting for the launch lock of GPU {uuid}, held by {who}"), should_stop=stop)
+            return locks if ok else None
+        seen: list[Gpu] = []
+
+        def ranked() -> list[str]:
+            gpus = self.gpu_probe() if self.gpu_probe is not None else self.facts.machine.gpus
+            seen[:] = select_gpus(gpus, None, self.environ.get("CUDA_VISIBLE_DEVICES"))[0]
+            return [g.uuid for g in sorted(seen, key=lambda g: g.idleness)]
+
+        taken = lock.GpuLocks.idlest(self.lock_dir, ranked, world_size(attempt.profile), holder,
+                                     on_wait=lambda why: self.status.message(f"waiting for GPUs: {why}"),
+                                     should_stop=stop)
+        if taken is None:
+            return None
+        chosen = tuple(sorted((g for g in seen if g.uuid in taken.uuids), key=lambda g: g.index))
+        visible = ",".join(str(g.index) for g in chosen)
+        self.gpu_choice = describe_choice(chosen, seen)
+        if visible != self.facts.cuda_visible_devices:
+            self.status.message(f"GPU(s) {visible} taken instead of {self.facts.cuda_visible_devices} at preflight: "
+                                "another start took those meanwhile")
+        self.status.message(self.gpu_choice)
+        self.facts = replace(self.facts, gpus=chosen, cuda_visible_devices=visible)
+        attempt.plan = build_plan(attempt.profile, environ=self.environ, cuda_visible_devices=visible)
+        self.choose_gpus = False  # the ladder's later attempts keep these GPUs: vLLM's numbers are theirs
+        return taken
 
     def _launch(self, attempt: Attempt) -> process.Child | None:
         plan = attempt.plan
@@ -346,6 +410,7 @@ class Supervisor:
                              hint="install vLLM or set guard.vllm / VLLMGUARD_VLLM_BIN",
                              exit_code=ExitCode.PREFLIGHT_FAILED) from None
         tracker.claim = child.claim
+        self._registry_update(keeper_pid=child.pid)
         timeout = float(attempt.profile.setting("startup-timeout"))
         start = self.clock()
         last_beat = start
@@ -518,8 +583,9 @@ class Supervisor:
 
     # --- after ready ----------------------------------------------------------------------
 
-    def _announce_ready(self, attempt: Attempt, original: Profile) -> None:
+    def _announce_ready(self, attempt: Attempt, original: Profile, child: process.Child) -> None:
         relaxed = self._changed(original, attempt.profile)
+        self._registry_update(state="relaxed" if relaxed else "ready", since=_now(), vllm_pid=child.vllm_pid)
         self.status.ready(attempt.number, attempt.reported, relaxed,
                           str(original.path) if original.path else None, attempt.phases)
         p = attempt.profile
@@ -590,6 +656,8 @@ class Supervisor:
             "duration_s": round(self.clock() - attempt.started_mono, 1) if attempt.started_mono else 0.0,
             "argv": attempt.plan.redacted_argv(),
             "changed": attempt.changed,
+            "gpus": [g.index for g in self._gpus()],
+            "gpu_choice": self.gpu_choice,
             "preflight": ("forced" if self.forced else self.pre.verdict),
             "outcome": attempt.outcome,
             "failure": None if d is None else {

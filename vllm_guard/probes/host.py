@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.facts import Disk, Host
+from vllm_guard.facts import Disk, Host, HostProcess
 
 # Above this a cgroup v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX pages).
 CGROUP_V1_UNLIMITED = 2**62
@@ -273,6 +273,36 @@ def descendants(pid: int) -> list[tuple[int, str]]:
             continue
         out.append((child.pid, cmd0 if cmd0.startswith("VLLM::") else name))
     return out
+
+
+def process_table(argv_max: int = 64) -> list[HostProcess]:
+    """Every live process of this host (zombies left out), for `vllm-guard ps`: pid, parent, title, command
+    line (the first ``argv_max`` words; empty where another user's process hides it), owner, start time."""
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["pid", "ppid", "name", "cmdline", "uids", "username", "create_time", "status"]):
+        info = p.info
+        if info.get("status") == psutil.STATUS_ZOMBIE or info.get("pid") is None:
+            continue
+        argv = tuple(str(a)[:4096] for a in (info.get("cmdline") or ())[:argv_max])
+        name = str(info.get("name") or "")
+        title = argv[0] if argv and argv[0].startswith("VLLM::") else name
+        uids = info.get("uids")
+        out.append(HostProcess(pid=int(info["pid"]), ppid=int(info.get("ppid") or 0), title=title, argv=argv,
+                               uid=int(uids.real) if uids is not None else None, user=info.get("username"),
+                               started=info.get("create_time")))
+    return out
+
+
+def process_started(pid: int) -> float | None:
+    """When a process started (seconds since the epoch), to tell it from a later one with the same pid."""
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
 
 
 def _files_of(pid_dir: str, keep: Callable[[str], bool]) -> set[str]:
