@@ -23,8 +23,9 @@ from tests.test_gpus_auto import two_a100
 from tests.test_serve import L4, Rig, no_leftovers  # noqa: F401 (the fixture checks for leftover processes)
 from vllm_guard import registry
 from vllm_guard.facts import HostProcess
-from vllm_guard.instances import find_instances, from_snapshot, vllm_command
+from vllm_guard.instances import find_instances, from_snapshot
 from vllm_guard.probes import load_machine
+from vllm_guard.proctitles import vllm_command
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -277,3 +278,30 @@ def test_hostile_entries_are_passed_over(tmp_path: Path) -> None:
     assert registry.write_entry(registry.path_for(tmp_path, 6), good) is None  # named 6, says 5
     entries, notes = registry.read_entries(tmp_path)
     assert entries == [] and len(notes) == 5
+
+
+def test_the_preload_daemon_is_a_named_vllm_holder_on_the_gpu(tmp_path: Path) -> None:
+    """The NVML probe's process info names `vllm preload` and its children, and the free-memory check says
+    what it is instead of listing an unknown python3."""
+    from vllm_guard.probes.host import gpu_process_info
+
+    vllm = vllm_script(tmp_path)
+    daemon = subprocess.Popen([str(vllm), "preload", "--model", "m"])
+    try:
+        time.sleep(0.3)
+        assert gpu_process_info(daemon.pid)["name"] == "vllm preload (weight daemon)"
+    finally:
+        daemon.kill()
+        daemon.wait()
+    doc = json.loads(two_a100(tmp_path).read_text())
+    doc["gpus"][0]["processes"] = [{"pid": 99, "name": "vllm preload (weight daemon)", "user": "bob",
+                                    "used_memory_bytes": 70 * GIB}]
+    doc["gpus"][0]["memory_free_bytes"] -= 70 * GIB
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, "-m", "vllm_guard", "check", "--json", "--machine", str(tmp_path / "m.json"),
+                           "--gpus", "0", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"],
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}, capture_output=True,
+                          text=True, timeout=60)
+    free = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "gpu.free_memory")
+    assert "vLLM's weight daemon" in free["message"]
+    assert [i.kind for i in from_snapshot(load_machine(tmp_path / "m.json"))] == ["preload"]

@@ -16,6 +16,7 @@ from typing import Any
 from vllm_guard.checkids import CHECK_IDS, GPU_DEPENDENT
 from vllm_guard.facts import Facts, Gpu
 from vllm_guard.memory import DEFAULT_UTILIZATION, GIB, MIB, Estimate, Params, estimate
+from vllm_guard.proctitles import PRELOAD_NAME
 from vllm_guard.profile import Profile, world_size
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -137,7 +138,9 @@ def check_gpu_free_memory(c: Context) -> Finding:
         holders = [p for p in gpu.processes or ()]
         holders.sort(key=lambda p: -(p.used_memory_bytes or 0))
         for p in holders:
-            tag = " [orphaned VLLM::EngineCore: its unit needs KillMode=mixed]" if p.orphaned_vllm else ""
+            tag = " [orphaned VLLM::EngineCore: its unit needs KillMode=mixed]" if p.orphaned_vllm else (
+                " [vLLM's weight daemon: it keeps weights resident on purpose; vllm serve --load-format "
+                "ipc_cache maps them instead of loading a second copy]" if p.name == PRELOAD_NAME else "")
             lines.append(f"  pid {p.pid} {p.user or '?'} {p.name or '?'} {mib(p.used_memory_bytes)}{tag}")
         if gpu.processes is None:
             lines.append("  (the driver did not list the processes holding it)")

@@ -23,14 +23,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from vllm_guard.facts import GpuProcess, HostProcess, Machine
-from vllm_guard.probes.host import REAPERS
+from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, vllm_command
 from vllm_guard.registry import Entry
 
 SCHEMA = "vllm-guard.ps/1"
 # A registry entry's start time and the process table's are the same clock, rounded differently.
 STARTED_TOLERANCE_S = 1.0
 ENGINE_PREFIXES = ("VLLM::EngineCor", "VLLM::Worker", "VLLM::DPCoord")
-VLLM_MODULES = {"vllm.entrypoints.openai.api_server": "serve", "vllm.entrypoints.api_server": "serve"}
 
 
 @dataclass(frozen=True)
@@ -61,18 +60,6 @@ class Found:
     instances: list[Instance]
     stale: list[int]  # guard pids whose entries are left over (guard and vLLM gone): to be removed
     notes: list[str]
-
-
-def vllm_command(argv: Sequence[str]) -> str | None:
-    """"serve" or "preload" when the command line is a vLLM CLI start of one; None otherwise."""
-    for i, word in enumerate(argv[:4]):
-        if word in VLLM_MODULES:
-            return VLLM_MODULES[word]
-        if (os.path.basename(word) == "vllm" or word == "vllm.entrypoints.cli.main") and i + 1 < len(argv):
-            nxt = argv[i + 1]
-            if nxt in ("serve", "preload"):
-                return nxt
-    return None
 
 
 def is_vllm(p: HostProcess) -> bool:
@@ -229,7 +216,8 @@ def from_snapshot(machine: Machine) -> list[Instance]:
     out = []
     for pid, (p, held) in sorted(seen.items()):
         memory = sum(b for _, b in held if b is not None) if all(b is not None for _, b in held) else None
-        out.append(Instance("vllm", "orphaned" if p.orphaned_vllm else "running", pid, (pid,), None, None, None,
+        kind = "preload" if p.name == PRELOAD_NAME else "vllm"
+        out.append(Instance(kind, "orphaned" if p.orphaned_vllm else "running", pid, (pid,), None, None, None,
                             tuple(sorted({i for i, _ in held})), memory, None, None, None, p.user,
                             f"{p.name}, from the snapshot" + (" (orphaned when it was taken)" if p.orphaned_vllm
                                                              else "")))

@@ -13,14 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from vllm_guard.facts import Disk, Host, HostProcess
+from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, VLLM_CHILD_PREFIXES, vllm_command
 
 # Above this a cgroup v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX pages).
 CGROUP_V1_UNLIMITED = 2**62
-# Processes that adopt orphans: init, systemd (also --user), container inits.
-REAPERS = frozenset({"systemd", "init", "tini", "docker-init", "dumb-init", "containerd-shim", "s6-svscan",
-                     "catatonit", "runsv"})
-# vLLM 0.33 sets these process titles (v1/engine/utils.py:286-292); comm keeps 15 characters.
-VLLM_CHILD_PREFIXES = ("VLLM::EngineCor", "VLLM::Worker")
 
 
 def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup",
@@ -148,9 +144,10 @@ def gpu_process_info(pid: int) -> dict[str, Any]:
         with p.oneshot():
             name = p.name()
             try:
-                cmd0 = (p.cmdline() or [""])[0]
+                argv = p.cmdline() or [""]
             except (psutil.AccessDenied, psutil.ZombieProcess):
-                cmd0 = ""
+                argv = [""]
+            cmd0 = argv[0]
             try:
                 user: str | None = p.username()
             except (psutil.AccessDenied, KeyError):
@@ -160,11 +157,17 @@ def gpu_process_info(pid: int) -> dict[str, Any]:
         return {}
     title = cmd0 if cmd0.startswith("VLLM::") else name
     parent_name = None
+    parent_argv: list[str] = []
     if ppid > 1:
         try:
-            parent_name = psutil.Process(ppid).name()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            parent_name = None
+            parent = psutil.Process(ppid)
+            parent_name = parent.name()
+            parent_argv = parent.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    if "preload" in (vllm_command(argv), vllm_command(parent_argv)):
+        # vLLM 0.31+'s weight daemon (or one of its per-GPU children): a vLLM holder, not an unknown one.
+        return {"name": PRELOAD_NAME, "user": user, "orphaned_vllm": False}
     return {"name": title, "user": user,
             "orphaned_vllm": is_orphaned_vllm(title, ppid, parent_name)}
 
