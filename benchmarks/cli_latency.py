@@ -22,6 +22,7 @@ CASES = {
         *GUARD, "check", "--machine", str(ROOT / "profiles/machines/l4-24gb.json"),
         str(ROOT / "profiles/llama-3.1-8b-full-context.toml"),
     ],
+    "vllm-guard ps --json": [*GUARD, "ps", "--json"],
 }
 
 
