@@ -143,6 +143,13 @@ def test_ready_then_a_stop_signal(guard: Guard, sig: int, code: int) -> None:
     # The CPU build captures no CUDA graphs, and with --enforce-eager it has no warm-up to time either.
     assert rec["phases"]["graphs"] is None and rec["phases"]["profiling"] is None
     assert guard.proc is not None
+    # `vllm-guard ps` sees the real process tree: this guard's entry, the real API server, its EngineCore.
+    listed = json.loads(subprocess.run([sys.executable, "-m", "vllm_guard", "ps", "--json"], env=guard.env,
+                                       capture_output=True, text=True, timeout=60, check=True).stdout)
+    mine = [i for i in listed["instances"] if i["guard_pid"] == guard.proc.pid]
+    assert len(mine) == 1 and mine[0]["state"] == "ready" and mine[0]["port"] == guard.port, listed
+    assert b"serve" in Path(f"/proc/{mine[0]['pid']}/cmdline").read_bytes().split(b"\0"), mine[0]
+    assert any(name_of(pid).startswith("VLLM::EngineCor") for pid in mine[0]["pids"]), mine[0]
     guard.proc.send_signal(sig)
     assert guard.finish(60) == code
     guard.nothing_left()
