@@ -166,7 +166,7 @@ def test_busy_gpu_lists_holders_and_flags_orphans(tmp_path: Path) -> None:
     got = run(tmp_path, "l4-24gb", "max-model-len = 4096", edit_machine=with_gpu_memory(2 * GIB, procs))
     assert got["gpu.free_memory"] == "fail"
     f = finding("gpu.free_memory")
-    assert "pid 4242 svc-vllm VLLM::EngineCore 20480 MiB" in f.message and "KillMode=mixed" in f.message
+    assert "pid 4242 svc-vllm VLLM::EngineCore 20,480 MiB" in f.message and "KillMode=mixed" in f.message
     assert "pid 5151 alice python3" in f.message
     assert "kill" not in (f.fix or "")  # not the user's processes: never suggest killing them
     assert f.measured["max_utilization_now"] < 0.1

@@ -76,7 +76,7 @@ def gib(n: float | None) -> str:
 
 
 def mib(n: float | None) -> str:
-    return "unknown" if n is None else f"{n / MIB:.0f} MiB"
+    return "unknown" if n is None else f"{n / MIB:,.0f} MiB"
 
 
 # --- GPUs ---------------------------------------------------------------------
@@ -110,7 +110,8 @@ def check_gpu_count(c: Context) -> Finding:
     return Finding(
         "gpu.count", FAIL,
         f"tensor x pipeline x data parallel = {need} GPUs, but vLLM will see {have}",
-        f"use --tensor-parallel-size {max(have, 1)} or fewer, or run multi-node with Ray "
+        (f"use --tensor-parallel-size {have} or fewer" if have > 1 else "use --tensor-parallel-size 1")
+        + " (tensor x pipeline x data parallel at most the visible GPUs), or run multi-node with Ray "
         "(--distributed-executor-backend ray)", measured, required,
     )
 
@@ -208,10 +209,14 @@ def check_gpu_quantization(c: Context) -> Finding:
         return Finding("gpu.quantization", SKIP, f"{method}: minimum compute capability not known to the guard"
                        if minimum is None else "compute capability unknown")
     have = cc[0] * 10 + cc[1]
-    measured, required = {"method": method, "capability": have}, {"capability": minimum}
+    # The table keeps vLLM's integer form (get_min_capability() returns 75 for 7.5); people read 7.5.
+    shown_have, shown_min = f"{cc[0]}.{cc[1]}", f"{minimum // 10}.{minimum % 10}"
+    measured, required = {"method": method, "compute_capability": shown_have}, {"compute_capability": shown_min}
     if have >= minimum:
-        return Finding("gpu.quantization", PASS, f"{method} runs on capability {have}", None, measured, required)
-    return Finding("gpu.quantization", FAIL, f"{method} needs capability {minimum}; this GPU has {have}",
+        return Finding("gpu.quantization", PASS, f"{method} runs on compute capability {shown_have} "
+                       f"(needs {shown_min})", None, measured, required)
+    return Finding("gpu.quantization", FAIL, f"{method} needs compute capability {shown_min}; this GPU has "
+                   f"{shown_have}",
                    "use a checkpoint in a format this GPU supports (e.g. GPTQ on older GPUs)", measured, required)
 
 
@@ -273,12 +278,12 @@ def check_model_kv_fit(c: Context) -> Finding:
         alternatives = _kv_alternatives(c, need)
         return Finding(
             "model.kv_fit", FAIL,
-            f"one request of max-model-len {e.max_model_len} needs {gib(need)} of KV cache; "
-            f"{gib(e.kv_budget_bytes)} is available. The largest max-model-len that fits is {fit}",
+            f"one request of max-model-len {e.max_model_len:,} needs {gib(need)} of KV cache; "
+            f"{gib(e.kv_budget_bytes)} is available. The largest max-model-len that fits is {fit:,}",
             "; ".join([fix, *alternatives]), {**measured, "max_fitting_model_len": fit}, required)
     concurrency = e.max_concurrency or 0.0
     message = (f"KV cache {gib(e.kv_budget_bytes)} = {e.kv_tokens:,} tokens; "
-               f"{concurrency:.2f}x requests of {e.max_model_len} tokens fit at once")
+               f"{concurrency:.2f}x requests of {e.max_model_len:,} tokens fit at once")
     minimum = c.setting("min-concurrency")
     if minimum is not None and concurrency < minimum:
         return Finding("model.kv_fit", WARN, message + f", below guard.checks.min-concurrency {minimum:g}",
@@ -320,13 +325,13 @@ def check_model_max_len(c: Context) -> Finding:
         return Finding("model.max_len", SKIP, "derived maximum length unknown")
     measured, required = {"max_model_len": length}, {"derived_max_len": derived}
     if length <= derived:
-        return Finding("model.max_len", PASS, f"max-model-len {length} <= the model's {derived} "
+        return Finding("model.max_len", PASS, f"max-model-len {length:,} <= the model's {derived:,} "
                        f"({m.derived_max_len_key})", None, measured, required)
     if c.facts.environ_allows_long_len:
-        return Finding("model.max_len", WARN, f"max-model-len {length} exceeds the model's {derived}; allowed "
+        return Finding("model.max_len", WARN, f"max-model-len {length:,} exceeds the model's {derived:,}; allowed "
                        "by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "expect poor quality past the trained length",
                        measured, required)
-    return Finding("model.max_len", FAIL, f"max-model-len {length} exceeds the model's derived maximum {derived} "
+    return Finding("model.max_len", FAIL, f"max-model-len {length:,} exceeds the model's derived maximum {derived:,} "
                    f"({m.derived_max_len_key}); vLLM refuses it", f"--max-model-len {derived}", measured, required)
 
 
@@ -450,10 +455,10 @@ def check_host_nofile(c: Context) -> Finding:
     if soft is None:
         return Finding("host.nofile", PASS, "no limit on open files")
     if soft < minimum:
-        return Finding("host.nofile", WARN, f"the open-files soft limit is {soft}; many concurrent connections "
+        return Finding("host.nofile", WARN, f"the open-files soft limit is {soft:,}; many concurrent connections "
                        f"need more", "LimitNOFILE=65536 in the unit, or ulimit -n 65536",
                        {"nofile": soft}, {"nofile": minimum})
-    return Finding("host.nofile", PASS, f"open-files soft limit {soft}", None, {"nofile": soft})
+    return Finding("host.nofile", PASS, f"open-files soft limit {soft:,}", None, {"nofile": soft})
 
 
 def check_net_port(c: Context) -> Finding:

@@ -24,13 +24,26 @@ from vllm_guard.redact import mask_url_credentials, printable
 STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
 
 
+# Wider than any line the guard prints: off a terminal nothing is hard-wrapped, so every sentence stays on one
+# line for grep and is one journal entry.
+UNWRAPPED_WIDTH = 100_000
+
+
 def _console(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, soft_wrap=False, width=_width(stream))
 
 
 def _width(stream: TextIO) -> int | None:
-    # A pipe or a file gets a fixed, readable width; a terminal keeps its own.
-    return None if getattr(stream, "isatty", lambda: False)() else 120
+    # A terminal keeps its own width (rich wraps at word boundaries); a pipe, a file or the journal gets
+    # whole lines.
+    return None if is_terminal(stream) else UNWRAPPED_WIDTH
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except (OSError, ValueError):
+        return False
 
 
 def fmt(value: Any, key: str = "") -> str:
@@ -39,7 +52,7 @@ def fmt(value: Any, key: str = "") -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if (key.endswith("bytes") or "_bytes_" in key) and isinstance(value, (int, float)):
-        return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.0f} MiB"
+        return f"{value / GIB:,.2f} GiB" if abs(value) >= GIB else f"{value / MIB:,.0f} MiB"
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, int):
@@ -82,24 +95,26 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
         c.print(_t(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
                    f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}"))
+    # The sentence of each check, never its key: value dump (the numbers stay in --json). A skipped check says
+    # why it was skipped.
     table = Table(show_lines=False, header_style="bold")
-    for col in ("check", "status", "measured", "required", "fix"):
-        table.add_column(col, overflow="fold")
+    for col in ("check", "status", "finding", "fix"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))
     for f in pre.findings:
-        # Measured values and fixes quote paths, names and values from the snapshot and the profile:
+        # Messages and fixes quote paths, names and values from the snapshot and the profile:
         # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
-        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(_pairs(f.measured)),
-                      _t(_pairs(f.required)), _t(f.fix or ""))
+        finding = f.message + (f" ({f.note})" if f.note else "")
+        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(finding), _t(f.fix or ""))
     c.print(table)
-    problems = [f for f in pre.findings if f.status in (FAIL, WARN)]
-    for f in problems:
-        c.print(Text(f"{f.status.upper()} {f.id}: ", style=STATUS_STYLE[f.status]), end="")
-        c.print(_t(f.message + (f" ({f.note})" if f.note else "")))
     if pre.estimate is not None:
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(_t(f"note: {note}", "dim"))
     _print_verdict(c, pre.verdict, pre.findings, fix)
+
+
+# weights, non-torch, activations, CUDA graphs, KV cache, rest of the budget
+BAR_GLYPHS = ("█", "▓", "▒", "░", "=", ".")
 
 
 def _print_budget(c: Console, pre: Preflight) -> None:
@@ -116,12 +131,13 @@ def _print_budget(c: Console, pre: Preflight) -> None:
     width = 60
     bar = Text()
     scale = max(e.budget_bytes, used, 1)
-    for _name, value, style in [*parts, ("rest", rest, "dim")]:
-        bar.append("█" * round((value or 0) / scale * width), style=style)
+    # Each part has its own glyph, so the bar reads without colour (a pipe, the journal, NO_COLOR).
+    for (_name, value, style), glyph in zip([*parts, ("rest", rest, "dim")], BAR_GLYPHS, strict=True):
+        bar.append(glyph * round((value or 0) / scale * width), style=style)
     c.print(bar)
     legend = Text()
-    for name, value, style in [*parts, ("rest of budget", rest, "dim")]:
-        legend.append("■ ", style=style)
+    for (name, value, style), glyph in zip([*parts, ("rest of budget", rest, "dim")], BAR_GLYPHS, strict=True):
+        legend.append(f"{glyph} ", style=style)
         legend.append(f"{name} {fmt(value, '_bytes')}  ")
     c.print(legend)
     if over:
@@ -145,16 +161,23 @@ def _print_budget(c: Console, pre: Preflight) -> None:
 
 
 def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None) -> None:
+    """The verdict, how many checks failed or warned, and the fix of each one (not only the first)."""
     fails = [f for f in findings if f.status == FAIL]
+    warns = [f for f in findings if f.status == WARN]
     text = Text("verdict: ", style="bold")
     text.append(verdict.upper(), style=STATUS_STYLE[verdict])
-    if fix is not None and fix.exists:
-        text.append(_t(f" - one fix that passes every check: {fix.command_line()} ({fix.reason})"))
-    elif fix is not None:
-        text.append(_t(f" - no fix: {fix.reason}"))
-    elif fails and fails[0].fix:
-        text.append(_t(f" - {fails[0].id}: {fails[0].fix}"))
+    counts = [f"{len(fails)} check{'s' if len(fails) != 1 else ''} failed"] if fails else []
+    counts += [f"{len(warns)} warning{'s' if len(warns) != 1 else ''}"] if warns else []
+    if counts:
+        text.append(f" ({', '.join(counts)})")
     c.print(text)
+    for f in (*fails, *warns):
+        c.print(Text.assemble(("  ", ""), (f.status.upper(), STATUS_STYLE[f.status]), " ", _t(f.id),
+                              _t(f": {f.fix}" if f.fix else ": no fix the guard knows")))
+    if fix is not None and fix.exists:
+        c.print(_t(f"one fix that passes every check: {fix.command_line()} ({fix.reason})"))
+    elif fix is not None:
+        c.print(_t(f"no single fix passes every check: {fix.reason}"))
 
 
 def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> str:
