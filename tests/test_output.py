@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import termios
+from pathlib import Path
 
 import pytest
 
@@ -106,7 +107,7 @@ def test_memory_bar_reads_without_colour() -> None:
 
 
 def test_verdict_counts_failures_and_gives_each_fix(tmp_path) -> None:
-    snap = json.loads(open(L4).read())
+    snap = json.loads(Path(L4).read_text())
     snap["host"]["memory_available_bytes"] = 8 * 2**30
     snap["host"]["shm_free_bytes"] = 32 * 2**20
     path = tmp_path / "small.json"

@@ -268,6 +268,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
 
     from vllm_guard import classify, ladder, report
     from vllm_guard.knowledge import STAGE_NAMES
+    from vllm_guard.suggest import toml_line
 
     if args.unit and args.log is not None:
         raise UsageError("give a log FILE or --unit NAME, not both")
@@ -298,7 +299,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             for start, step, _ in docs:
                 d = start.diagnosis
                 state = d.cls if start.failed or d.cls != "unknown" else "no failure seen"
-                change = (f"next: {step.param} = {step.value}" if isinstance(step, ladder.Step) and step.param
+                change = (f"next: {toml_line(step.param, step.value)}" if isinstance(step, ladder.Step) and step.param
                           else "next: no change" if isinstance(step, ladder.Step) else "next: none")
                 mark = "  <- diagnosed below" if start is chosen else ""
                 stdout.write(f"start {start.number}/{len(starts)} (lines {start.first_line}-{start.last_line}): "

@@ -20,6 +20,7 @@ from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
 from vllm_guard.redact import mask_url_credentials, printable
+from vllm_guard.suggest import as_written, flag, previous, toml_line
 
 STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
 
@@ -238,6 +239,14 @@ def _advice(d: Diagnosis) -> Advice:
     return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])
 
 
+def _step_dict(step: Step) -> dict[str, Any]:
+    """The ladder's step, with the two pasteable spellings of its change."""
+    d = step.to_dict()
+    if step.param:
+        d["toml"], d["flag"] = toml_line(step.param, step.value), flag(step.param, step.value)
+    return d
+
+
 def explain_json(d: Diagnosis, step: Step | Stop) -> str:
     advice = _advice(d)
     doc: dict[str, Any] = {
@@ -250,7 +259,7 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
         "explanation": advice.explanation,
         "helps": list(advice.helps),
         "does_not_help": list(advice.does_not_help),
-        "next_step": step.to_dict() if isinstance(step, Step) else None,
+        "next_step": _step_dict(step) if isinstance(step, Step) else None,
         "no_step_reason": step.reason if isinstance(step, Stop) else None,
     }
     return json.dumps(doc, indent=2)
@@ -278,7 +287,9 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
         for item in advice.does_not_help:
             c.print(f"  - {item}", markup=False)
     if isinstance(step, Step):
-        change = f"{step.param} = {step.value}" if step.param else "no change"
+        # A log does not say whether vLLM was started from a profile or a command line: both spellings.
+        change = (f"{toml_line(step.param, step.value)} in a profile's [vllm] table, or {flag(step.param, step.value)}"
+                  " on the command line") if step.param else "no change"
         c.print(Text.assemble(("next step: ", "bold"), (change, "bold green"), f" ({step.reason})"))
     else:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))
@@ -388,17 +399,25 @@ class LaunchStatus:
             self.message(text, style="")
 
     def ready(self, number: int, reported: dict[str, Any], relaxed: dict[str, list[Any]], profile: str | None,
-              phases: Mapping[str, float | None] | None = None) -> None:
+              phases: Mapping[str, float | None] | None = None, *, url: str | None = None,
+              set_by_user: frozenset[str] = frozenset()) -> None:
+        """The ready line (where, after how many attempts and how long, what vLLM reported), the start-up
+        phases, and a relaxed start's values spelled the way the user wrote theirs (``profile`` None: a
+        command line, so flags; else TOML lines for that profile)."""
         self.close()  # the live start-up line has done its job; from here on, plain lines
-        facts = ", ".join(f"{k} {v}" for k, v in reported.items())
-        self.message(f"vLLM is ready after {number} attempt(s)" + (f": {facts}" if facts else ""), style="bold green")
+        self.message(ready_line(number, reported, url), style="bold green")
         if phases and (where := phases_line(phases)):
             self.message(f"where the start-up time went: {where}", style="")
         if relaxed:
-            what = ", ".join(f"{k} = {new} (the profile says {old})" for k, (old, new) in relaxed.items())
+            command_line = profile is None
+            what = "; ".join(
+                f"{as_written(k, new, command_line=command_line)} "
+                f"({previous(k, old, set_by_user=k in set_by_user, command_line=command_line)})"
+                for k, (old, new) in relaxed.items())
             where = f" in {profile}" if profile else " on the command line"
-            self.message(f"RELAXED START: vLLM runs, but NOT as the profile is written: {what}. Put these values"
-                         f"{where} to start this way directly.", style="bold yellow")
+            self.message(f"RELAXED START: vLLM runs, but NOT as the {'command line' if command_line else 'profile'}"
+                         f" is written: {what}. Put these values{where} to start this way directly.",
+                         style="bold yellow")
 
     def attempts_table(self, history: list[Any], *, exhausted: bool) -> None:
         table = Table(title="vllm-guard: every start failed" if exhausted else "vllm-guard: start failed",
@@ -409,7 +428,7 @@ class LaunchStatus:
             changed = "\n".join(f"{k}: {old} -> {new}" for k, (old, new) in a.changed.items()) or "-"
             failure = f"{a.diagnosis.cls} ({a.diagnosis.stage})" if a.diagnosis else "-"
             step = a.step
-            nxt = (f"{step.param} = {step.value}" if getattr(step, "param", None) else getattr(step, "reason", "-"))
+            nxt = (toml_line(step.param, step.value) if getattr(step, "param", None) else getattr(step, "reason", "-"))
             table.add_row(*(_t(cell) for cell in (a.number, changed, a.outcome, failure, nxt or "-")))
         with self._lock:
             self._flush()
@@ -448,6 +467,25 @@ def _point_at_devnull(stream: TextIO) -> None:
         os.close(null)
 
 
+def ready_line(number: int, reported: Mapping[str, Any], url: str | None) -> str:
+    """'vLLM is ready on http://127.0.0.1:8000 after 1 attempt(s), 41 s: KV cache 40,544 tokens (1.00x
+    concurrency), weights 14.99 GiB' - what the systemd status says too, in a sentence."""
+    text = "vLLM is ready" + (f" on {url}" if url else "") + f" after {number} attempt(s)"
+    if isinstance(reported.get("time_to_ready_s"), (int, float)):
+        text += f", {reported['time_to_ready_s']:.0f} s"
+    facts = []
+    if isinstance(reported.get("kv_cache_tokens"), int):
+        kv = f"KV cache {reported['kv_cache_tokens']:,} tokens"
+        if isinstance(reported.get("max_concurrency"), (int, float)):
+            kv += f" ({reported['max_concurrency']:.2f}x concurrency)"
+        facts.append(kv)
+    if isinstance(reported.get("model_loading_gib"), (int, float)):
+        facts.append(f"weights {reported['model_loading_gib']:.2f} GiB")
+    if isinstance(reported.get("model_loading_s"), (int, float)):
+        facts.append(f"loaded in {reported['model_loading_s']:.0f} s")
+    return text + (": " + ", ".join(facts) if facts else "")
+
+
 PHASE_LABELS = {"imports": "imports", "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
                 "graphs": "graphs", "port": "API server", "health": "health", "first_request": "first token"}
 
@@ -480,7 +518,7 @@ def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -
         failure = (r.get("failure") or {}).get("class", "-")
         nxt = r.get("next") or {}
         if nxt.get("param"):
-            next_text = f"{nxt['param']} = {nxt.get('value')}"
+            next_text = toml_line(str(nxt["param"]), nxt.get("value"))
         else:
             next_text = nxt.get("stop") or nxt.get("reason") or "-"
         reported = "\n".join(f"{label} {(r.get('reported') or {})[k]}" for k, label in shown.items()

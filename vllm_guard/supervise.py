@@ -521,7 +521,9 @@ class Supervisor:
     def _announce_ready(self, attempt: Attempt, original: Profile) -> None:
         relaxed = self._changed(original, attempt.profile)
         self.status.ready(attempt.number, attempt.reported, relaxed,
-                          str(original.path) if original.path else None, attempt.phases)
+                          str(original.path) if original.path else None, attempt.phases,
+                          url=attempt.plan.health_url.removesuffix("/health"),
+                          set_by_user=frozenset(k for k, dest in LADDER_DESTS.items() if original.is_set(dest)))
         p = attempt.profile
         where = p.value("uds") or f":{p.value('port') or 8000}"
         text = f"ready: {p.name} on {where}, max-model-len {self._effective(p, 'max_model_len')}"
