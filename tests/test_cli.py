@@ -45,7 +45,7 @@ def test_debug_shows_traceback() -> None:
 
 
 def test_exit_codes_are_the_documented_table() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 130, 143]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 7, 130, 143]
     readme = (ROOT / "README.md").read_text()
     for code in ExitCode:
         assert f"| {int(code)} |" in readme

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import NoReturn, TextIO
+from typing import NoReturn, TextIO, cast
 
 from vllm_guard import __version__
 from vllm_guard.errors import GuardError, UsageError
@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot = command("snapshot", "record this machine's GPUs and host as a JSON snapshot")
     snapshot.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE")
     snapshot.add_argument("--json", action="store_true", help="print the snapshot JSON to stdout")
+    snapshot.add_argument("--force", action="store_true", help="overwrite an existing FILE (as init does)")
 
     explain = command("explain", "diagnose a failed vLLM start from its log")
     explain.add_argument("log", nargs="?", metavar="FILE", help="a log file, or - for stdin")
@@ -142,9 +143,12 @@ def main(
     stdin: TextIO | None = None,
 ) -> int:
     """Run the CLI and return the exit code. Tests call this directly."""
+    from vllm_guard.pipes import PipeSafe
+
     env = dict(os.environ if environ is None else environ)
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    # A reader that leaves early (`| head -1`) must not turn the command's exit status into 1.
+    out = cast(TextIO, PipeSafe(stdout or sys.stdout))
+    err = cast(TextIO, PipeSafe(stderr or sys.stderr))
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = False
     try:

@@ -54,13 +54,21 @@ def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, s
     def pick(executable: str) -> TableChoice:
         return pick_table(executable, env, machine_file)
 
-    if tokens[0].endswith(".toml") and not tokens[0].startswith("-"):
+    if is_profile_path(tokens[0]):
         profile = load_profile(Path(tokens[0]), environ=env, pick_table=pick)
         rest = take_trailing_guard_options(args, tokens[1:], profile.options)
         return apply_cli(profile, rest)
     choice = pick(env.get("VLLMGUARD_VLLM_BIN") or str(GUARD_SETTINGS["vllm"].default))
     rest = take_trailing_guard_options(args, tokens, choice.table)
     return drop_in_command_line(rest, environ=env, choice=choice, read_config=read_config)
+
+
+def is_profile_path(token: str) -> bool:
+    """A profile is a file (``ok.TOML``, ``vllm-profile`` with no suffix); a model is an id or a directory.
+    A name ending in .toml that does not exist is still meant as a profile (load_profile says it is missing)."""
+    if token.startswith("-"):
+        return False
+    return token.lower().endswith(".toml") or Path(token).is_file()
 
 
 def _names_model(tokens: list[str]) -> bool:
@@ -194,6 +202,8 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
         if note:
             stderr.write(f"vllm-guard: note: {note}\n")
     if pre.verdict == "fail" and not args.force:
+        stderr.write("vllm-guard: preflight failed: vLLM was not started (the fixes are above; --force starts it "
+                     "anyway)\n")
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
     if args.exec or pre.profile.setting("mode") == "exec":
@@ -238,11 +248,18 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
 
 
+def refuse_existing(output: str | None, force: bool) -> None:
+    """One rule for every command that writes a file (init, snapshot): an existing file needs --force."""
+    if output and Path(output).exists() and not force:
+        raise UsageError(f"{output} exists", hint="use --force to overwrite it")
+
+
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     import json
 
     from vllm_guard import probes, report
 
+    refuse_existing(args.output, args.force)
     machine = probes.probe_machine(environ=env)
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
@@ -307,7 +324,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             stdout.write("\n")
         step = next(step for s, step, _ in docs if s is chosen)
         report.print_explain(chosen.diagnosis, step, stdout)
-    return ExitCode.ERROR if chosen.diagnosis.cls == "unknown" else ExitCode.OK
+    return ExitCode.EXPLAIN_UNKNOWN if chosen.diagnosis.cls == "unknown" else ExitCode.OK
 
 
 def _is_terminal(stdin: TextIO | None) -> bool:
@@ -376,8 +393,7 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     from vllm_guard import __version__, generate, probes
     from vllm_guard.options import ValueProblem, parse_human_int
 
-    if args.output and Path(args.output).exists() and not args.force:
-        raise UsageError(f"{args.output} exists", hint="use --force to overwrite it")
+    refuse_existing(args.output, args.force)
     for name in ("tensor_parallel_size", "users"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -422,6 +438,15 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     return ExitCode.OK
 
 
+def _starts_like_json(path: Path) -> bool:
+    """Whether a file's first non-blank byte opens a JSON object (an attempt log), not a TOML profile."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4096).lstrip()[:1] == b"{"
+    except OSError:
+        return False
+
+
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard import attempts as attempt_log
     from vllm_guard import report
@@ -434,13 +459,13 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     if args.forget:
         from vllm_guard import remember
 
-        name = load_profile(path, environ=env).name if path.suffix == ".toml" else source
+        name = load_profile(path, environ=env).name if is_profile_path(source) else source
         where = remember.path_for(name, env)
         dropped = remember.forget(where)
         stdout.write(f"vllm-guard: {'forgot the relaxations remembered' if dropped else 'nothing remembered'} "
                      f"for {name} ({where})\n")
         return ExitCode.OK
-    if path.suffix == ".toml":
+    if path.suffix.lower() == ".toml" or (path.is_file() and not _starts_like_json(path)):
         profile = load_profile(path, environ=env)
         log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)
     elif path.exists() and not path.is_dir():
@@ -454,6 +479,12 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
                          hint="the guard writes it when `vllm-guard serve` starts vLLM") from None
     except FileProblem as e:
         raise UsageError(f"cannot read the attempt log: {e}") from None
+    if not records and warnings:
+        # Not one attempt record: a different file, not a damaged log; one line says so, not a warning per line.
+        raise UsageError(f"{log} is not an attempt log: none of its lines is an attempt record "
+                         f"(schema {attempt_log.ATTEMPT_SCHEMA})",
+                         hint="give a profile, a profile name, or the log `vllm-guard serve` writes "
+                         "(guard.attempt-log, VLLMGUARD_ATTEMPT_LOG)")
     for warning in warnings:
         stderr.write(f"vllm-guard: warning: {warning}\n")
     report.print_attempts(records, str(log), stdout)
