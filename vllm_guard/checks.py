@@ -401,14 +401,32 @@ def check_host_ram(c: Context) -> Finding:
                        "host memory", measured, cpu_required)
     limited = h.cgroup_memory_limit_bytes is not None and have < (h.memory_available_bytes or 0)
     where = " (cgroup limit: Docker --memory or systemd MemoryMax=)" if limited else ""
-    measured, required = {"available_bytes": have}, {"bytes": need, "factor": factor}
+    # Graded: vLLM 0.33 memory-maps safetensors by default (--safetensors-load-strategy unset = lazy mmap,
+    # config/load.py; vllm-project/vllm#24469), so loading needs the weights' pages plus the processes' own
+    # memory, not two copies. A whole file that cannot be mapped fails with "unable to mmap ... Cannot allocate
+    # memory" (vllm-project/vllm#759). Below that: fail. Between that and factor x weights (the seed guide's
+    # rule): warn, loading works but leaves no room for the page cache or a neighbour's growth.
+    floor = weights + HOST_RAM_LOAD_MARGIN_BYTES
+    measured = {"available_bytes": have}
+    required = {"bytes": need, "factor": factor, "minimum_bytes": floor}
+    fix = "raise the limit (docker run --memory, systemd MemoryMax=), add swap, or free host memory"
     if have >= need:
         return Finding("host.ram", PASS, f"{gib(have)} available{where} >= {factor:g} x weights {gib(weights)}",
                        None, measured, required)
-    return Finding("host.ram", FAIL, f"{gib(have)} host memory available{where}, loading {gib(weights)} of weights "
-                   f"wants {factor:g}x = {gib(need)}; the kernel OOM killer ends vLLM without a message",
-                   "raise the limit (docker run --memory, systemd MemoryMax=), add swap, or free host memory",
+    if have >= floor:
+        return Finding("host.ram", WARN, f"{gib(have)} available{where}: enough to load {gib(weights)} of "
+                       f"safetensors weights, which vLLM memory-maps ({gib(floor)} with the processes' own "
+                       f"memory), but below {factor:g} x weights = {gib(need)}: no room left for the page cache "
+                       "or another process", fix, measured, required)
+    return Finding("host.ram", FAIL, f"{gib(have)} host memory available{where}; loading {gib(weights)} of "
+                   f"weights needs at least {gib(floor)} (the weights plus {gib(HOST_RAM_LOAD_MARGIN_BYTES)} for "
+                   "the processes themselves); the kernel OOM killer ends vLLM without a message", fix,
                    measured, required)
+
+
+# Host memory of vLLM's processes besides the mapped weights: the API server and the engine core, each with
+# Python, torch and the CUDA runtime loaded. An allowance, not a measurement of vLLM 0.33.
+HOST_RAM_LOAD_MARGIN_BYTES = 3 * GIB
 
 
 def check_host_shm(c: Context) -> Finding:

@@ -71,10 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
     serve.add_argument("--exec", action="store_true",
                        help="after preflight, replace the guard by vLLM: no ladder, no supervision")
+    serve.add_argument("--json", action="store_true",
+                       help="with --dry-run: print the checks, the command line and the environment as JSON")
     target(serve)
 
     check = command("check", "preflight checks only: will this profile start here?")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--list", action="store_true", help="list every check id with what it checks, and exit")
     target(check)
 
     snapshot = command("snapshot", "record this machine's GPUs and host as a JSON snapshot")
@@ -100,16 +103,23 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--context", metavar="N", help="wanted max-model-len (e.g. 32768 or 32K)")
     init.add_argument("-o", "--output", metavar="PROFILE", help="where to write the profile (default: stdout)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.add_argument("--json", action="store_true", help="print what was chosen and why, with the profile, as JSON")
 
     attempts = command("attempts", "show the attempt history of a profile")
-    attempts.add_argument("source", nargs="?", metavar="PROFILE|FILE")
+    attempts.add_argument("source", nargs="?", metavar="PROFILE|NAME|FILE",
+                          help="a profile (its guard.attempt-log), a profile name (its log in the state directory) "
+                          "or an attempt log file (env VLLMGUARD_PROFILE when omitted)")
+    attempts.add_argument("--json", action="store_true", help="print the records as JSON")
     attempts.add_argument("--forget", action="store_true",
                           help="drop the relaxations remembered for PROFILE ([guard.ladder] remember)")
+    checks = command("checks", "list every preflight check id with what it checks")
+    checks.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser
 
 
 # The guard's options of `serve` and `check` that may come before TARGET (True: takes a value).
 _BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--json": False,
+                  "--list": False,
                   "--debug": False, "-h": False, "--help": False, "--version": False}
 
 
@@ -168,6 +178,14 @@ def main(
     except GuardError as e:
         if debug:
             traceback.print_exc(file=err)
+        if "--json" in args_list:
+            # A script that asked for JSON gets JSON on stdout for errors too, and the same words on stderr.
+            import json
+
+            from vllm_guard.schemas import ERROR
+
+            out.write(json.dumps({"schema": ERROR, "error": e.message, "hint": e.hint, "exit": int(e.exit_code)},
+                                 indent=2) + "\n")
         err.write(f"{PROG}: error: {e.message}\n")
         if e.hint:
             err.write(f"hint: {e.hint}\n")

@@ -28,6 +28,7 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         "explain": explain,
         "init": init,
         "attempts": attempts,
+        "checks": list_checks,
     }
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
@@ -112,8 +113,9 @@ def _snapshot_vllm_version(machine_file: str) -> str | None:
 # guard's. After it, one is the guard's only where vLLM's option table (of the vLLM that will run)
 # has no option of that spelling and none it abbreviates (argparse allow_abbrev); tests check this.
 GUARD_OPTIONS: dict[str, dict[str, bool]] = {
-    "serve": {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--debug": False},
-    "check": {"--json": False, "--machine": True, "--debug": False},
+    "serve": {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--debug": False,
+              "--json": False},
+    "check": {"--json": False, "--machine": True, "--debug": False, "--list": False},
 }
 
 
@@ -183,10 +185,17 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
     facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
+    if args.json and not args.dry_run:
+        raise UsageError("--json goes with --dry-run: a running vLLM's output is its own log",
+                         hint="vllm-guard serve --dry-run --json TARGET ...")
     if args.dry_run:
         from vllm_guard.fix import find_fix
 
-        report.print_check(pre, facts, target, stdout, find_fix(pre.profile, facts, pre))
+        fix = find_fix(pre.profile, facts, pre)
+        if args.json:
+            stdout.write(report.dry_run_json(pre, facts, target, fix, plan, forced=args.force) + "\n")
+            return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
+        report.print_check(pre, facts, target, stdout, fix)
         report.print_plan(plan, stdout)
         if pre.verdict == "fail":
             if args.force:
@@ -239,6 +248,8 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     from vllm_guard import report
     from vllm_guard.fix import find_fix
 
+    if args.list:
+        return list_checks(args, env=env, stdout=stdout, stderr=stderr)
     facts, pre, target = _preflight(args, env)
     fix = find_fix(pre.profile, facts, pre)
     if args.json:
@@ -425,17 +436,52 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
         doc["guard"] = {"gpus": fitted.guard_gpus}
     if args.users:
         doc.setdefault("guard", {})["checks"] = {"min-concurrency": args.users}
-    text = "".join(f"# {line}\n" for line in header) + "\n" + tomli_w.dumps(doc)
+    body = tomli_w.dumps(doc)
+    # What init writes must pass `check` on the machine it was fitted to, host RAM and /dev/shm included:
+    # the fit judges the GPU only. When a check fails, the profile says so at the top and the exit is 4.
+    failed = [f for f in _check_fitted(body, env, machine_file).findings if f.status == "fail"]
+    if failed:
+        header.insert(0, "WARNING: this profile does not pass `vllm-guard check` here: "
+                      + "; ".join(f"{f.id}: {f.message.splitlines()[0]}" for f in failed))
+    text = "".join(f"# {line}\n" for line in header) + "\n" + body
     if args.output:
         try:
             Path(args.output).write_text(text)
         except OSError as e:
             raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    if args.json:
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({
+            "schema": schemas.INIT, "model": args.model, "machine": facts.machine_origin,
+            "values": doc, "reasons": fitted.reasons, "output": args.output, "profile": text,
+            "check": {"verdict": "fail" if failed else "pass", "failed": [f.to_dict() for f in failed]},
+        }, indent=2) + "\n")
+    elif args.output:
         stdout.write(f"wrote {args.output}\n")
         stdout.write("".join(f"  {line}\n" for line in fitted.reasons))
     else:
         stdout.write(text)
-    return ExitCode.OK
+    for f in failed:
+        stderr.write(f"vllm-guard: the profile fails {f.id} here: {f.message.splitlines()[0]}"
+                     + (f" (fix: {f.fix})" if f.fix else "") + "\n")
+    return ExitCode.PREFLIGHT_FAILED if failed else ExitCode.OK
+
+
+def _check_fitted(body: str, env: Mapping[str, str], machine_file: str | None) -> Any:
+    """The preflight of the profile init is about to write, on the machine it was fitted to."""
+    import tempfile
+
+    from vllm_guard import checks, probes
+
+    with tempfile.TemporaryDirectory(prefix="vllm-guard-init-") as tmp:
+        path = Path(tmp) / "fitted.toml"
+        path.write_text(body)
+        profile = load_profile(path, environ=env, pick_table=lambda exe: pick_table(exe, env, machine_file))
+    facts = probes.gather(profile, environ=env, machine_file=machine_file)
+    return checks.preflight(profile, facts)
 
 
 def _starts_like_json(path: Path) -> bool:
@@ -487,5 +533,32 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
                          "(guard.attempt-log, VLLMGUARD_ATTEMPT_LOG)")
     for warning in warnings:
         stderr.write(f"vllm-guard: warning: {warning}\n")
+    if args.json:
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({"schema": schemas.ATTEMPTS, "log": str(log), "records": records,
+                                 "warnings": warnings}, indent=2, default=str) + "\n")
+        return ExitCode.OK
     report.print_attempts(records, str(log), stdout)
+    return ExitCode.OK
+
+
+def list_checks(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    """Every check id, in the order the report shows them, with one line on what it checks."""
+    from vllm_guard.checkids import CHECK_IDS, DESCRIPTIONS
+
+    if getattr(args, "json", False):
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({"schema": schemas.CHECKS, "checks": [
+            {"id": i, "checks": DESCRIPTIONS[i]} for i in CHECK_IDS]}, indent=2) + "\n")
+        return ExitCode.OK
+    width = max(len(i) for i in CHECK_IDS)
+    for check_id in CHECK_IDS:
+        stdout.write(f"{check_id:<{width}}  {DESCRIPTIONS[check_id]}\n")
+    stdout.write("\nskip one with [guard.checks] skip = [\"ID\"], or make its failure a warning with warn-only\n")
     return ExitCode.OK

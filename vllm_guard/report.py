@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from vllm_guard import schemas
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
 from vllm_guard.facts import Facts, Machine
@@ -182,8 +183,13 @@ def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix |
 
 
 def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> str:
+    return json.dumps(check_doc(pre, facts, target, fix), indent=2)
+
+
+def check_doc(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> dict[str, Any]:
     e = pre.estimate
     doc = {
+        "schema": schemas.CHECK,
         "verdict": pre.verdict,
         "target": target,
         "machine": facts.machine_origin,
@@ -197,6 +203,24 @@ def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None
         "fix": fix.to_dict() if fix is not None else None,
         "fix_reason": fix.reason if fix is not None else None,
         "notes": [*pre.notes, *facts.notes, *facts.model.notes, *facts.machine.notes],
+    }
+    return doc
+
+
+def dry_run_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None, plan: LaunchPlan, *,
+                 forced: bool) -> str:
+    """What `serve` would do, secrets masked: the command line, the environment changes, the verdict."""
+    doc = {
+        "schema": schemas.DRY_RUN,
+        "verdict": pre.verdict,
+        "would_start": pre.verdict != FAIL or forced,
+        "argv": plan.redacted_argv(),
+        "command_line": plan.command_line(),
+        "env_set": plan.redacted_env_set(),
+        "env_reasons": dict(plan.env_reasons),
+        "env_unset": list(plan.env_unset),
+        "notes": list(plan.notes),
+        "check": check_doc(pre, facts, target, fix),
     }
     return json.dumps(doc, indent=2)
 
@@ -250,6 +274,7 @@ def _step_dict(step: Step) -> dict[str, Any]:
 def explain_json(d: Diagnosis, step: Step | Stop) -> str:
     advice = _advice(d)
     doc: dict[str, Any] = {
+        "schema": schemas.EXPLAIN,
         "class": d.cls,
         "stage": d.stage,
         "detail": d.detail,
