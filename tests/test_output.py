@@ -125,3 +125,24 @@ def test_gpu_count_fix_for_one_gpu_says_no_or_fewer() -> None:
     r = run_cli("check", "--json", "--machine", L4, MODEL, "--tensor-parallel-size", "2")
     count = next(c for c in json.loads(r.out)["checks"] if c["id"] == "gpu.count")
     assert count["fix"].startswith("use --tensor-parallel-size 1 ") and "or fewer" not in count["fix"]
+
+
+def test_attempts_read_at_100_columns(tmp_path: Path) -> None:
+    from vllm_guard import attempts
+
+    log = tmp_path / "p.jsonl"
+    attempts.append(log, {"attempt": 1, "started_at": "2026-11-30T10:00:00+00:00", "duration_s": 12.4,
+                          "argv": ["vllm", "serve", MODEL], "changed": {}, "preflight": "forced",
+                          "outcome": "failed", "failure": {"class": "kv_cache_too_small", "stage": "kv_cache"},
+                          "next": {"param": "max-model-len", "value": 33728, "reason": "vLLM's estimate"}})
+    attempts.append(log, {"attempt": 2, "started_at": "2026-11-30T10:00:13+00:00", "duration_s": 3.5,
+                          "argv": ["vllm", "serve", MODEL], "changed": {"max-model-len": [131072, 33728]},
+                          "preflight": "forced", "outcome": "ready", "failure": None, "next": None,
+                          "reported": {"kv_cache_tokens": 40544, "max_concurrency": 1.2, "time_to_ready_s": 3.5},
+                          "phases": {"imports": 1.0, "weights": 2.5, "health": 3.5}})
+    code, out = on_terminal(100, "attempts", str(log))
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 100
+    for words in ("ready after 3.5 s", "failed after 12.4 s", "preflight: forced", "kv_cache_too_small",
+                  "next: max-model-len = 33728", "max-model-len: 131072 -> 33728", "KV 40,544 tokens"):
+        assert words_whole(out, words), words

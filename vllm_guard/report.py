@@ -532,29 +532,43 @@ def phases_line(phases: Mapping[str, float | None]) -> str:
 
 
 def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -> None:
+    """One row per start of vLLM; six columns, so that it reads at 100 columns (a wider terminal, or a
+    pipe, gets each cell on one line)."""
     c = _console(stream)
     table = Table(title=f"attempts in {source}", header_style="bold")
-    for col in ("attempt", "started", "took", "changed", "outcome", "failure", "next", "vLLM reported",
-                "where the time went"):
-        table.add_column(col, no_wrap=col in ("attempt", "started", "took", "outcome", "failure"))
-    shown = {"kv_cache_tokens": "KV tokens", "max_concurrency": "concurrency", "time_to_ready_s": "ready after s"}
+    for col in ("#", "started", "outcome", "changed", "failure / next", "vLLM reported"):
+        # "failed after 12.4 s" on one line: the outcome column is never narrower than that.
+        table.add_column(col, no_wrap=col in ("#", "started"), overflow="fold",
+                         min_width=20 if col == "outcome" else None)
     for r in records:
-        changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
-        failure = (r.get("failure") or {}).get("class", "-")
-        nxt = r.get("next") or {}
-        if nxt.get("param"):
-            next_text = toml_line(str(nxt["param"]), nxt.get("value"))
-        else:
-            next_text = nxt.get("stop") or nxt.get("reason") or "-"
-        reported = "\n".join(f"{label} {(r.get('reported') or {})[k]}" for k, label in shown.items()
-                             if k in (r.get("reported") or {})) or "-"
-        when = str(r.get("started_at") or r.get("ended_at") or "")[5:19].replace("T", " ")
-        took = f"{r['duration_s']}s" if r.get("duration_s") is not None else "-"
-        outcome = str(r.get("outcome", "?")) + (f" ({r['phase']})" if r.get("phase") else "")
         # The log is a file anyone with write access could have edited: plain text, never markup.
-        phases = r.get("phases")
-        where = phases_line(phases) if isinstance(phases, dict) and all(
-            isinstance(v, (int, float)) or v is None for v in phases.values()) else ""
-        table.add_row(*(Text(printable(cell, 500)) for cell in (r.get("attempt", "?"), when, took, changed, outcome,
-                                                                 failure, next_text, reported, where or "-")))
+        table.add_row(*(Text(printable(cell, 500)) for cell in _attempt_cells(r)))
     c.print(table)
+
+
+def _attempt_cells(r: dict[str, Any]) -> tuple[object, ...]:
+    changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
+    failure = (r.get("failure") or {}).get("class")
+    nxt = r.get("next") or {}
+    if nxt.get("param"):
+        next_text = "next: " + toml_line(str(nxt["param"]), nxt.get("value"))
+    else:
+        next_text = nxt.get("stop") or nxt.get("reason") or ""
+    when = str(r.get("started_at") or r.get("ended_at") or "")[5:16].replace("T", " ")
+    reported = r.get("reported") or {}
+    took = reported.get("time_to_ready_s") if r.get("outcome") == "ready" else r.get("duration_s")
+    outcome = str(r.get("outcome", "?"))
+    if isinstance(took, (int, float)):
+        outcome += f" after {took:g} s"
+    if r.get("phase"):
+        outcome += f" ({r['phase']})"
+    if r.get("preflight") == "forced":
+        outcome += "\npreflight: forced"
+    facts = [f"KV {reported['kv_cache_tokens']:,} tokens" if isinstance(reported.get("kv_cache_tokens"), int)
+             else "", f"{reported['max_concurrency']:g}x concurrency" if isinstance(
+                 reported.get("max_concurrency"), (int, float)) else ""]
+    phases = r.get("phases")
+    if isinstance(phases, dict) and all(isinstance(v, (int, float)) or v is None for v in phases.values()):
+        facts.append(phases_line(phases))
+    return (r.get("attempt", "?"), when or "-", outcome, changed, "\n".join(x for x in (failure, next_text) if x)
+            or "-", "\n".join(x for x in facts if x) or "-")
