@@ -143,6 +143,10 @@ def test_attempts_read_at_100_columns(tmp_path: Path) -> None:
     code, out = on_terminal(100, "attempts", str(log))
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 100
-    for words in ("ready after 3.5 s", "failed after 12.4 s", "preflight: forced", "kv_cache_too_small",
-                  "next: max-model-len = 33728", "max-model-len: 131072 -> 33728", "KV 40,544 tokens"):
-        assert words_whole(out, words), words
+    # Short phrases stay on one line of their cell; longer cells wrap between words, never inside one.
+    for phrase in ("ready after 3.5 s", "failed after 12.4 s", "preflight: forced", "kv_cache_too_small",
+                   "KV 40,544 tokens"):
+        assert any(phrase in line for line in out.splitlines()), phrase
+    tokens = out.split()
+    for word in ("max-model-len:", "131072", "33728", "next:", "max-model-len"):
+        assert word in tokens, word
