@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,16 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so main() owns every exit code."""
 
     def error(self, message: str) -> NoReturn:
+        wrong = re.search(r"invalid choice: '([^']*)'", message)
+        if wrong and self._subparsers is not None:
+            # A mistyped command: say which one was meant, not argparse's whole list.
+            import difflib
+
+            known = [c for a in self._subparsers._group_actions for c in getattr(a, "choices", None) or ()]
+            close = difflib.get_close_matches(wrong.group(1), known, n=1, cutoff=0.5)
+            raise UsageError(f"{wrong.group(1)!r} is not a vllm-guard command"
+                             + (f"; did you mean {close[0]!r}?" if close else ""),
+                             hint=f"the commands are: {', '.join(known)}; see `{self.prog} --help`")
         raise UsageError(message, hint=f"see `{self.prog} --help`")
 
 
@@ -44,14 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_exit_code_table(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
+        from vllm_guard.helptext import epilog
+
+        # The exit-code table is printed once, by `vllm-guard --help`; each command shows its examples.
         p = sub.add_parser(name, help=help_text, description=description or help_text, parents=[common],
-                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_exit_code_table())
-        p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=epilog(name))
+        p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}",
+                       help="print the version and exit")
         return p
 
     def target(p: argparse.ArgumentParser) -> None:
@@ -114,13 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
                           help="drop the relaxations remembered for PROFILE ([guard.ladder] remember)")
     checks = command("checks", "list every preflight check id with what it checks")
     checks.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    completion = command("completion", "print a shell completion script (bash, zsh or fish)")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), metavar="SHELL",
+                            help="bash, zsh or fish")
     return parser
 
 
 # The guard's options of `serve` and `check` that may come before TARGET (True: takes a value).
 _BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--json": False,
                   "--list": False,
-                  "--debug": False, "-h": False, "--help": False, "--version": False}
+                  "--debug": False, "-h": False, "--help": False, "--version": False, "-V": False}
 
 
 def split_at_target(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -29,6 +29,7 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         "init": init,
         "attempts": attempts,
         "checks": list_checks,
+        "completion": completion,
     }
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
@@ -542,6 +543,14 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
                                  "warnings": warnings}, indent=2, default=str) + "\n")
         return ExitCode.OK
     report.print_attempts(records, str(log), stdout)
+    return ExitCode.OK
+
+
+def completion(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    from vllm_guard.cli import build_parser
+    from vllm_guard.completion import SHELLS
+
+    stdout.write(SHELLS[args.shell](build_parser()))
     return ExitCode.OK
 
 
