@@ -242,3 +242,32 @@ def test_every_hardening_directive_the_doc_names_is_in_both_units() -> None:
     for unit in ("vllm-guard@.service", "vllm-guard.service"):
         directives = _service_directives(ROOT / "systemd" / unit)
         assert names <= set(directives), (unit, names - set(directives))
+
+
+def test_docker_healthcheck_asks_the_port_it_is_given() -> None:
+    """The image's HEALTHCHECK command, run as Docker would, against a /health on a port that is not 8000."""
+    import http.server
+    import shlex
+
+    text = (ROOT / "docker" / "Dockerfile").read_text().replace("\\\n", " ")
+    command = shlex.split(next(r for r in text.splitlines() if r.startswith("HEALTHCHECK")).split(" CMD ", 1)[1])
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        python = [sys.executable, *command[1:]]
+        assert subprocess.run(python, env={"HEALTHCHECK_PORT": str(port)}, capture_output=True).returncode == 0
+        server.shutdown()
+        server.server_close()
+        assert subprocess.run(python, env={"HEALTHCHECK_PORT": str(port)}, capture_output=True).returncode != 0
+    finally:
+        server.server_close()
