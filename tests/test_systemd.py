@@ -208,8 +208,8 @@ def _service_directives(unit: Path) -> dict[str, list[str]]:
     """The [Service] section's directives (name -> values, in order), comments left out."""
     out: dict[str, list[str]] = {}
     section = ""
-    for row in unit.read_text().splitlines():
-        row = row.strip()
+    for raw in unit.read_text().splitlines():
+        row = raw.strip()
         if row.startswith("["):
             section = row
         elif section == "[Service]" and "=" in row and not row.startswith("#"):
@@ -233,11 +233,12 @@ def test_every_hardening_directive_the_doc_names_is_in_both_units() -> None:
     names: set[str] = set()
     previous = ""
     for token in re.findall(r"`([A-Za-z]+)", row):
+        name = token
         if re.fullmatch(r"[A-Z][a-z]+", token) and previous:
             # `ProtectKernelTunables`/`Modules`/`Logs`: the last word of the previous name, replaced.
-            token = re.sub(r"[A-Z][a-z]+$", token, previous)
-        names.add(token)
-        previous = token
+            name = re.sub(r"[A-Z][a-z]+$", token, previous)
+        names.add(name)
+        previous = name
     assert len(names) >= 15
     for unit in ("vllm-guard@.service", "vllm-guard.service"):
         directives = _service_directives(ROOT / "systemd" / unit)
@@ -253,7 +254,7 @@ def test_docker_healthcheck_asks_the_port_it_is_given() -> None:
     command = shlex.split(next(r for r in text.splitlines() if r.startswith("HEALTHCHECK")).split(" CMD ", 1)[1])
 
     class Health(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             self.send_response(200 if self.path == "/health" else 404)
             self.end_headers()
 
