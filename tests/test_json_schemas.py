@@ -77,13 +77,14 @@ def cases(tmp_path: Path) -> list[tuple[str, list[str]]]:
         (schemas.INIT, ["init", "--json", "--machine", L4, MODEL]),
         (schemas.ATTEMPTS, ["attempts", "--json", str(_attempt_log(tmp_path))]),
         (schemas.CHECKS, ["checks", "--json"]),
+        (schemas.MODELS, ["models", "--json"]),
         (schemas.ERROR, ["check", "--json", "--machine", str(tmp_path), MODEL]),
         (schemas.ERROR, ["init", "--json", "--machine", L4, MODEL, "--context", "256K"]),
         (schemas.MACHINE, ["snapshot", "--json"]),
     ]
 
 
-@pytest.mark.parametrize("index", range(10))
+@pytest.mark.parametrize("index", range(11))
 def test_documents_match_their_schema(index: int, tmp_path: Path) -> None:
     name, argv = cases(tmp_path)[index]
     r = run_cli(*argv, env={"HOME": str(tmp_path)})

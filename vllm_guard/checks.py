@@ -231,8 +231,10 @@ def _min_capability(c: Context) -> tuple[int, int] | None:
 def check_model_known(c: Context) -> Finding:
     m = c.facts.model
     if m.source == "unknown":
-        return Finding("model.facts", FAIL, f"nothing is known about {m.model}: " + "; ".join(m.notes),
-                       "check the id, set HF_TOKEN for gated models, or give a local path")
+        local = m.model.startswith(("/", "./", "../", "~"))
+        fix = ("give the directory that holds the model's config.json" if local else
+               "check the id (and HF_TOKEN for a gated model); offline, give a directory holding its config.json")
+        return Finding("model.facts", FAIL, f"nothing is known about {m.model}: " + "; ".join(m.notes), fix)
     return Finding("model.facts", PASS, f"{m.architecture or 'model'} from {m.source}"
                    + (f"; weights {gib(m.weights_bytes)} ({m.weights_source})" if m.weights_bytes else ""),
                    measured={"source": m.source, "weights_bytes": m.weights_bytes})

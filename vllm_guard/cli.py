@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     checks = command("checks", "list every preflight check id with what it checks")
     checks.add_argument("--json", action="store_true", help="print the list as JSON")
 
+    models = command("models", "list the models whose facts are bundled (used offline, without the Hub)")
+    models.add_argument("--json", action="store_true", help="print the list as JSON")
+
     completion = command("completion", "print a shell completion script (bash, zsh or fish)")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), metavar="SHELL",
                             help="bash, zsh or fish")

@@ -30,6 +30,7 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         "attempts": attempts,
         "checks": list_checks,
         "completion": completion,
+        "models": models,
     }
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
@@ -543,6 +544,26 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
                                  "warnings": warnings}, indent=2, default=str) + "\n")
         return ExitCode.OK
     report.print_attempts(records, str(log), stdout)
+    return ExitCode.OK
+
+
+def models(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    """The bundled model facts: what `check` and `init` know about with no Hub and no local copy."""
+    from vllm_guard.probes.model import bundled_summary
+
+    rows = bundled_summary()
+    if args.json:
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({"schema": schemas.MODELS, "models": [
+            {"id": i, "about": about} for i, about in rows]}, indent=2) + "\n")
+        return ExitCode.OK
+    width = max(len(i) for i, _ in rows)
+    stdout.write("".join(f"{i:<{width}}  {about}\n" for i, about in rows))
+    stdout.write("\nids match in any case; a quantized variant (-AWQ, -FP8, ...) of a bundled model is known too; "
+                 "any other model: a directory holding its config.json\n")
     return ExitCode.OK
 
 

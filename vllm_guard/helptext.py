@@ -38,6 +38,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "vllm-guard attempts --forget profile.toml              # drop remembered relaxations",
     ),
     "checks": ("vllm-guard checks", "vllm-guard checks --json"),
+    "models": ("vllm-guard models", "vllm-guard models --json | jq -r '.models[].id'"),
     "completion": (
         "vllm-guard completion bash > ~/.local/share/bash-completion/completions/vllm-guard",
         "vllm-guard completion zsh > ~/.zfunc/_vllm-guard       # with fpath+=(~/.zfunc) before compinit",

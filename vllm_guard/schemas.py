@@ -15,8 +15,9 @@ ATTEMPTS = "vllm-guard.attempts/1"  # attempts --json
 INIT = "vllm-guard.init/1"  # init --json
 DRY_RUN = "vllm-guard.dry-run/1"  # serve --dry-run --json
 CHECKS = "vllm-guard.checks/1"  # checks --json
+MODELS = "vllm-guard.models/1"  # models --json
 ERROR = "vllm-guard.error/1"  # any command's error under --json
 MACHINE = MACHINE_SCHEMA  # snapshot --json and the snapshot file
 ATTEMPT = ATTEMPT_SCHEMA  # one line of the attempt log
 
-ALL = (CHECK, EXPLAIN, ATTEMPTS, INIT, DRY_RUN, CHECKS, ERROR, MACHINE, ATTEMPT)
+ALL = (CHECK, EXPLAIN, ATTEMPTS, INIT, DRY_RUN, CHECKS, MODELS, ERROR, MACHINE, ATTEMPT)
