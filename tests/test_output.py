@@ -150,3 +150,12 @@ def test_attempts_read_at_100_columns(tmp_path: Path) -> None:
     tokens = out.split()
     for word in ("max-model-len:", "131072", "33728", "next:", "max-model-len"):
         assert word in tokens, word
+
+
+def test_no_memory_figures_for_gpus_that_are_not_there() -> None:
+    r = run_cli("check", "--machine", L4, MODEL, "--tensor-parallel-size", "2")
+    assert r.code == 4 and "memory per GPU" not in r.out and "KV cache:" not in r.out
+    doc = json.loads(run_cli("check", "--json", "--machine", L4, MODEL, "--tensor-parallel-size", "2").out)
+    for check_id in ("model.weights_fit", "model.kv_fit"):
+        finding = next(c for c in doc["checks"] if c["id"] == check_id)
+        assert finding["status"] == "skip" and "needs 2 GPUs and vLLM will see 1" in finding["message"]

@@ -240,7 +240,18 @@ def check_model_known(c: Context) -> Finding:
                    measured={"source": m.source, "weights_bytes": m.weights_bytes})
 
 
+def _missing_gpus(c: Context) -> Finding | None:
+    """A layout over more GPUs than vLLM will see has no per-GPU figures: they would be for GPUs not there."""
+    have = len(c.facts.gpus)
+    if c.world_size <= have:
+        return None
+    return Finding("", SKIP, f"the layout needs {c.world_size} GPUs and vLLM will see {have}: per-GPU memory is not "
+                   "judged for GPUs that are not there (see gpu.count)")
+
+
 def check_model_weights_fit(c: Context) -> Finding:
+    if (missing := _missing_gpus(c)) is not None:
+        return replace(missing, id="model.weights_fit")
     e = c.estimate
     if e is None or e.weights_bytes_per_gpu is None:
         return Finding("model.weights_fit", SKIP, "weight size or GPU memory unknown")
@@ -260,6 +271,8 @@ def check_model_weights_fit(c: Context) -> Finding:
 
 
 def check_model_kv_fit(c: Context) -> Finding:
+    if (missing := _missing_gpus(c)) is not None:
+        return replace(missing, id="model.kv_fit")
     e = c.estimate
     m = c.facts.model
     if e is None or e.kv_budget_bytes is None or e.kv_bytes_per_token is None or e.max_model_len is None:

@@ -108,7 +108,7 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         finding = f.message + (f" ({f.note})" if f.note else "")
         table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(finding), _t(f.fix or ""))
     c.print(table)
-    if pre.estimate is not None:
+    if pre.estimate is not None and not _layout_missing(pre):
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(_t(f"note: {note}", "dim"))
@@ -117,6 +117,11 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
 
 # weights, non-torch, activations, CUDA graphs, KV cache, rest of the budget
 BAR_GLYPHS = ("█", "▓", "▒", "░", "=", ".")
+
+
+def _layout_missing(pre: Preflight) -> bool:
+    """gpu.count failed: the memory bar and KV figures would describe GPUs that are not there."""
+    return any(f.id == "gpu.count" and f.status == FAIL for f in pre.findings)
 
 
 def _print_budget(c: Console, pre: Preflight) -> None:
