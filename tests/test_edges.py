@@ -44,6 +44,18 @@ def test_a_profile_is_known_by_being_a_file(name: str, write_profile) -> None:
     assert doc["model"]["model"] == MODEL and doc["target"] == str(path)
 
 
+def test_a_gguf_file_stays_a_model(tmp_path: Path) -> None:
+    from vllm_guard.commands import is_profile_path
+
+    gguf = tmp_path / "tiny"
+    gguf.write_bytes(b"GGUF\x03\x00\x00\x00")
+    named = tmp_path / "tiny.gguf"
+    named.write_bytes(b"")
+    assert not is_profile_path(str(gguf)) and not is_profile_path(str(named))
+    assert not is_profile_path(str(tmp_path))  # a directory is a local model
+    assert is_profile_path(str(tmp_path / "missing.TOML"))  # meant as a profile: load_profile says it is missing
+
+
 def test_a_quoted_boolean_says_to_drop_the_quotes(write_profile) -> None:
     path = write_profile(PROFILE + 'enforce-eager = "true"\n')
     r = run_cli("check", "--machine", L4, str(path))

@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--machine", metavar="FILE",
                        help="plan against a machine snapshot instead of this machine (env VLLMGUARD_MACHINE)")
         p.add_argument("target", nargs="?", metavar="TARGET",
-                       help="a profile (*.toml) or a model id / local path as `vllm serve` takes it "
+                       help="a profile (a TOML file, whatever its name) or a model id / local directory as "
+                       "`vllm serve` takes it "
                        "(env VLLMGUARD_PROFILE when omitted)")
         p.add_argument("vllm_args", nargs=argparse.REMAINDER, metavar="VLLM OPTIONS",
                        help="`vllm serve` options; they override the profile's values")

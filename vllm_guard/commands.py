@@ -71,7 +71,10 @@ def is_profile_path(token: str) -> bool:
     A name ending in .toml that does not exist is still meant as a profile (load_profile says it is missing)."""
     if token.startswith("-"):
         return False
-    return token.lower().endswith(".toml") or Path(token).is_file()
+    if token.lower().endswith(".toml"):
+        return True
+    # vLLM also serves a single GGUF file (`vllm serve ./model.gguf`): that file is a model, not a profile.
+    return Path(token).is_file() and not token.lower().endswith(".gguf") and not _starts_with(Path(token), b"GGUF")
 
 
 def _names_model(tokens: list[str]) -> bool:
@@ -484,6 +487,14 @@ def _check_fitted(body: str, env: Mapping[str, str], machine_file: str | None) -
         profile = load_profile(path, environ=env, pick_table=lambda exe: pick_table(exe, env, machine_file))
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
     return checks.preflight(profile, facts)
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def _starts_like_json(path: Path) -> bool:
