@@ -111,3 +111,20 @@ def test_attempts_refuses_a_file_that_is_not_an_attempt_log(tmp_path: Path) -> N
     log.write_text("\n".join(json.dumps({"n": i}) for i in range(130)) + "\n")
     r = run_cli("attempts", str(log))
     assert r.code == 2 and "is not an attempt log" in r.err and r.err.count("\n") <= 2
+
+
+A100X2 = str(Path(L4).parent / "a100-80gb-x2.json")
+
+
+def test_gpus_written_like_cuda_visible_devices_says_to_write_a_list(write_profile) -> None:
+    path = write_profile('[model]\nid = "Qwen/Qwen3-0.6B"\n[guard]\ngpus = "0,1"\n')
+    doc = json.loads(run_cli("check", "--json", "--machine", A100X2, str(path)).out)
+    present = next(c for c in doc["checks"] if c["id"] == "gpu.present")
+    assert present["status"] == "fail" and present["fix"] == "write a list: gpus = [0, 1]"
+
+
+def test_a_listed_gpu_the_layout_does_not_use_is_named(write_profile) -> None:
+    path = write_profile('[model]\nid = "Qwen/Qwen3-0.6B"\n[guard]\ngpus = [0, 1]\n')
+    doc = json.loads(run_cli("check", "--json", "--machine", A100X2, str(path)).out)
+    count = next(c for c in doc["checks"] if c["id"] == "gpu.count")
+    assert count["status"] == "pass" and count["message"].endswith("; GPU 1 stays unused")

@@ -95,6 +95,14 @@ def check_gpu_present(c: Context) -> Finding:
                        "install the NVIDIA driver, or plan against a GPU machine with --machine FILE",
                        {"gpus": 0}, {"gpus": ">= 1"})
     if not c.facts.gpus:
+        wanted = c.profile.setting("gpus")
+        joined = [w for w in wanted or () if isinstance(w, str) and "," in w]
+        if joined:
+            # gpus = "0,1" is one GPU name (a UUID would be a string), not CUDA_VISIBLE_DEVICES' list.
+            items = ", ".join(v.strip() for v in joined[0].split(","))
+            return Finding("gpu.present", FAIL, f"guard.gpus = {joined[0]!r} names one GPU called {joined[0]!r}; "
+                           "no GPU has that name", f"write a list: gpus = [{items}]", {"visible_gpus": 0},
+                           {"gpus": ">= 1"})
         return Finding("gpu.present", FAIL, "none of the machine's GPUs is selected for vLLM",
                        "check guard.gpus and CUDA_VISIBLE_DEVICES", {"visible_gpus": 0}, {"gpus": ">= 1"})
     names = sorted({g.name or "unknown GPU" for g in c.facts.gpus})
@@ -106,7 +114,11 @@ def check_gpu_count(c: Context) -> Finding:
     have, need = len(c.facts.gpus), c.world_size
     measured, required = {"visible_gpus": have}, {"world_size": need}
     if need <= have:
-        return Finding("gpu.count", PASS, f"world size {need} fits {have} visible GPU(s)", None, measured, required)
+        unused = [g.index for g in c.facts.gpus[need:]]
+        # vLLM uses the first world-size GPUs it sees; the others stay idle (say so: a listed GPU is not used).
+        idle = f"; GPU {', '.join(map(str, unused))} stay{'s' if len(unused) == 1 else ''} unused" if unused else ""
+        return Finding("gpu.count", PASS, f"world size {need} fits {have} visible GPU(s){idle}", None, measured,
+                       required)
     return Finding(
         "gpu.count", FAIL,
         f"tensor x pipeline x data parallel = {need} GPUs, but vLLM will see {have}",
