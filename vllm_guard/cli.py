@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     attempts.add_argument("--json", action="store_true", help="print the records as JSON")
     attempts.add_argument("--forget", action="store_true",
                           help="drop the relaxations remembered for PROFILE ([guard.ladder] remember)")
+
     checks = command("checks", "list every preflight check id with what it checks")
     checks.add_argument("--json", action="store_true", help="print the list as JSON")
 
@@ -143,8 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # The guard's options of `serve` and `check` that may come before TARGET (True: takes a value).
 _BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--json": False,
-                  "--list": False,
-                  "--debug": False, "-h": False, "--help": False, "--version": False, "-V": False}
+                  "--list": False, "--debug": False, "-h": False, "--help": False, "--version": False, "-V": False}
 
 
 def split_at_target(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from vllm_guard import listings
 from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.options import OptionTable, TableChoice
@@ -28,9 +29,9 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         "explain": explain,
         "init": init,
         "attempts": attempts,
-        "checks": list_checks,
-        "completion": completion,
-        "models": models,
+        "checks": listings.list_checks,
+        "completion": listings.completion,
+        "models": listings.models,
     }
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
@@ -190,7 +191,7 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
     facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
-    if args.json and not args.dry_run:
+    if args.json and not args.dry_run:  # after _preflight: --json may also follow TARGET
         raise UsageError("--json goes with --dry-run: a running vLLM's output is its own log",
                          hint="vllm-guard serve --dry-run --json TARGET ...")
     if args.dry_run:
@@ -254,7 +255,7 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     from vllm_guard.fix import find_fix
 
     if args.list:
-        return list_checks(args, env=env, stdout=stdout, stderr=stderr)
+        return listings.list_checks(args, env=env, stdout=stdout, stderr=stderr)
     facts, pre, target = _preflight(args, env)
     fix = find_fix(pre.profile, facts, pre)
     if args.json:
@@ -555,51 +556,4 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
                                  "warnings": warnings}, indent=2, default=str) + "\n")
         return ExitCode.OK
     report.print_attempts(records, str(log), stdout)
-    return ExitCode.OK
-
-
-def models(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    """The bundled model facts: what `check` and `init` know about with no Hub and no local copy."""
-    from vllm_guard.probes.model import bundled_summary
-
-    rows = bundled_summary()
-    if args.json:
-        import json
-
-        from vllm_guard import schemas
-
-        stdout.write(json.dumps({"schema": schemas.MODELS, "models": [
-            {"id": i, "about": about} for i, about in rows]}, indent=2) + "\n")
-        return ExitCode.OK
-    width = max(len(i) for i, _ in rows)
-    stdout.write("".join(f"{i:<{width}}  {about}\n" for i, about in rows))
-    stdout.write("\nids match in any case; a quantized variant (-AWQ, -FP8, ...) of a bundled model is known too; "
-                 "any other model: a directory holding its config.json\n")
-    return ExitCode.OK
-
-
-def completion(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    from vllm_guard.cli import build_parser
-    from vllm_guard.completion import SHELLS
-
-    stdout.write(SHELLS[args.shell](build_parser()))
-    return ExitCode.OK
-
-
-def list_checks(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    """Every check id, in the order the report shows them, with one line on what it checks."""
-    from vllm_guard.checkids import CHECK_IDS, DESCRIPTIONS
-
-    if getattr(args, "json", False):
-        import json
-
-        from vllm_guard import schemas
-
-        stdout.write(json.dumps({"schema": schemas.CHECKS, "checks": [
-            {"id": i, "checks": DESCRIPTIONS[i]} for i in CHECK_IDS]}, indent=2) + "\n")
-        return ExitCode.OK
-    width = max(len(i) for i in CHECK_IDS)
-    for check_id in CHECK_IDS:
-        stdout.write(f"{check_id:<{width}}  {DESCRIPTIONS[check_id]}\n")
-    stdout.write("\nskip one with [guard.checks] skip = [\"ID\"], or make its failure a warning with warn-only\n")
     return ExitCode.OK
