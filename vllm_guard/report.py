@@ -38,10 +38,10 @@ def _console(stream: TextIO) -> Console:
 def _width(stream: TextIO) -> int | None:
     # A terminal keeps its own width (rich wraps at word boundaries); a pipe, a file or the journal gets
     # whole lines.
-    return None if is_terminal(stream) else UNWRAPPED_WIDTH
+    return None if _is_terminal(stream) else UNWRAPPED_WIDTH
 
 
-def is_terminal(stream: TextIO) -> bool:
+def _is_terminal(stream: TextIO) -> bool:
     try:
         return bool(getattr(stream, "isatty", lambda: False)())
     except (OSError, ValueError):
@@ -58,12 +58,8 @@ def fmt(value: Any, key: str = "") -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10000 else str(value)
+        return f"{value:,}"  # thousands separators everywhere in prose; pasteable values are never fmt()ed
     return str(value)
-
-
-def _pairs(d: dict[str, Any]) -> str:
-    return "\n".join(f"{k.replace('_bytes', '')}: {fmt(v, k)}" for k, v in d.items())
 
 
 def _t(value: object, style: str = "") -> Text:
