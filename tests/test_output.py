@@ -159,3 +159,11 @@ def test_no_memory_figures_for_gpus_that_are_not_there() -> None:
     for check_id in ("model.weights_fit", "model.kv_fit"):
         finding = next(c for c in doc["checks"] if c["id"] == check_id)
         assert finding["status"] == "skip" and "needs 2 GPUs and vLLM will see 1" in finding["message"]
+
+
+@pytest.mark.parametrize("log", ["quant_unsupported_min_capability.log", "dtype_bfloat16_on_t4.log"])
+def test_explain_shows_compute_capability_as_major_dot_minor(log: str) -> None:
+    from tests.conftest import DATA
+
+    r = run_cli("explain", str(DATA / "logs" / log))
+    assert "numbers: min_capability 8.0, current_capability 7.5" in r.out

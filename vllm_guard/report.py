@@ -291,13 +291,22 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
     return json.dumps(doc, indent=2)
 
 
+def _shown_number(key: str, value: Any) -> str:
+    """A number from vLLM's log as people read it: a capability vLLM writes as 75 is compute capability 7.5."""
+    if key.endswith("capability") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value >= 10 and float(value).is_integer():
+            return f"{int(value) // 10}.{int(value) % 10}"
+        return f"{value:.1f}"
+    return fmt(value)
+
+
 def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
     c = _console(stream)
     advice = _advice(d)
     style = "bold yellow" if d.cls == "unknown" else "bold red"
     c.print(Text.assemble(("failure: ", "bold"), (d.cls, style), f" during {STAGE_NAMES.get(d.stage, d.stage)}"))
     if d.numbers:
-        c.print(_t("numbers: " + ", ".join(f"{k} {v}" for k, v in d.numbers.items())))
+        c.print(_t("numbers: " + ", ".join(f"{k} {_shown_number(k, v)}" for k, v in d.numbers.items())))
     if d.exit_signal:
         c.print(f"vLLM was killed by signal {d.exit_signal}", markup=False)
     c.print("[bold]evidence[/bold]")
