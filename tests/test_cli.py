@@ -122,3 +122,8 @@ def test_zsh_and_fish_completion_name_every_command_and_option(shell: str) -> No
     if shutil.which(shell):  # a syntax check where the shell is installed
         flag = ["-n"] if shell == "zsh" else ["--no-execute"]
         assert subprocess.run([shell, *flag], input=script, text=True).returncode == 0
+
+
+def test_a_usage_error_points_to_the_commands_help() -> None:
+    r = run_cli("init", "Qwen/Qwen3-0.6B", "--context", "12q")
+    assert r.code == 2 and "hint: see `vllm-guard init --help`" in r.err

@@ -202,6 +202,10 @@ def main(
     except GuardError as e:
         if debug:
             traceback.print_exc(file=err)
+        if isinstance(e, UsageError) and not e.hint:
+            # A command-line mistake without its own hint points to that command's help.
+            command = next((a for a in args_list if not a.startswith("-")), None)
+            e.hint = f"see `{PROG} {command} --help`" if command else f"see `{PROG} --help`"
         if "--json" in args_list:
             # A script that asked for JSON gets JSON on stdout for errors too, and the same words on stderr.
             import json
