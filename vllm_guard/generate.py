@@ -96,7 +96,7 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
         reasons.append(f"max-model-len {length}: the model's own maximum ({model.derived_max_len_key}), with room "
                        f"for {who}")
     else:
-        reasons.append(f"max-model-len {length}: the longest with room for {who} (the model allows {derived})")
+        reasons.append(f"max-model-len {length}: the longest with room for {who} (the model allows {derived:,})")
     if fp8_native and params.kv_cache_dtype == "auto" and length < derived:
         reasons.append("kv-cache-dtype fp8 would double the KV cache here (native on this GPU): a longer "
                        "max-model-len or more users; not set, since this request fits without it")
@@ -235,7 +235,7 @@ def _too_many_users(facts: Facts, gpu: Gpu, params: Params, users: int, length: 
     lengths = sorted({n for n in (length, 4096, 8192, 32768) if length <= n <= derived})
     fit = ", ".join(f"{_users_at(facts, gpu, params, n):,} at {n:,} tokens" for n in lengths)
     return (f"{users:,} requests at once fit only below max-model-len {length:,}, too short to be of use; "
-            f"users that fit here: {fit}")
+            f"users that fit here (with the KV relaxations init may use): {fit}")
 
 
 def _refusal(facts: Facts, gpu: Gpu, params: Params, users: int, want: int, fp8_native: bool) -> str:
