@@ -40,7 +40,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _exit_code_table() -> str:
-    return "exit codes:\n" + "\n".join(f"  {int(c):>3}  {m}" for c, m in EXIT_CODE_MEANINGS.items())
+    return ("`vllm-guard COMMAND --help` shows a command's options and examples.\n\nexit codes:\n"
+            + "\n".join(f"  {int(c):>3}  {m}" for c, m in EXIT_CODE_MEANINGS.items()))
 
 
 def build_parser() -> argparse.ArgumentParser:
