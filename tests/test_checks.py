@@ -234,6 +234,13 @@ def test_host_ram_is_graded(tmp_path: Path, ram_gib: int, status: str, words: st
     assert got["host.ram"] == status and words in finding("host.ram").message
 
 
+def test_host_ram_eager_loading_wants_the_full_factor(tmp_path: Path) -> None:
+    # --safetensors-load-strategy eager reads the files instead of mapping them: 29 GiB < 2 x 14.96 fails.
+    got = run(tmp_path, "l4-24gb", 'safetensors-load-strategy = "eager"',
+              edit_machine=with_host(memory_available_bytes=29 * GIB))
+    assert got["host.ram"] == "fail" and "--safetensors-load-strategy eager reads them" in finding("host.ram").message
+
+
 @pytest.mark.parametrize(("nofile", "status"), [(1024, "warn"), (65536, "pass")])
 def test_nofile(tmp_path: Path, nofile: int, status: str) -> None:
     assert run(tmp_path, "l4-24gb", "", edit_machine=with_host(nofile_soft_limit=nofile))["host.nofile"] == status

@@ -434,6 +434,10 @@ def check_host_ram(c: Context) -> Finding:
     # memory" (vllm-project/vllm#759). Below that: fail. Between that and factor x weights (the seed guide's
     # rule): warn, loading works but leaves no room for the page cache or a neighbour's growth.
     floor = weights + HOST_RAM_LOAD_MARGIN_BYTES
+    why_floor = f"the weights plus {gib(HOST_RAM_LOAD_MARGIN_BYTES)} for the processes themselves"
+    if c.profile.value("safetensors_load_strategy") == "eager":
+        # Eager loading reads the files into memory instead of mapping them: no graded band.
+        floor, why_floor = max(floor, need), f"{factor:g} x weights: --safetensors-load-strategy eager reads them"
     measured = {"available_bytes": have}
     required = {"bytes": need, "factor": factor, "minimum_bytes": floor}
     fix = "raise the limit (docker run --memory, systemd MemoryMax=), add swap, or free host memory"
@@ -446,8 +450,8 @@ def check_host_ram(c: Context) -> Finding:
                        f"memory), but below {factor:g} x weights = {gib(need)}: no room left for the page cache "
                        "or another process", fix, measured, required)
     return Finding("host.ram", FAIL, f"{gib(have)} host memory available{where}; loading {gib(weights)} of "
-                   f"weights needs at least {gib(floor)} (the weights plus {gib(HOST_RAM_LOAD_MARGIN_BYTES)} for "
-                   "the processes themselves); the kernel OOM killer ends vLLM without a message", fix,
+                   f"weights needs at least {gib(floor)} ({why_floor}); the kernel OOM killer ends vLLM without a "
+                   "message", fix,
                    measured, required)
 
 
