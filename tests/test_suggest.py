@@ -85,3 +85,15 @@ def test_ready_line_has_the_url_and_the_time() -> None:
     assert line == ("vLLM is ready on http://127.0.0.1:8000 after 1 attempt(s), 41 s: KV cache 40,544 tokens "
                     "(1.00x concurrency), weights 14.99 GiB")
     assert "vLLM is ready on http://127.0.0.1:8000 after 2 attempt(s), 41 s" in relaxed_message(None, frozenset())
+
+
+def test_the_one_fix_is_spelled_as_the_user_wrote_the_settings() -> None:
+    from tests.conftest import L4, ROOT
+
+    profile = ROOT / "profiles" / "llama-3.1-8b-full-context.toml"
+    r = run_cli("check", "--machine", L4, str(profile))
+    line = next(x for x in r.out.splitlines() if x.startswith("one fix that passes every check: "))
+    lines = line.split(f"in {profile}: [vllm] ", 1)[1].split(" (", 1)[0]
+    assert tomllib.loads(lines.replace(", ", "\n"))["max-model-len"] > 0
+    r = run_cli("check", "--machine", L4, "meta-llama/Llama-3.1-8B-Instruct")
+    assert "one fix that passes every check: --max-model-len " in r.out

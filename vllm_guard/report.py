@@ -108,7 +108,7 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(_t(f"note: {note}", "dim"))
-    _print_verdict(c, pre.verdict, pre.findings, fix)
+    _print_verdict(c, pre.verdict, pre.findings, fix, pre.profile.path)
 
 
 # weights, non-torch, activations, CUDA graphs, KV cache, rest of the budget
@@ -163,7 +163,8 @@ def _print_budget(c: Console, pre: Preflight) -> None:
                 markup=False, style="dim")
 
 
-def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None) -> None:
+def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None,
+                   profile_path: object = None) -> None:
     """The verdict, how many checks failed or warned, and the fix of each one (not only the first)."""
     fails = [f for f in findings if f.status == FAIL]
     warns = [f for f in findings if f.status == WARN]
@@ -178,7 +179,9 @@ def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix |
         c.print(Text.assemble(("  ", ""), (f.status.upper(), STATUS_STYLE[f.status]), " ", _t(f.id),
                               _t(f": {f.fix}" if f.fix else ": no fix the guard knows")))
     if fix is not None and fix.exists:
-        c.print(_t(f"one fix that passes every check: {fix.command_line()} ({fix.reason})"))
+        # Spelled the way the user wrote the settings: profile lines for a profile, flags for a command line.
+        spelled = f"in {profile_path}: {fix.profile_lines()}" if profile_path else fix.command_line()
+        c.print(_t(f"one fix that passes every check: {spelled} ({fix.reason})"))
     elif fix is not None:
         c.print(_t(f"no single fix passes every check: {fix.reason}"))
 
