@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import DATA, run_cli
 from vllm_guard import cli
 from vllm_guard.classify import CLASSES, classify, clean_lines
+from vllm_guard.exit_codes import ExitCode
 
 LOGS = DATA / "logs"
 
@@ -127,7 +128,7 @@ def test_log_fixture(name: str) -> None:
     if exit_status is not None:
         argv += ["--exit-status", str(exit_status)]
     r = run_cli(*argv)
-    assert r.code == (1 if cls == "unknown" else 0), r.err
+    assert r.code == (ExitCode.EXPLAIN_UNKNOWN if cls == "unknown" else 0), r.err
     doc = json.loads(r.out)
     assert (doc["class"], doc["stage"]) == (cls, stage)
     for key, value in numbers.items():
@@ -230,7 +231,7 @@ def test_explain_reads_a_units_journal(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_explain_human_output_for_an_unknown_log() -> None:
     r = run_cli("explain", str(LOGS / "unknown_generic_runtime_error.log"))
-    assert r.code == 1
+    assert r.code == ExitCode.EXPLAIN_UNKNOWN == 7
     assert "illegal memory access" in r.out  # the last error lines are shown as evidence
     assert "none the ladder can take" in r.out
 

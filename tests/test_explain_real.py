@@ -244,5 +244,5 @@ def test_exit_status_137_alone_is_a_kill_not_host_oom(tmp_path: Path) -> None:
                    "serving model m\n")
     r = run_cli("explain", str(log), "--exit-status", "137", "--json")
     doc = json.loads(r.out)
-    assert r.code == 1 and (doc["class"], doc["detail"], doc["exit_signal"]) == ("unknown", "sigkill", 9)
+    assert r.code == 7 and (doc["class"], doc["detail"], doc["exit_signal"]) == ("unknown", "sigkill", 9)
     assert "`docker kill`, a watchdog or a person" in doc["evidence"][0]

@@ -140,3 +140,59 @@ def test_tp_sizes_that_split_the_heads() -> None:
     assert [t for t in (2, 3, 4, 8) if tp_splits(model, t)] == [2, 4, 8]  # 40 heads, no GQA
     gqa = replace(model, num_attention_heads=28, num_kv_heads=4)
     assert [t for t in (2, 3, 4, 8) if tp_splits(gqa, t)] == [2, 4]
+
+
+def test_refuses_users_below_the_ladder_floor_and_says_how_many_fit() -> None:
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", L4, "--users", "1000")
+    assert r.code == 4 and "max-model-len = " not in r.out
+    assert "1,000 requests at once fit only below max-model-len 1,024" in r.err
+    assert "users that fit here (with the KV relaxations init may use): 82 at 1,024 tokens" in r.err
+
+
+def test_many_users_that_fit_at_a_useful_length_are_written() -> None:
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", L4, "--users", "30")
+    assert r.code == 0 and tomllib.loads(r.out)["vllm"]["max-model-len"] >= 1024
+
+
+def test_context_beyond_the_models_maximum_names_the_limit() -> None:
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", L4, "--context", "256K")
+    assert r.code == 2
+    assert "beyond meta-llama/Llama-3.1-8B-Instruct's own maximum of 131,072 tokens" in r.err
+
+
+def test_no_gpu_says_to_plan_against_a_snapshot(tmp_path: Path) -> None:
+    import json
+
+    snap = json.loads(Path(L4).read_text())
+    snap["gpus"] = []
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(snap))
+    r = run_cli("init", "Qwen/Qwen3-0.6B", "--machine", str(path))
+    assert r.code == 4 and "no GPU" in r.err and "--machine" in r.err
+
+
+def test_a_profile_that_fails_a_host_check_says_so_and_exits_4(tmp_path: Path) -> None:
+    import json
+
+    snap = json.loads(Path(L4).read_text())
+    snap["host"]["memory_available_bytes"] = 8 * 2**30  # below the weights: host.ram fails
+    machine = tmp_path / "small-ram.json"
+    machine.write_text(json.dumps(snap))
+    out = tmp_path / "fitted.toml"
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", str(machine), "-o", str(out))
+    assert r.code == 4 and "fails host.ram here" in r.err
+    text = out.read_text()
+    assert text.startswith("# WARNING: this profile does not pass `vllm-guard check` here: host.ram:")
+    check = run_cli("check", "--json", "--machine", str(machine), str(out))
+    assert check.code == 4 and [c["id"] for c in json.loads(check.out)["checks"] if c["status"] == "fail"] == [
+        "host.ram"]
+
+
+def test_init_json_says_what_was_chosen_and_why(tmp_path: Path) -> None:
+    import json
+
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", L4, "--json")
+    doc = json.loads(r.out)
+    assert r.code == 0 and doc["schema"] == "vllm-guard.init/1" and doc["check"]["verdict"] == "pass"
+    assert doc["values"]["vllm"] == tomllib.loads(doc["profile"])["vllm"]
+    assert any(reason.startswith("max-model-len") for reason in doc["reasons"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -420,6 +421,9 @@ def test_crash_after_ready_exits_6_and_is_recorded(tmp_path: Path) -> None:
     assert code == 6, err
     ready, ended = rig.records()
     assert ready["outcome"] == "ready" and (ended["outcome"], ended["phase"]) == ("exited", "serving")
+    # The ready line says where, the exit says what vLLM last said and where the diagnosis is.
+    assert re.search(r"vLLM is ready on http://127\.0\.0\.1:\d+ after 1 attempt\(s\), \d+ s", err), err
+    assert "vllm-guard explain --unit UNIT" in err
 
 
 def test_startup_timeout_retries_once_then_stops(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -201,3 +202,73 @@ def test_environment_alone_can_name_a_model() -> None:
 
     r = run_cli("serve", "--dry-run", "--machine", L4, env={"VLLMGUARD_PROFILE": "Qwen/Qwen3-0.6B"})
     assert r.code == 0 and "\nvllm serve Qwen/Qwen3-0.6B\n" in r.out
+
+
+def _service_directives(unit: Path) -> dict[str, list[str]]:
+    """The [Service] section's directives (name -> values, in order), comments left out."""
+    out: dict[str, list[str]] = {}
+    section = ""
+    for raw in unit.read_text().splitlines():
+        row = raw.strip()
+        if row.startswith("["):
+            section = row
+        elif section == "[Service]" and "=" in row and not row.startswith("#"):
+            name, _, value = row.partition("=")
+            out.setdefault(name, []).append(value)
+    return out
+
+
+def test_the_single_unit_is_the_template_unit_for_one_profile() -> None:
+    """docs/systemd.md says vllm-guard.service "is the same" as the template: it is, but for the profile path."""
+    template, single = (_service_directives(ROOT / "systemd" / name)
+                        for name in ("vllm-guard@.service", "vllm-guard.service"))
+    assert template.pop("ExecStart") == ["/usr/local/bin/vllm-guard serve /etc/vllm-guard/%i.toml"]
+    assert single.pop("ExecStart") == ["/usr/local/bin/vllm-guard serve /etc/vllm-guard/profile.toml"]
+    assert {k: sorted(v) for k, v in single.items()} == {k: sorted(v) for k, v in template.items()}
+
+
+def test_every_hardening_directive_the_doc_names_is_in_both_units() -> None:
+    doc = (ROOT / "docs" / "systemd.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| hardening |"))
+    names: set[str] = set()
+    previous = ""
+    for token in re.findall(r"`([A-Za-z]+)", row):
+        name = token
+        if re.fullmatch(r"[A-Z][a-z]+", token) and previous:
+            # `ProtectKernelTunables`/`Modules`/`Logs`: the last word of the previous name, replaced.
+            name = re.sub(r"[A-Z][a-z]+$", token, previous)
+        names.add(name)
+        previous = name
+    assert len(names) >= 15
+    for unit in ("vllm-guard@.service", "vllm-guard.service"):
+        directives = _service_directives(ROOT / "systemd" / unit)
+        assert names <= set(directives), (unit, names - set(directives))
+
+
+def test_docker_healthcheck_asks_the_port_it_is_given() -> None:
+    """The image's HEALTHCHECK command, run as Docker would, against a /health on a port that is not 8000."""
+    import http.server
+    import shlex
+
+    text = (ROOT / "docker" / "Dockerfile").read_text().replace("\\\n", " ")
+    command = shlex.split(next(r for r in text.splitlines() if r.startswith("HEALTHCHECK")).split(" CMD ", 1)[1])
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        python = [sys.executable, *command[1:]]
+        assert subprocess.run(python, env={"HEALTHCHECK_PORT": str(port)}, capture_output=True).returncode == 0
+        server.shutdown()
+        server.server_close()
+        assert subprocess.run(python, env={"HEALTHCHECK_PORT": str(port)}, capture_output=True).returncode != 0
+    finally:
+        server.server_close()

@@ -11,3 +11,24 @@ CHECK_IDS: tuple[str, ...] = (
 # Checks that judge a GPU: skipped when there is none, or when vLLM is a CPU build.
 GPU_DEPENDENT: tuple[str, ...] = ("gpu.count", "gpu.free_memory", "model.weights_fit", "model.kv_fit", "gpu.dtype",
                                   "gpu.kv_cache_dtype", "gpu.quantization")
+
+# One line each for `vllm-guard checks` (and check --list).
+DESCRIPTIONS: dict[str, str] = {
+    "gpu.present": "an NVIDIA GPU is visible (or vLLM is a CPU build)",
+    "gpu.count": "tensor x pipeline x data parallel is at most the GPUs vLLM will see",
+    "gpu.free_memory": "each GPU has gpu-memory-utilization of its memory free, plus a margin",
+    "model.facts": "the model's config is known (local path, Hugging Face cache, the Hub, or bundled)",
+    "model.weights_fit": "the weights fit in the memory budget of one GPU",
+    "model.kv_fit": "the KV cache holds one request of max-model-len (and min-concurrency of them)",
+    "model.max_len": "max-model-len is within the model's own maximum",
+    "model.tp_divisible": "the attention heads (and KV heads, quantization groups) split over tensor parallel",
+    "gpu.dtype": "the dtype runs on the GPU's compute capability (bfloat16 needs 8.0)",
+    "gpu.kv_cache_dtype": "an fp8 KV cache runs on the GPU (native from 8.9)",
+    "gpu.quantization": "the weight quantization method runs on the GPU's compute capability",
+    "host.ram": "host RAM (or the cgroup limit) holds the weights while they load",
+    "host.shm": "/dev/shm is large enough (tensor parallel needs about 200 MiB; Docker gives 64 MiB)",
+    "host.disk": "the download directory has room for weights not yet on disk",
+    "net.port": "the API port (or socket) is free",
+    "host.nofile": "the open-files limit allows many concurrent connections",
+    "vllm.executable": "the vLLM executable is found",
+}

@@ -71,7 +71,7 @@ def gib(n: float | None) -> str:
 
 
 def mib(n: float | None) -> str:
-    return "unknown" if n is None else f"{n / MIB:.0f} MiB"
+    return "unknown" if n is None else f"{n / MIB:,.0f} MiB"
 
 
 # --- GPUs ---------------------------------------------------------------------
@@ -90,6 +90,14 @@ def check_gpu_present(c: Context) -> Finding:
                        "install the NVIDIA driver, or plan against a GPU machine with --machine FILE",
                        {"gpus": 0}, {"gpus": ">= 1"})
     if not c.facts.gpus:
+        wanted = c.profile.setting("gpus")
+        joined = [w for w in wanted or () if isinstance(w, str) and "," in w]
+        if joined:
+            # gpus = "0,1" is one GPU name (a UUID would be a string), not CUDA_VISIBLE_DEVICES' list.
+            items = ", ".join(v.strip() for v in joined[0].split(","))
+            return Finding("gpu.present", FAIL, f"guard.gpus = {joined[0]!r} names one GPU called {joined[0]!r}; "
+                           "no GPU has that name", f"write a list: gpus = [{items}]", {"visible_gpus": 0},
+                           {"gpus": ">= 1"})
         return Finding("gpu.present", FAIL, "none of the machine's GPUs is selected for vLLM",
                        "check guard.gpus and CUDA_VISIBLE_DEVICES", {"visible_gpus": 0}, {"gpus": ">= 1"})
     names = sorted({g.name or "unknown GPU" for g in c.facts.gpus})
@@ -101,11 +109,16 @@ def check_gpu_count(c: Context) -> Finding:
     have, need = len(c.facts.gpus), c.world_size
     measured, required = {"visible_gpus": have}, {"world_size": need}
     if need <= have:
-        return Finding("gpu.count", PASS, f"world size {need} fits {have} visible GPU(s)", None, measured, required)
+        unused = [g.index for g in c.facts.gpus[need:]]
+        # vLLM uses the first world-size GPUs it sees; the others stay idle (say so: a listed GPU is not used).
+        idle = f"; GPU {', '.join(map(str, unused))} stay{'s' if len(unused) == 1 else ''} unused" if unused else ""
+        return Finding("gpu.count", PASS, f"world size {need} fits {have} visible GPU(s){idle}", None, measured,
+                       required)
     return Finding(
         "gpu.count", FAIL,
         f"tensor x pipeline x data parallel = {need} GPUs, but vLLM will see {have}",
-        f"use --tensor-parallel-size {max(have, 1)} or fewer, or run multi-node with Ray "
+        (f"use --tensor-parallel-size {have} or fewer" if have > 1 else "use --tensor-parallel-size 1")
+        + " (tensor x pipeline x data parallel at most the visible GPUs), or run multi-node with Ray "
         "(--distributed-executor-backend ray)", measured, required,
     )
 
@@ -205,10 +218,14 @@ def check_gpu_quantization(c: Context) -> Finding:
         return Finding("gpu.quantization", SKIP, f"{method}: minimum compute capability not known to the guard"
                        if minimum is None else "compute capability unknown")
     have = cc[0] * 10 + cc[1]
-    measured, required = {"method": method, "capability": have}, {"capability": minimum}
+    # The table keeps vLLM's integer form (get_min_capability() returns 75 for 7.5); people read 7.5.
+    shown_have, shown_min = f"{cc[0]}.{cc[1]}", f"{minimum // 10}.{minimum % 10}"
+    measured, required = {"method": method, "compute_capability": shown_have}, {"compute_capability": shown_min}
     if have >= minimum:
-        return Finding("gpu.quantization", PASS, f"{method} runs on capability {have}", None, measured, required)
-    return Finding("gpu.quantization", FAIL, f"{method} needs capability {minimum}; this GPU has {have}",
+        return Finding("gpu.quantization", PASS, f"{method} runs on compute capability {shown_have} "
+                       f"(needs {shown_min})", None, measured, required)
+    return Finding("gpu.quantization", FAIL, f"{method} needs compute capability {shown_min}; this GPU has "
+                   f"{shown_have}",
                    "use a checkpoint in a format this GPU supports (e.g. GPTQ on older GPUs)", measured, required)
 
 
@@ -223,14 +240,27 @@ def _min_capability(c: Context) -> tuple[int, int] | None:
 def check_model_known(c: Context) -> Finding:
     m = c.facts.model
     if m.source == "unknown":
-        return Finding("model.facts", FAIL, f"nothing is known about {m.model}: " + "; ".join(m.notes),
-                       "check the id, set HF_TOKEN for gated models, or give a local path")
+        local = m.model.startswith(("/", "./", "../", "~"))
+        fix = ("give the directory that holds the model's config.json" if local else
+               "check the id (and HF_TOKEN for a gated model); offline, give a directory holding its config.json")
+        return Finding("model.facts", FAIL, f"nothing is known about {m.model}: " + "; ".join(m.notes), fix)
     return Finding("model.facts", PASS, f"{m.architecture or 'model'} from {m.source}"
                    + (f"; weights {gib(m.weights_bytes)} ({m.weights_source})" if m.weights_bytes else ""),
                    measured={"source": m.source, "weights_bytes": m.weights_bytes})
 
 
+def _missing_gpus(c: Context) -> Finding | None:
+    """A layout over more GPUs than vLLM will see has no per-GPU figures: they would be for GPUs not there."""
+    have = len(c.facts.gpus)
+    if c.world_size <= have:
+        return None
+    return Finding("", SKIP, f"the layout needs {c.world_size} GPUs and vLLM will see {have}: per-GPU memory is not "
+                   "judged for GPUs that are not there (see gpu.count)")
+
+
 def check_model_weights_fit(c: Context) -> Finding:
+    if (missing := _missing_gpus(c)) is not None:
+        return replace(missing, id="model.weights_fit")
     e = c.estimate
     if e is None or e.weights_bytes_per_gpu is None:
         return Finding("model.weights_fit", SKIP, "weight size or GPU memory unknown")
@@ -250,6 +280,8 @@ def check_model_weights_fit(c: Context) -> Finding:
 
 
 def check_model_kv_fit(c: Context) -> Finding:
+    if (missing := _missing_gpus(c)) is not None:
+        return replace(missing, id="model.kv_fit")
     e = c.estimate
     m = c.facts.model
     if e is None or e.kv_budget_bytes is None or e.kv_bytes_per_token is None or e.max_model_len is None:
@@ -270,12 +302,12 @@ def check_model_kv_fit(c: Context) -> Finding:
         alternatives = _kv_alternatives(c, need)
         return Finding(
             "model.kv_fit", FAIL,
-            f"one request of max-model-len {e.max_model_len} needs {gib(need)} of KV cache; "
-            f"{gib(e.kv_budget_bytes)} is available. The largest max-model-len that fits is {fit}",
+            f"one request of max-model-len {e.max_model_len:,} needs {gib(need)} of KV cache; "
+            f"{gib(e.kv_budget_bytes)} is available. The largest max-model-len that fits is {fit:,}",
             "; ".join([fix, *alternatives]), {**measured, "max_fitting_model_len": fit}, required)
     concurrency = e.max_concurrency or 0.0
     message = (f"KV cache {gib(e.kv_budget_bytes)} = {e.kv_tokens:,} tokens; "
-               f"{concurrency:.2f}x requests of {e.max_model_len} tokens fit at once")
+               f"{concurrency:.2f}x requests of {e.max_model_len:,} tokens fit at once")
     minimum = c.setting("min-concurrency")
     if minimum is not None and concurrency < minimum:
         return Finding("model.kv_fit", WARN, message + f", below guard.checks.min-concurrency {minimum:g}",
@@ -317,13 +349,13 @@ def check_model_max_len(c: Context) -> Finding:
         return Finding("model.max_len", SKIP, "derived maximum length unknown")
     measured, required = {"max_model_len": length}, {"derived_max_len": derived}
     if length <= derived:
-        return Finding("model.max_len", PASS, f"max-model-len {length} <= the model's {derived} "
+        return Finding("model.max_len", PASS, f"max-model-len {length:,} <= the model's {derived:,} "
                        f"({m.derived_max_len_key})", None, measured, required)
     if c.facts.environ_allows_long_len:
-        return Finding("model.max_len", WARN, f"max-model-len {length} exceeds the model's {derived}; allowed "
+        return Finding("model.max_len", WARN, f"max-model-len {length:,} exceeds the model's {derived:,}; allowed "
                        "by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "expect poor quality past the trained length",
                        measured, required)
-    return Finding("model.max_len", FAIL, f"max-model-len {length} exceeds the model's derived maximum {derived} "
+    return Finding("model.max_len", FAIL, f"max-model-len {length:,} exceeds the model's derived maximum {derived:,} "
                    f"({m.derived_max_len_key}); vLLM refuses it", f"--max-model-len {derived}", measured, required)
 
 
@@ -393,14 +425,36 @@ def check_host_ram(c: Context) -> Finding:
                        "host memory", measured, cpu_required)
     limited = h.cgroup_memory_limit_bytes is not None and have < (h.memory_available_bytes or 0)
     where = " (cgroup limit: Docker --memory or systemd MemoryMax=)" if limited else ""
-    measured, required = {"available_bytes": have}, {"bytes": need, "factor": factor}
+    # Graded: vLLM 0.33 memory-maps safetensors by default (--safetensors-load-strategy unset = lazy mmap,
+    # config/load.py; vllm-project/vllm#24469), so loading needs the weights' pages plus the processes' own
+    # memory, not two copies. A whole file that cannot be mapped fails with "unable to mmap ... Cannot allocate
+    # memory" (vllm-project/vllm#759). Below that: fail. Between that and factor x weights (the seed guide's
+    # rule): warn, loading works but leaves no room for the page cache or a neighbour's growth.
+    floor = weights + HOST_RAM_LOAD_MARGIN_BYTES
+    why_floor = f"the weights plus {gib(HOST_RAM_LOAD_MARGIN_BYTES)} for the processes themselves"
+    if c.profile.value("safetensors_load_strategy") == "eager":
+        # Eager loading reads the files into memory instead of mapping them: no graded band.
+        floor, why_floor = max(floor, need), f"{factor:g} x weights: --safetensors-load-strategy eager reads them"
+    measured = {"available_bytes": have}
+    required = {"bytes": need, "factor": factor, "minimum_bytes": floor}
+    fix = "raise the limit (docker run --memory, systemd MemoryMax=), add swap, or free host memory"
     if have >= need:
         return Finding("host.ram", PASS, f"{gib(have)} available{where} >= {factor:g} x weights {gib(weights)}",
                        None, measured, required)
-    return Finding("host.ram", FAIL, f"{gib(have)} host memory available{where}, loading {gib(weights)} of weights "
-                   f"wants {factor:g}x = {gib(need)}; the kernel OOM killer ends vLLM without a message",
-                   "raise the limit (docker run --memory, systemd MemoryMax=), add swap, or free host memory",
+    if have >= floor:
+        return Finding("host.ram", WARN, f"{gib(have)} available{where}: enough to load {gib(weights)} of "
+                       f"safetensors weights, which vLLM memory-maps ({gib(floor)} with the processes' own "
+                       f"memory), but below {factor:g} x weights = {gib(need)}: no room left for the page cache "
+                       "or another process", fix, measured, required)
+    return Finding("host.ram", FAIL, f"{gib(have)} host memory available{where}; loading {gib(weights)} of "
+                   f"weights needs at least {gib(floor)} ({why_floor}); the kernel OOM killer ends vLLM without a "
+                   "message", fix,
                    measured, required)
+
+
+# Host memory of vLLM's processes besides the mapped weights: the API server and the engine core, each with
+# Python, torch and the CUDA runtime loaded. An allowance, not a measurement of vLLM 0.33.
+HOST_RAM_LOAD_MARGIN_BYTES = 3 * GIB
 
 
 def check_host_shm(c: Context) -> Finding:
@@ -447,10 +501,10 @@ def check_host_nofile(c: Context) -> Finding:
     if soft is None:
         return Finding("host.nofile", PASS, "no limit on open files")
     if soft < minimum:
-        return Finding("host.nofile", WARN, f"the open-files soft limit is {soft}; many concurrent connections "
+        return Finding("host.nofile", WARN, f"the open-files soft limit is {soft:,}; many concurrent connections "
                        f"need more", "LimitNOFILE=65536 in the unit, or ulimit -n 65536",
                        {"nofile": soft}, {"nofile": minimum})
-    return Finding("host.nofile", PASS, f"open-files soft limit {soft}", None, {"nofile": soft})
+    return Finding("host.nofile", PASS, f"open-files soft limit {soft:,}", None, {"nofile": soft})
 
 
 def check_net_port(c: Context) -> Finding:

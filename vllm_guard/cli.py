@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import NoReturn, TextIO
+from typing import NoReturn, TextIO, cast
 
 from vllm_guard import __version__
 from vllm_guard.errors import GuardError, UsageError
@@ -25,11 +26,22 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so main() owns every exit code."""
 
     def error(self, message: str) -> NoReturn:
+        wrong = re.search(r"invalid choice: '([^']*)'", message)
+        if wrong and self._subparsers is not None:
+            # A mistyped command: say which one was meant, not argparse's whole list.
+            import difflib
+
+            known = [c for a in self._subparsers._group_actions for c in getattr(a, "choices", None) or ()]
+            close = difflib.get_close_matches(wrong.group(1), known, n=1, cutoff=0.5)
+            raise UsageError(f"{wrong.group(1)!r} is not a vllm-guard command"
+                             + (f"; did you mean {close[0]!r}?" if close else ""),
+                             hint=f"the commands are: {', '.join(known)}; see `{self.prog} --help`")
         raise UsageError(message, hint=f"see `{self.prog} --help`")
 
 
 def _exit_code_table() -> str:
-    return "exit codes:\n" + "\n".join(f"  {int(c):>3}  {m}" for c, m in EXIT_CODE_MEANINGS.items())
+    return ("`vllm-guard COMMAND --help` shows a command's options and examples.\n\nexit codes:\n"
+            + "\n".join(f"  {int(c):>3}  {m}" for c, m in EXIT_CODE_MEANINGS.items()))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,14 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_exit_code_table(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
+        from vllm_guard.helptext import epilog
+
+        # The exit-code table is printed once, by `vllm-guard --help`; each command shows its examples.
         p = sub.add_parser(name, help=help_text, description=description or help_text, parents=[common],
-                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_exit_code_table())
-        p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=epilog(name))
+        p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}",
+                       help="print the version and exit")
         return p
 
     def target(p: argparse.ArgumentParser) -> None:
@@ -61,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help='guard.gpus: "auto" (the idlest GPUs the layout needs, chosen under the launch locks) '
                        "or NVML indices / UUIDs (env VLLMGUARD_GPUS)")
         p.add_argument("target", nargs="?", metavar="TARGET",
-                       help="a profile (*.toml) or a model id / local path as `vllm serve` takes it "
+                       help="a profile (a TOML file, whatever its name) or a model id / local directory as "
+                       "`vllm serve` takes it "
                        "(env VLLMGUARD_PROFILE when omitted)")
         p.add_argument("vllm_args", nargs=argparse.REMAINDER, metavar="VLLM OPTIONS",
                        help="`vllm serve` options; they override the profile's values")
@@ -74,15 +92,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
     serve.add_argument("--exec", action="store_true",
                        help="after preflight, replace the guard by vLLM: no ladder, no supervision")
+    serve.add_argument("--json", action="store_true",
+                       help="with --dry-run: print the checks, the command line and the environment as JSON")
     target(serve)
 
     check = command("check", "preflight checks only: will this profile start here?")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--list", action="store_true", help="list every check id with what it checks, and exit")
     target(check)
 
     snapshot = command("snapshot", "record this machine's GPUs and host as a JSON snapshot")
     snapshot.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE")
     snapshot.add_argument("--json", action="store_true", help="print the snapshot JSON to stdout")
+    snapshot.add_argument("--force", action="store_true", help="overwrite an existing FILE (as init does)")
 
     explain = command("explain", "diagnose a failed vLLM start from its log")
     explain.add_argument("log", nargs="?", metavar="FILE", help="a log file, or - for stdin")
@@ -102,9 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--context", metavar="N", help="wanted max-model-len (e.g. 32768 or 32K)")
     init.add_argument("-o", "--output", metavar="PROFILE", help="where to write the profile (default: stdout)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.add_argument("--json", action="store_true", help="print what was chosen and why, with the profile, as JSON")
 
     attempts = command("attempts", "show the attempt history of a profile")
-    attempts.add_argument("source", nargs="?", metavar="PROFILE|FILE")
+    attempts.add_argument("source", nargs="?", metavar="PROFILE|NAME|FILE",
+                          help="a profile (its guard.attempt-log), a profile name (its log in the state directory) "
+                          "or an attempt log file (env VLLMGUARD_PROFILE when omitted)")
+    attempts.add_argument("--json", action="store_true", help="print the records as JSON")
     attempts.add_argument("--forget", action="store_true",
                           help="drop the relaxations remembered for PROFILE ([guard.ladder] remember)")
     ps = command("ps", "every vLLM on this host: which guard started it, its state, GPUs and memory; orphans flagged",
@@ -114,13 +140,23 @@ def build_parser() -> argparse.ArgumentParser:
                  "so is vLLM's weight daemon (`vllm preload`).")
     ps.add_argument("--json", action="store_true", help="print the list as JSON")
     ps.add_argument("--machine", metavar="FILE", help="list the vLLM processes a machine snapshot recorded")
+
+    checks = command("checks", "list every preflight check id with what it checks")
+    checks.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    models = command("models", "list the models whose facts are bundled (used offline, without the Hub)")
+    models.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    completion = command("completion", "print a shell completion script (bash, zsh or fish)")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), metavar="SHELL",
+                            help="bash, zsh or fish")
     return parser
 
 
 # The guard's options of `serve` and `check` that may come before TARGET (True: takes a value).
 _BEFORE_TARGET = {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--gpus": True,
-                  "--json": False,
-                  "--debug": False, "-h": False, "--help": False, "--version": False}
+                  "--json": False, "--list": False, "--debug": False, "-h": False, "--help": False, "--version": False,
+                  "-V": False}
 
 
 def split_at_target(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -153,9 +189,12 @@ def main(
     stdin: TextIO | None = None,
 ) -> int:
     """Run the CLI and return the exit code. Tests call this directly."""
+    from vllm_guard.pipes import PipeSafe
+
     env = dict(os.environ if environ is None else environ)
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    # A reader that leaves early (`| head -1`) must not turn the command's exit status into 1.
+    out = cast(TextIO, PipeSafe(stdout or sys.stdout))
+    err = cast(TextIO, PipeSafe(stderr or sys.stderr))
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = False
     try:
@@ -175,6 +214,18 @@ def main(
     except GuardError as e:
         if debug:
             traceback.print_exc(file=err)
+        if isinstance(e, UsageError) and not e.hint:
+            # A command-line mistake without its own hint points to that command's help.
+            command = next((a for a in args_list if not a.startswith("-")), None)
+            e.hint = f"see `{PROG} {command} --help`" if command else f"see `{PROG} --help`"
+        if "--json" in args_list:
+            # A script that asked for JSON gets JSON on stdout for errors too, and the same words on stderr.
+            import json
+
+            from vllm_guard.schemas import ERROR
+
+            out.write(json.dumps({"schema": ERROR, "error": e.message, "hint": e.hint, "exit": int(e.exit_code)},
+                                 indent=2) + "\n")
         err.write(f"{PROG}: error: {e.message}\n")
         if e.hint:
             err.write(f"hint: {e.hint}\n")

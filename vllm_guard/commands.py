@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from vllm_guard import listings
 from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.options import OptionTable, TableChoice
@@ -29,6 +30,9 @@ def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         "init": init,
         "attempts": attempts,
         "ps": ps,
+        "checks": listings.list_checks,
+        "completion": listings.completion,
+        "models": listings.models,
     }
     return handlers[args.command](args, env=env, stdout=stdout, stderr=stderr)
 
@@ -55,13 +59,24 @@ def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, s
     def pick(executable: str) -> TableChoice:
         return pick_table(executable, env, machine_file)
 
-    if tokens[0].endswith(".toml") and not tokens[0].startswith("-"):
+    if is_profile_path(tokens[0]):
         profile = load_profile(Path(tokens[0]), environ=env, pick_table=pick)
         rest = take_trailing_guard_options(args, tokens[1:], profile.options)
         return apply_cli(profile, rest)
     choice = pick(env.get("VLLMGUARD_VLLM_BIN") or str(GUARD_SETTINGS["vllm"].default))
     rest = take_trailing_guard_options(args, tokens, choice.table)
     return drop_in_command_line(rest, environ=env, choice=choice, read_config=read_config)
+
+
+def is_profile_path(token: str) -> bool:
+    """A profile is a file (``ok.TOML``, ``vllm-profile`` with no suffix); a model is an id or a directory.
+    A name ending in .toml that does not exist is still meant as a profile (load_profile says it is missing)."""
+    if token.startswith("-"):
+        return False
+    if token.lower().endswith(".toml"):
+        return True
+    # vLLM also serves a single GGUF file (`vllm serve ./model.gguf`): that file is a model, not a profile.
+    return Path(token).is_file() and not token.lower().endswith(".gguf") and not _starts_with(Path(token), b"GGUF")
 
 
 def _names_model(tokens: list[str]) -> bool:
@@ -105,8 +120,9 @@ def _snapshot_vllm_version(machine_file: str) -> str | None:
 # guard's. After it, one is the guard's only where vLLM's option table (of the vLLM that will run)
 # has no option of that spelling and none it abbreviates (argparse allow_abbrev); tests check this.
 GUARD_OPTIONS: dict[str, dict[str, bool]] = {
-    "serve": {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--debug": False},
-    "check": {"--json": False, "--machine": True, "--debug": False},
+    "serve": {"--dry-run": False, "--force": False, "--exec": False, "--machine": True, "--debug": False,
+              "--json": False},
+    "check": {"--json": False, "--machine": True, "--debug": False, "--list": False},
 }
 
 
@@ -190,10 +206,17 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
     facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
+    if args.json and not args.dry_run:  # after _preflight: --json may also follow TARGET
+        raise UsageError("--json goes with --dry-run: a running vLLM's output is its own log",
+                         hint="vllm-guard serve --dry-run --json TARGET ...")
     if args.dry_run:
         from vllm_guard.fix import find_fix
 
-        report.print_check(pre, facts, target, stdout, find_fix(pre.profile, facts, pre))
+        fix = find_fix(pre.profile, facts, pre)
+        if args.json:
+            stdout.write(report.dry_run_json(pre, facts, target, fix, plan, forced=args.force) + "\n")
+            return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
+        report.print_check(pre, facts, target, stdout, fix)
         report.print_plan(plan, stdout)
         if pre.verdict == "fail":
             if args.force:
@@ -209,6 +232,8 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
         if note:
             stderr.write(f"vllm-guard: note: {note}\n")
     if pre.verdict == "fail" and not args.force:
+        stderr.write("vllm-guard: preflight failed: vLLM was not started (the fixes are above; --force starts it "
+                     "anyway)\n")
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
     if args.exec or pre.profile.setting("mode") == "exec":
@@ -244,6 +269,8 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     from vllm_guard import report
     from vllm_guard.fix import find_fix
 
+    if args.list:
+        return listings.list_checks(args, env=env, stdout=stdout, stderr=stderr)
     facts, pre, target = _preflight(args, env)
     fix = find_fix(pre.profile, facts, pre)
     if args.json:
@@ -253,11 +280,18 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
 
 
+def refuse_existing(output: str | None, force: bool) -> None:
+    """One rule for every command that writes a file (init, snapshot): an existing file needs --force."""
+    if output and Path(output).exists() and not force:
+        raise UsageError(f"{output} exists", hint="use --force to overwrite it")
+
+
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     import json
 
     from vllm_guard import probes, report
 
+    refuse_existing(args.output, args.force)
     machine = probes.probe_machine(environ=env)
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
@@ -283,6 +317,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
 
     from vllm_guard import classify, ladder, report
     from vllm_guard.knowledge import STAGE_NAMES
+    from vllm_guard.suggest import toml_line
 
     if args.unit and args.log is not None:
         raise UsageError("give a log FILE or --unit NAME, not both")
@@ -313,7 +348,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             for start, step, _ in docs:
                 d = start.diagnosis
                 state = d.cls if start.failed or d.cls != "unknown" else "no failure seen"
-                change = (f"next: {step.param} = {step.value}" if isinstance(step, ladder.Step) and step.param
+                change = (f"next: {toml_line(step.param, step.value)}" if isinstance(step, ladder.Step) and step.param
                           else "next: no change" if isinstance(step, ladder.Step) else "next: none")
                 mark = "  <- diagnosed below" if start is chosen else ""
                 stdout.write(f"start {start.number}/{len(starts)} (lines {start.first_line}-{start.last_line}): "
@@ -321,7 +356,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             stdout.write("\n")
         step = next(step for s, step, _ in docs if s is chosen)
         report.print_explain(chosen.diagnosis, step, stdout)
-    return ExitCode.ERROR if chosen.diagnosis.cls == "unknown" else ExitCode.OK
+    return ExitCode.EXPLAIN_UNKNOWN if chosen.diagnosis.cls == "unknown" else ExitCode.OK
 
 
 def _is_terminal(stdin: TextIO | None) -> bool:
@@ -390,8 +425,7 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     from vllm_guard import __version__, generate, probes
     from vllm_guard.options import ValueProblem, parse_human_int
 
-    if args.output and Path(args.output).exists() and not args.force:
-        raise UsageError(f"{args.output} exists", hint="use --force to overwrite it")
+    refuse_existing(args.output, args.force)
     for name in ("tensor_parallel_size", "users"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -425,17 +459,69 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
         doc["guard"] = {"gpus": fitted.guard_gpus}
     if args.users:
         doc.setdefault("guard", {})["checks"] = {"min-concurrency": args.users}
-    text = "".join(f"# {line}\n" for line in header) + "\n" + tomli_w.dumps(doc)
+    body = tomli_w.dumps(doc)
+    # What init writes must pass `check` on the machine it was fitted to, host RAM and /dev/shm included:
+    # the fit judges the GPU only. When a check fails, the profile says so at the top and the exit is 4.
+    failed = [f for f in _check_fitted(body, env, machine_file).findings if f.status == "fail"]
+    if failed:
+        header.insert(0, "WARNING: this profile does not pass `vllm-guard check` here: "
+                      + "; ".join(f"{f.id}: {f.message.splitlines()[0]}" for f in failed))
+    text = "".join(f"# {line}\n" for line in header) + "\n" + body
     if args.output:
         try:
             Path(args.output).write_text(text)
         except OSError as e:
             raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    if args.json:
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({
+            "schema": schemas.INIT, "model": args.model, "machine": facts.machine_origin,
+            "values": doc, "reasons": fitted.reasons, "output": args.output, "profile": text,
+            "check": {"verdict": "fail" if failed else "pass", "failed": [f.to_dict() for f in failed]},
+        }, indent=2) + "\n")
+    elif args.output:
         stdout.write(f"wrote {args.output}\n")
         stdout.write("".join(f"  {line}\n" for line in fitted.reasons))
     else:
         stdout.write(text)
-    return ExitCode.OK
+    for f in failed:
+        stderr.write(f"vllm-guard: the profile fails {f.id} here: {f.message.splitlines()[0]}"
+                     + (f" (fix: {f.fix})" if f.fix else "") + "\n")
+    return ExitCode.PREFLIGHT_FAILED if failed else ExitCode.OK
+
+
+def _check_fitted(body: str, env: Mapping[str, str], machine_file: str | None) -> Any:
+    """The preflight of the profile init is about to write, on the machine it was fitted to."""
+    import tempfile
+
+    from vllm_guard import checks, probes
+
+    with tempfile.TemporaryDirectory(prefix="vllm-guard-init-") as tmp:
+        path = Path(tmp) / "fitted.toml"
+        path.write_text(body)
+        profile = load_profile(path, environ=env, pick_table=lambda exe: pick_table(exe, env, machine_file))
+    facts = probes.gather(profile, environ=env, machine_file=machine_file)
+    return checks.preflight(profile, facts)
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
+
+
+def _starts_like_json(path: Path) -> bool:
+    """Whether a file's first non-blank byte opens a JSON object (an attempt log), not a TOML profile."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4096).lstrip()[:1] == b"{"
+    except OSError:
+        return False
 
 
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
@@ -450,13 +536,13 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     if args.forget:
         from vllm_guard import remember
 
-        name = load_profile(path, environ=env).name if path.suffix == ".toml" else source
+        name = load_profile(path, environ=env).name if is_profile_path(source) else source
         where = remember.path_for(name, env)
         dropped = remember.forget(where)
         stdout.write(f"vllm-guard: {'forgot the relaxations remembered' if dropped else 'nothing remembered'} "
                      f"for {name} ({where})\n")
         return ExitCode.OK
-    if path.suffix == ".toml":
+    if path.suffix.lower() == ".toml" or (path.is_file() and not _starts_like_json(path)):
         profile = load_profile(path, environ=env)
         log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)
     elif path.exists() and not path.is_dir():
@@ -470,8 +556,22 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
                          hint="the guard writes it when `vllm-guard serve` starts vLLM") from None
     except FileProblem as e:
         raise UsageError(f"cannot read the attempt log: {e}") from None
+    if not records and warnings:
+        # Not one attempt record: a different file, not a damaged log; one line says so, not a warning per line.
+        raise UsageError(f"{log} is not an attempt log: none of its lines is an attempt record "
+                         f"(schema {attempt_log.ATTEMPT_SCHEMA})",
+                         hint="give a profile, a profile name, or the log `vllm-guard serve` writes "
+                         "(guard.attempt-log, VLLMGUARD_ATTEMPT_LOG)")
     for warning in warnings:
         stderr.write(f"vllm-guard: warning: {warning}\n")
+    if args.json:
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({"schema": schemas.ATTEMPTS, "log": str(log), "records": records,
+                                 "warnings": warnings}, indent=2, default=str) + "\n")
+        return ExitCode.OK
     report.print_attempts(records, str(log), stdout)
     return ExitCode.OK
 

@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     PREFLIGHT_FAILED = 4  # a preflight check failed, or the vLLM executable is missing
     START_FAILED = 5  # the ladder is exhausted, or no relaxation can fix the failure
     CHILD_EXITED = 6  # vLLM exited on its own after it was ready
+    EXPLAIN_UNKNOWN = 7  # explain: the log shows no failure the guard can name (not a bug in the guard)
     INTERRUPTED = 130  # SIGINT
     TERMINATED = 143  # SIGTERM
 
@@ -29,7 +30,9 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.PROFILE_INVALID: "profile or machine snapshot invalid",
     ExitCode.PREFLIGHT_FAILED: "preflight check failed (or the vLLM executable is missing)",
     ExitCode.START_FAILED: "start failed: ladder exhausted, or a failure no relaxation fixes",
-    ExitCode.CHILD_EXITED: "vLLM exited after it was ready",
+    ExitCode.CHILD_EXITED: "vLLM exited after it was ready (its last error lines are shown; `vllm-guard explain` "
+    "diagnoses the log)",
+    ExitCode.EXPLAIN_UNKNOWN: "explain: the log shows no failure the guard can name (class unknown)",
     ExitCode.INTERRUPTED: "interrupted by SIGINT",
     ExitCode.TERMINATED: "terminated by SIGTERM",
 }

@@ -25,6 +25,7 @@ from vllm_guard.checks import (
 from vllm_guard.facts import Facts
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.profile import Profile
+from vllm_guard.suggest import flag, toml_line
 
 # Failures the values below can mend; any other failed check (the port, host RAM, the executable ...)
 # needs something the guard cannot set, so no fix is offered for it.
@@ -52,11 +53,15 @@ class Fix:
 
     def command_line(self) -> str:
         """The vLLM options as flags, and the guard settings, for a one-line display."""
-        parts = []
-        for name, value in (self.vllm or {}).items():
-            parts.append(f"--{name}" if value is True else f"--{name} {value}")
-        parts += [f"guard.{k} = {v}" for k, v in self.guard.items()]
+        parts = [flag(name, value) for name, value in (self.vllm or {}).items()]
+        parts += [f"guard.{toml_line(k, v)}" for k, v in self.guard.items()]
         return " ".join(parts)
+
+    def profile_lines(self) -> str:
+        """The same values as a profile's lines, table by table, to paste into it."""
+        tables = [("vllm", self.vllm or {}), ("guard", self.guard)]
+        return "; ".join(f"[{table}] " + ", ".join(toml_line(k, v) for k, v in values.items())
+                         for table, values in tables if values)
 
 
 def find_fix(profile: Profile, facts: Facts, pre: Preflight) -> Fix | None:

@@ -18,6 +18,7 @@ from vllm_guard.facts import Facts, Gpu, ModelFacts
 from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
 
 CORRIDOR = (0.85, 0.92)
+MIN_USEFUL_LEN = 1024  # ladder.min-max-model-len's default: the shortest context the ladder would accept
 DEFAULT_MARGIN_MIB = 512  # guard.checks.free-memory-margin-mib's default
 
 
@@ -44,6 +45,15 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
     if model.source == "unknown" or model.weights_bytes is None:
         raise CannotFit(f"nothing is known about {model.model}: " + "; ".join(model.notes),
                         hint="check the id, set HF_TOKEN for a gated model, or give a local path")
+    if not facts.gpus:
+        raise CannotFit(f"no GPU on {facts.machine_origin} to fit a profile to",
+                        hint="plan against a snapshot of the GPU machine: run `vllm-guard snapshot -o gpu.json` there, "
+                        f"then `vllm-guard init {model.model} --machine gpu.json`")
+    derived_limit = model.derived_max_len
+    if context is not None and derived_limit is not None and context > derived_limit:
+        raise CannotFit(f"--context {context:,} is beyond {model.model}'s own maximum of {derived_limit:,} tokens "
+                        f"({model.derived_max_len_key}); vLLM refuses a longer max-model-len",
+                        hint=f"--context {derived_limit} or shorter", exit_code=ExitCode.USAGE)
     gpus = facts.gpus[:tensor_parallel]
     if len(gpus) < tensor_parallel or not gpus:
         raise CannotFit(f"tensor parallel {tensor_parallel} needs {tensor_parallel} GPUs; {len(facts.gpus)} visible")
@@ -57,10 +67,13 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
     cc = min((g.compute_capability for g in gpus if g.compute_capability), default=None)
     fp8_native = cc is not None and cc >= (8, 9) and not model.is_mla
     want = context or derived
+    # Below the ladder's floor a profile "fits" only by serving requests too short to be of use
+    # (1,000 users at max-model-len 32): the shortest acceptable length is the floor, or the model's own maximum.
+    floor = min(MIN_USEFUL_LEN, derived)
     for step in _variants(fp8_native):
         trial = replace(params, **step)
         longest = _longest(facts, gpu, trial, users, derived)
-        if longest >= (context or 1):
+        if longest >= max(context or 1, floor):
             params = trial
             if step.get("kv_cache_dtype"):
                 reasons.append("kv-cache-dtype fp8: needed to fit, and this GPU runs it natively (8.9+)")
@@ -69,6 +82,10 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
                                "answers)")
             break
     else:
+        relaxed = replace(params, **_variants(fp8_native)[-1])
+        if users > 1 and _longest(facts, gpu, relaxed, 1, derived) >= max(context or 1, floor):
+            raise CannotFit(_too_many_users(facts, gpu, relaxed, users, context or floor, derived),
+                            hint="lower --users, or --context, or add GPUs (-tp N)")
         raise CannotFit(_refusal(facts, gpu, params, users, want, fp8_native),
                         hint="use a quantized checkpoint, more GPUs (-tp N), or a shorter --context")
     length = min(context, longest) if context else longest
@@ -79,10 +96,10 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
         reasons.append(f"max-model-len {length}: the model's own maximum ({model.derived_max_len_key}), with room "
                        f"for {who}")
     else:
-        reasons.append(f"max-model-len {length}: the longest with room for {who} (the model allows {derived})")
+        reasons.append(f"max-model-len {length}: the longest with room for {who} (the model allows {derived:,})")
     if fp8_native and params.kv_cache_dtype == "auto" and length < derived:
-        reasons.append("kv-cache-dtype fp8 would double the KV cache here (native on this GPU); not set, since "
-                       "it was not needed")
+        reasons.append("kv-cache-dtype fp8 would double the KV cache here (native on this GPU): a longer "
+                       "max-model-len or more users; not set, since this request fits without it")
     params = replace(params, max_model_len=length)
     est = estimate(model, gpu, params)
     values: dict[str, Any] = {"max-model-len": length, "gpu-memory-utilization": util}
@@ -111,6 +128,8 @@ def fit_machine(facts: Facts, *, tensor_parallel: int | None = None, users: int 
     try:
         return fit(facts, tensor_parallel=1, users=users, context=context)
     except CannotFit as e:
+        if e.exit_code != CannotFit.exit_code or not facts.gpus:
+            raise  # a request no layout can meet (a context beyond the model's maximum), or no GPU at all
         refusal = e
     margin = DEFAULT_MARGIN_MIB * MIB
     free = sorted((g for g in facts.gpus if _free_fraction(g, margin) >= CORRIDOR[0]), key=lambda g: g.idleness)
@@ -199,6 +218,24 @@ def _longest(facts: Facts, gpu: Gpu, params: Params, users: int, derived: int) -
 
     longest = largest_fitting(fits, derived)
     return longest if longest == derived else longest // 16 * 16
+
+
+def _users_at(facts: Facts, gpu: Gpu, params: Params, length: int) -> int:
+    """How many requests of ``length`` tokens fit the KV cache at once."""
+    e = estimate(facts.model, gpu, replace(params, max_model_len=length))
+    need = kv_bytes_for_length(facts.model, params, length, e.block_size, e.max_num_batched_tokens)
+    if e.kv_budget_bytes is None or not need:
+        return 0
+    page = need / max(math.ceil(length / e.block_size), 1)
+    return max(int((e.kv_budget_bytes - page) // need), 0)
+
+
+def _too_many_users(facts: Facts, gpu: Gpu, params: Params, users: int, length: int, derived: int) -> str:
+    """The refusal for --users: how many users do fit, at the floor and at a few useful lengths."""
+    lengths = sorted({n for n in (length, 4096, 8192, 32768) if length <= n <= derived})
+    fit = ", ".join(f"{_users_at(facts, gpu, params, n):,} at {n:,} tokens" for n in lengths)
+    return (f"{users:,} requests at once fit only below max-model-len {length:,}, too short to be of use; "
+            f"users that fit here (with the KV relaxations init may use): {fit}")
 
 
 def _refusal(facts: Facts, gpu: Gpu, params: Params, users: int, want: int, fp8_native: bool) -> str:

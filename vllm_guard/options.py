@@ -336,6 +336,14 @@ def _did_you_mean(value: Any, choices: Iterable[Any]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def not_a_bool(value: Any, expected: str = "true or false") -> ValueProblem:
+    """The problem with a non-boolean where TOML wants true or false; a quoted "true" says how to mend it."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return ValueProblem(f"expected {expected}, got the string {value!r}: drop the quotes "
+                            f"({value.strip().lower()} is TOML's boolean)")
+    return ValueProblem(f"expected {expected}, got {value!r}")
+
+
 def coerce_profile_value(spec: OptionSpec, value: Any) -> Any:
     """Validate a TOML (or YAML) value for an option and return the value the guard works with.
 
@@ -345,7 +353,7 @@ def coerce_profile_value(spec: OptionSpec, value: Any) -> Any:
     kind = spec.kind
     if kind in ("bool", "flag"):
         if not isinstance(value, bool):
-            raise ValueProblem(f"expected {expected_type(spec)}, got {value!r}")
+            raise not_a_bool(value, expected_type(spec))
         return value
     if spec.optional_value and value is True:
         return True
@@ -712,6 +720,12 @@ def _parse_tokens(tokens: list[str], origins: list[str], table: OptionTable, *, 
             if model is None and positional_allowed:
                 model = token
                 continue
+            flag_before = _flag_before(it, table)
+            if flag_before is not None and token.lower() in _BOOL_WORDS:
+                # `--enforce-eager false` would be read by vLLM as a second model, not as false.
+                raise ArgvProblem(f"{flag_before} takes no value, got {token!r} after it: write {flag_before} "
+                                  f"for true, --no-{flag_before.lstrip('-')} for false", option=flag_before,
+                                  origin=origin)
             raise ArgvProblem(
                 f"unexpected argument {token!r}: `vllm serve` takes one model"
                 + (f" ({model!r} is the model)" if model else ", given before the options"),
@@ -843,6 +857,20 @@ def namespace(command: CommandLine) -> dict[str, Any]:
     return ns
 
 
+_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
+
+
+def _flag_before(it: _Tokens, table: OptionTable) -> str | None:
+    """The on/off option just before the current token, as written (``--enforce-eager``), if it is one."""
+    before = it.previous()
+    if before is None or "=" in before or not _looks_like_option(before):
+        return None
+    found = table.resolve(before)
+    if found is None or found[0].kind not in ("bool", "flag"):
+        return None
+    return "--" + found[1].removeprefix("--").removeprefix("no-")
+
+
 class _Tokens:
     def __init__(self, tokens: Iterable[str], origins: Sequence[str] | None = None) -> None:
         self._tokens = list(tokens)
@@ -861,6 +889,10 @@ class _Tokens:
 
     def peek(self) -> str | None:
         return self._tokens[self._i] if self._i < len(self._tokens) else None
+
+    def previous(self) -> str | None:
+        """The token before the one last taken."""
+        return self._tokens[self._i - 2] if self._i >= 2 else None
 
     def peek_value(self) -> bool:
         return self._i < len(self._tokens) and not _looks_like_option(self._tokens[self._i])

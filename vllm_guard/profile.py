@@ -32,6 +32,7 @@ from vllm_guard.options import (
     choose_table,
     coerce_profile_value,
     load_table,
+    not_a_bool,
     parse_argv,
     parse_command_line,
     parse_human_int,
@@ -499,7 +500,7 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
     kind = setting.kind
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ValueProblem(f"expected true or false, got {value!r}")
+            raise not_a_bool(value)
         return value
     if kind == "str":
         if not isinstance(value, str) or not value:

@@ -10,7 +10,9 @@ MASK = "***"
 # https://user:token@proxy:3128. Bounded repetitions keep the scan linear on any line.
 _URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}://)([^\s/?#@\[\]]{1,1024})@")
 SECRET_OPTION_DESTS = frozenset({"api_key", "hf_token"})
-SECRET_NAME_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+# PASSWD (MYSQL_PASSWD), AUTH (PROXY_AUTH, HTTP_AUTH), CREDENTIAL(S), PRIVATE (SSH_PRIVATE): the names users give
+# secrets besides the common four.
+SECRET_NAME_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "PRIVATE")
 
 
 def is_secret_name(name: str) -> bool:

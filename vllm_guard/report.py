@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from vllm_guard import schemas
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
 from vllm_guard.facts import Facts, Machine
@@ -22,8 +23,14 @@ from vllm_guard.ladder import Step, Stop
 from vllm_guard.memory import GIB, MIB
 from vllm_guard.plan import LaunchPlan
 from vllm_guard.redact import mask_url_credentials, printable
+from vllm_guard.suggest import as_written, flag, previous, toml_line
 
 STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
+
+
+# Wider than any line the guard prints: off a terminal nothing is hard-wrapped, so every sentence stays on one
+# line for grep and is one journal entry.
+UNWRAPPED_WIDTH = 100_000
 
 
 def _console(stream: TextIO) -> Console:
@@ -31,8 +38,16 @@ def _console(stream: TextIO) -> Console:
 
 
 def _width(stream: TextIO) -> int | None:
-    # A pipe or a file gets a fixed, readable width; a terminal keeps its own.
-    return None if getattr(stream, "isatty", lambda: False)() else 120
+    # A terminal keeps its own width (rich wraps at word boundaries); a pipe, a file or the journal gets
+    # whole lines.
+    return None if _is_terminal(stream) else UNWRAPPED_WIDTH
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except (OSError, ValueError):
+        return False
 
 
 def fmt(value: Any, key: str = "") -> str:
@@ -41,16 +56,12 @@ def fmt(value: Any, key: str = "") -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if (key.endswith("bytes") or "_bytes_" in key) and isinstance(value, (int, float)):
-        return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.0f} MiB"
+        return f"{value / GIB:,.2f} GiB" if abs(value) >= GIB else f"{value / MIB:,.0f} MiB"
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10000 else str(value)
+        return f"{value:,}"  # thousands separators everywhere in prose; pasteable values are never fmt()ed
     return str(value)
-
-
-def _pairs(d: dict[str, Any]) -> str:
-    return "\n".join(f"{k.replace('_bytes', '')}: {fmt(v, k)}" for k, v in d.items())
 
 
 def _t(value: object, style: str = "") -> Text:
@@ -84,24 +95,31 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
         c.print(_t(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
                    f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}"))
+    # The sentence of each check, never its key: value dump (the numbers stay in --json). A skipped check says
+    # why it was skipped.
     table = Table(show_lines=False, header_style="bold")
-    for col in ("check", "status", "measured", "required", "fix"):
-        table.add_column(col, overflow="fold")
+    for col in ("check", "status", "finding", "fix"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))
     for f in pre.findings:
-        # Measured values and fixes quote paths, names and values from the snapshot and the profile:
+        # Messages and fixes quote paths, names and values from the snapshot and the profile:
         # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
-        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(_pairs(f.measured)),
-                      _t(_pairs(f.required)), _t(f.fix or ""))
+        finding = f.message + (f" ({f.note})" if f.note else "")
+        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(finding), _t(f.fix or ""))
     c.print(table)
-    problems = [f for f in pre.findings if f.status in (FAIL, WARN)]
-    for f in problems:
-        c.print(Text(f"{f.status.upper()} {f.id}: ", style=STATUS_STYLE[f.status]), end="")
-        c.print(_t(f.message + (f" ({f.note})" if f.note else "")))
-    if pre.estimate is not None:
+    if pre.estimate is not None and not _layout_missing(pre):
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(_t(f"note: {note}", "dim"))
-    _print_verdict(c, pre.verdict, pre.findings, fix)
+    _print_verdict(c, pre.verdict, pre.findings, fix, pre.profile.path)
+
+
+# weights, non-torch, activations, CUDA graphs, KV cache, rest of the budget
+BAR_GLYPHS = ("█", "▓", "▒", "░", "=", ".")
+
+
+def _layout_missing(pre: Preflight) -> bool:
+    """gpu.count failed: the memory bar and KV figures would describe GPUs that are not there."""
+    return any(f.id == "gpu.count" and f.status == FAIL for f in pre.findings)
 
 
 def _print_budget(c: Console, pre: Preflight) -> None:
@@ -118,12 +136,13 @@ def _print_budget(c: Console, pre: Preflight) -> None:
     width = 60
     bar = Text()
     scale = max(e.budget_bytes, used, 1)
-    for _name, value, style in [*parts, ("rest", rest, "dim")]:
-        bar.append("█" * round((value or 0) / scale * width), style=style)
+    # Each part has its own glyph, so the bar reads without colour (a pipe, the journal, NO_COLOR).
+    for (_name, value, style), glyph in zip([*parts, ("rest", rest, "dim")], BAR_GLYPHS, strict=True):
+        bar.append(glyph * round((value or 0) / scale * width), style=style)
     c.print(bar)
     legend = Text()
-    for name, value, style in [*parts, ("rest of budget", rest, "dim")]:
-        legend.append("■ ", style=style)
+    for (name, value, style), glyph in zip([*parts, ("rest of budget", rest, "dim")], BAR_GLYPHS, strict=True):
+        legend.append(f"{glyph} ", style=style)
         legend.append(f"{name} {fmt(value, '_bytes')}  ")
     c.print(legend)
     if over:
@@ -146,22 +165,37 @@ def _print_budget(c: Console, pre: Preflight) -> None:
                 markup=False, style="dim")
 
 
-def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None) -> None:
+def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None,
+                   profile_path: object = None) -> None:
+    """The verdict, how many checks failed or warned, and the fix of each one (not only the first)."""
     fails = [f for f in findings if f.status == FAIL]
+    warns = [f for f in findings if f.status == WARN]
     text = Text("verdict: ", style="bold")
     text.append(verdict.upper(), style=STATUS_STYLE[verdict])
-    if fix is not None and fix.exists:
-        text.append(_t(f" - one fix that passes every check: {fix.command_line()} ({fix.reason})"))
-    elif fix is not None:
-        text.append(_t(f" - no fix: {fix.reason}"))
-    elif fails and fails[0].fix:
-        text.append(_t(f" - {fails[0].id}: {fails[0].fix}"))
+    counts = [f"{len(fails)} check{'s' if len(fails) != 1 else ''} failed"] if fails else []
+    counts += [f"{len(warns)} warning{'s' if len(warns) != 1 else ''}"] if warns else []
+    if counts:
+        text.append(f" ({', '.join(counts)})")
     c.print(text)
+    for f in (*fails, *warns):
+        c.print(Text.assemble(("  ", ""), (f.status.upper(), STATUS_STYLE[f.status]), " ", _t(f.id),
+                              _t(f": {f.fix}" if f.fix else ": no fix the guard knows")))
+    if fix is not None and fix.exists:
+        # Spelled the way the user wrote the settings: profile lines for a profile, flags for a command line.
+        spelled = f"in {profile_path}: {fix.profile_lines()}" if profile_path else fix.command_line()
+        c.print(_t(f"one fix that passes every check: {spelled} ({fix.reason})"))
+    elif fix is not None:
+        c.print(_t(f"no single fix passes every check: {fix.reason}"))
 
 
 def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> str:
+    return json.dumps(check_doc(pre, facts, target, fix), indent=2)
+
+
+def check_doc(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> dict[str, Any]:
     e = pre.estimate
     doc = {
+        "schema": schemas.CHECK,
         "verdict": pre.verdict,
         "target": target,
         "machine": facts.machine_origin,
@@ -175,6 +209,24 @@ def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None
         "fix": fix.to_dict() if fix is not None else None,
         "fix_reason": fix.reason if fix is not None else None,
         "notes": [*pre.notes, *facts.notes, *facts.model.notes, *facts.machine.notes],
+    }
+    return doc
+
+
+def dry_run_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None, plan: LaunchPlan, *,
+                 forced: bool) -> str:
+    """What `serve` would do, secrets masked: the command line, the environment changes, the verdict."""
+    doc = {
+        "schema": schemas.DRY_RUN,
+        "verdict": pre.verdict,
+        "would_start": pre.verdict != FAIL or forced,
+        "argv": plan.redacted_argv(),
+        "command_line": plan.command_line(),
+        "env_set": plan.redacted_env_set(),
+        "env_reasons": dict(plan.env_reasons),
+        "env_unset": list(plan.env_unset),
+        "notes": list(plan.notes),
+        "check": check_doc(pre, facts, target, fix),
     }
     return json.dumps(doc, indent=2)
 
@@ -217,9 +269,18 @@ def _advice(d: Diagnosis) -> Advice:
     return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])
 
 
+def _step_dict(step: Step) -> dict[str, Any]:
+    """The ladder's step, with the two pasteable spellings of its change."""
+    d = step.to_dict()
+    if step.param:
+        d["toml"], d["flag"] = toml_line(step.param, step.value), flag(step.param, step.value)
+    return d
+
+
 def explain_json(d: Diagnosis, step: Step | Stop) -> str:
     advice = _advice(d)
     doc: dict[str, Any] = {
+        "schema": schemas.EXPLAIN,
         "class": d.cls,
         "stage": d.stage,
         "detail": d.detail,
@@ -229,10 +290,19 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
         "explanation": advice.explanation,
         "helps": list(advice.helps),
         "does_not_help": list(advice.does_not_help),
-        "next_step": step.to_dict() if isinstance(step, Step) else None,
+        "next_step": _step_dict(step) if isinstance(step, Step) else None,
         "no_step_reason": step.reason if isinstance(step, Stop) else None,
     }
     return json.dumps(doc, indent=2)
+
+
+def _shown_number(key: str, value: Any) -> str:
+    """A number from vLLM's log as people read it: a capability vLLM writes as 75 is compute capability 7.5."""
+    if key.endswith("capability") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value >= 10 and float(value).is_integer():
+            return f"{int(value) // 10}.{int(value) % 10}"
+        return f"{value:.1f}"
+    return fmt(value)
 
 
 def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
@@ -241,7 +311,7 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
     style = "bold yellow" if d.cls == "unknown" else "bold red"
     c.print(Text.assemble(("failure: ", "bold"), (d.cls, style), f" during {STAGE_NAMES.get(d.stage, d.stage)}"))
     if d.numbers:
-        c.print(_t("numbers: " + ", ".join(f"{k} {v}" for k, v in d.numbers.items())))
+        c.print(_t("numbers: " + ", ".join(f"{k} {_shown_number(k, v)}" for k, v in d.numbers.items())))
     if d.exit_signal:
         c.print(f"vLLM was killed by signal {d.exit_signal}", markup=False)
     c.print("[bold]evidence[/bold]")
@@ -257,7 +327,9 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
         for item in advice.does_not_help:
             c.print(f"  - {item}", markup=False)
     if isinstance(step, Step):
-        change = f"{step.param} = {step.value}" if step.param else "no change"
+        # A log does not say whether vLLM was started from a profile or a command line: both spellings.
+        change = (f"{toml_line(step.param, step.value)} in a profile's [vllm] table, or {flag(step.param, step.value)}"
+                  " on the command line") if step.param else "no change"
         c.print(Text.assemble(("next step: ", "bold"), (change, "bold green"), f" ({step.reason})"))
     else:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))
@@ -367,17 +439,25 @@ class LaunchStatus:
             self.message(text, style="")
 
     def ready(self, number: int, reported: dict[str, Any], relaxed: dict[str, list[Any]], profile: str | None,
-              phases: Mapping[str, float | None] | None = None) -> None:
+              phases: Mapping[str, float | None] | None = None, *, url: str | None = None,
+              set_by_user: frozenset[str] = frozenset()) -> None:
+        """The ready line (where, after how many attempts and how long, what vLLM reported), the start-up
+        phases, and a relaxed start's values spelled the way the user wrote theirs (``profile`` None: a
+        command line, so flags; else TOML lines for that profile)."""
         self.close()  # the live start-up line has done its job; from here on, plain lines
-        facts = ", ".join(f"{k} {v}" for k, v in reported.items())
-        self.message(f"vLLM is ready after {number} attempt(s)" + (f": {facts}" if facts else ""), style="bold green")
+        self.message(ready_line(number, reported, url), style="bold green")
         if phases and (where := phases_line(phases)):
             self.message(f"where the start-up time went: {where}", style="")
         if relaxed:
-            what = ", ".join(f"{k} = {new} (the profile says {old})" for k, (old, new) in relaxed.items())
+            command_line = profile is None
+            what = "; ".join(
+                f"{as_written(k, new, command_line=command_line)} "
+                f"({previous(k, old, set_by_user=k in set_by_user, command_line=command_line)})"
+                for k, (old, new) in relaxed.items())
             where = f" in {profile}" if profile else " on the command line"
-            self.message(f"RELAXED START: vLLM runs, but NOT as the profile is written: {what}. Put these values"
-                         f"{where} to start this way directly.", style="bold yellow")
+            self.message(f"RELAXED START: vLLM runs, but NOT as the {'command line' if command_line else 'profile'}"
+                         f" is written: {what}. Put these values{where} to start this way directly.",
+                         style="bold yellow")
 
     def attempts_table(self, history: list[Any], *, exhausted: bool) -> None:
         table = Table(title="vllm-guard: every start failed" if exhausted else "vllm-guard: start failed",
@@ -388,7 +468,7 @@ class LaunchStatus:
             changed = "\n".join(f"{k}: {old} -> {new}" for k, (old, new) in a.changed.items()) or "-"
             failure = f"{a.diagnosis.cls} ({a.diagnosis.stage})" if a.diagnosis else "-"
             step = a.step
-            nxt = (f"{step.param} = {step.value}" if getattr(step, "param", None) else getattr(step, "reason", "-"))
+            nxt = (toml_line(step.param, step.value) if getattr(step, "param", None) else getattr(step, "reason", "-"))
             table.add_row(*(_t(cell) for cell in (a.number, changed, a.outcome, failure, nxt or "-")))
         with self._lock:
             self._flush()
@@ -427,6 +507,25 @@ def _point_at_devnull(stream: TextIO) -> None:
         os.close(null)
 
 
+def ready_line(number: int, reported: Mapping[str, Any], url: str | None) -> str:
+    """'vLLM is ready on http://127.0.0.1:8000 after 1 attempt(s), 41 s: KV cache 40,544 tokens (1.00x
+    concurrency), weights 14.99 GiB' - what the systemd status says too, in a sentence."""
+    text = "vLLM is ready" + (f" on {url}" if url else "") + f" after {number} attempt(s)"
+    if isinstance(reported.get("time_to_ready_s"), (int, float)):
+        text += f", {reported['time_to_ready_s']:.0f} s"
+    facts = []
+    if isinstance(reported.get("kv_cache_tokens"), int):
+        kv = f"KV cache {reported['kv_cache_tokens']:,} tokens"
+        if isinstance(reported.get("max_concurrency"), (int, float)):
+            kv += f" ({reported['max_concurrency']:.2f}x concurrency)"
+        facts.append(kv)
+    if isinstance(reported.get("model_loading_gib"), (int, float)):
+        facts.append(f"weights {reported['model_loading_gib']:.2f} GiB")
+    if isinstance(reported.get("model_loading_s"), (int, float)):
+        facts.append(f"loaded in {reported['model_loading_s']:.0f} s")
+    return text + (": " + ", ".join(facts) if facts else "")
+
+
 PHASE_LABELS = {"imports": "imports", "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
                 "graphs": "graphs", "port": "API server", "health": "health", "first_request": "first token"}
 
@@ -448,31 +547,17 @@ def phases_line(phases: Mapping[str, float | None]) -> str:
 
 
 def print_attempts(records: list[dict[str, Any]], source: str, stream: TextIO) -> None:
+    """One row per start of vLLM; six columns, so that it reads at 100 columns (a wider terminal, or a
+    pipe, gets each cell on one line)."""
     c = _console(stream)
     table = Table(title=f"attempts in {source}", header_style="bold")
-    for col in ("attempt", "started", "took", "changed", "outcome", "failure", "next", "vLLM reported",
-                "where the time went"):
-        table.add_column(col, no_wrap=col in ("attempt", "started", "took", "outcome", "failure"))
-    shown = {"kv_cache_tokens": "KV tokens", "max_concurrency": "concurrency", "time_to_ready_s": "ready after s"}
+    for col in ("#", "started", "outcome", "changed", "failure / next", "vLLM reported"):
+        # "failed after 12.4 s" on one line: the outcome column is never narrower than that.
+        table.add_column(col, no_wrap=col in ("#", "started"), overflow="fold",
+                         min_width=20 if col == "outcome" else None)
     for r in records:
-        changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
-        failure = (r.get("failure") or {}).get("class", "-")
-        nxt = r.get("next") or {}
-        if nxt.get("param"):
-            next_text = f"{nxt['param']} = {nxt.get('value')}"
-        else:
-            next_text = nxt.get("stop") or nxt.get("reason") or "-"
-        reported = "\n".join(f"{label} {(r.get('reported') or {})[k]}" for k, label in shown.items()
-                             if k in (r.get("reported") or {})) or "-"
-        when = str(r.get("started_at") or r.get("ended_at") or "")[5:19].replace("T", " ")
-        took = f"{r['duration_s']}s" if r.get("duration_s") is not None else "-"
-        outcome = str(r.get("outcome", "?")) + (f" ({r['phase']})" if r.get("phase") else "")
         # The log is a file anyone with write access could have edited: plain text, never markup.
-        phases = r.get("phases")
-        where = phases_line(phases) if isinstance(phases, dict) and all(
-            isinstance(v, (int, float)) or v is None for v in phases.values()) else ""
-        table.add_row(*(Text(printable(cell, 500)) for cell in (r.get("attempt", "?"), when, took, changed, outcome,
-                                                                 failure, next_text, reported, where or "-")))
+        table.add_row(*(Text(printable(cell, 500)) for cell in _attempt_cells(r)))
     c.print(table)
 
 
@@ -523,3 +608,31 @@ def _age(since: str | None) -> str:
 def ps_json(instances: list[Instance], source: str, notes: list[str]) -> str:
     return json.dumps({"schema": PS_SCHEMA, "source": source, "instances": [i.to_dict() for i in instances],
                        "notes": notes}, indent=2)
+
+
+def _attempt_cells(r: dict[str, Any]) -> tuple[object, ...]:
+    changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
+    failure = (r.get("failure") or {}).get("class")
+    nxt = r.get("next") or {}
+    if nxt.get("param"):
+        next_text = "next: " + toml_line(str(nxt["param"]), nxt.get("value"))
+    else:
+        next_text = nxt.get("stop") or nxt.get("reason") or ""
+    when = str(r.get("started_at") or r.get("ended_at") or "")[5:16].replace("T", " ")
+    reported = r.get("reported") or {}
+    took = reported.get("time_to_ready_s") if r.get("outcome") == "ready" else r.get("duration_s")
+    outcome = str(r.get("outcome", "?"))
+    if isinstance(took, (int, float)):
+        outcome += f" after {took:g} s"
+    if r.get("phase"):
+        outcome += f" ({r['phase']})"
+    if r.get("preflight") == "forced":
+        outcome += "\npreflight: forced"
+    facts = [f"KV {reported['kv_cache_tokens']:,} tokens" if isinstance(reported.get("kv_cache_tokens"), int)
+             else "", f"{reported['max_concurrency']:g}x concurrency" if isinstance(
+                 reported.get("max_concurrency"), (int, float)) else ""]
+    phases = r.get("phases")
+    if isinstance(phases, dict) and all(isinstance(v, (int, float)) or v is None for v in phases.values()):
+        facts.append(phases_line(phases))
+    return (r.get("attempt", "?"), when or "-", outcome, changed, "\n".join(x for x in (failure, next_text) if x)
+            or "-", "\n".join(x for x in facts if x) or "-")

@@ -30,7 +30,7 @@ from vllm_guard.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
 from vllm_guard.notify import Notifier
 from vllm_guard.plan import LaunchPlan, build_plan, describe_choice, select_gpus
 from vllm_guard.profile import AUTO_GPUS, Profile
-from vllm_guard.redact import redact_text
+from vllm_guard.redact import mask_url_credentials, printable, redact_text
 from vllm_guard.report import LaunchStatus
 
 HEALTH_POLL_S = 0.5
@@ -587,7 +587,9 @@ class Supervisor:
         relaxed = self._changed(original, attempt.profile)
         self._registry_update(state="relaxed" if relaxed else "ready", since=_now(), vllm_pid=child.vllm_pid)
         self.status.ready(attempt.number, attempt.reported, relaxed,
-                          str(original.path) if original.path else None, attempt.phases)
+                          str(original.path) if original.path else None, attempt.phases,
+                          url=attempt.plan.health_url.removesuffix("/health"),
+                          set_by_user=frozenset(k for k, dest in LADDER_DESTS.items() if original.is_set(dest)))
         p = attempt.profile
         where = p.value("uds") or f":{p.value('port') or 8000}"
         text = f"ready: {p.name} on {where}, max-model-len {self._effective(p, 'max_model_len')}"
@@ -634,9 +636,19 @@ class Supervisor:
             if child.poll() is not None:
                 status = self._stop_child(child)
                 self.status.message(f"vLLM exited on its own after it was ready (status {status})")
+                self._point_to_explain(child, status)
                 self._record_end(attempt, "exited", status)
                 return int(ExitCode.CHILD_EXITED)
             self._wake.wait(max(min(next_look - self.clock(), 1.0), 0.05))
+
+    def _point_to_explain(self, child: process.Child, status: int | None) -> None:
+        """Exit 6: vLLM's last error lines, and where the whole diagnosis is."""
+        diagnosis = classify.classify("\n".join(child.tail), exit_status=status)
+        for line in diagnosis.evidence[-5:]:
+            # vLLM's output: no control characters, no credentials of a URL.
+            self.status.message(f"  {printable(mask_url_credentials(line), 500)}", style="")
+        self.status.message(f"{diagnosis.cls}: `vllm-guard explain --unit UNIT` (or `vllm-guard explain LOGFILE`) "
+                            "diagnoses the whole log", style="")
 
     # --- the attempt log -----------------------------------------------------------------------
 

@@ -64,7 +64,9 @@ def load_machine(path: Path) -> Machine:
     except (OSError, UnicodeDecodeError) as e:
         raise SnapshotError(f"{path}: cannot read the machine snapshot: {e}") from None
     except json.JSONDecodeError as e:
-        raise SnapshotError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+        raise SnapshotError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}",
+                            hint="--machine takes a snapshot written by `vllm-guard snapshot -o FILE` on the machine "
+                            "to plan for") from None
     except (ValueError, RecursionError) as e:  # a 5,000-digit integer, arrays nested thousands deep
         raise SnapshotError(f"{path}: a value the guard will not read: {str(e)[:200] or type(e).__name__}",
                             hint="take the snapshot again with `vllm-guard snapshot -o FILE`") from None

@@ -7,6 +7,7 @@ popular models. The result says which source answered.
 
 from __future__ import annotations
 
+import difflib
 import json
 import socket
 import struct
@@ -45,15 +46,15 @@ def probe_model(
 ) -> ModelFacts:
     """Gather model facts from the first source that knows the model; never raises for an unknown model."""
     notes: list[str] = []
+    hub_notes: list[str] = []  # said only when nothing else answered: then they are why the facts are unknown
+    offline = _truthy(environ.get("HF_HUB_OFFLINE"))
     found = _from_local_dir(model) or _from_cache(model, revision, cache_dir)
-    if found is None and not _truthy(environ.get("HF_HUB_OFFLINE")) and _looks_like_repo_id(model):
-        found = _from_hub(model, revision, environ, cache_dir, notes)
+    if found is None and not offline and _looks_like_repo_id(model):
+        found = _from_hub(model, revision, environ, cache_dir, hub_notes)
     if found is None:
         found = _from_bundled(model)
     if found is None:
-        notes.append("model facts unknown: not a local directory, not in the Hugging Face cache, "
-                     "not reachable on the Hub, and not among the bundled models")
-        return ModelFacts(model=model, source="unknown", notes=tuple(notes))
+        return ModelFacts(model=model, source="unknown", notes=tuple(unknown_model_notes(model, offline, hub_notes)))
     source, config, weights, weights_source, weights_local = found
     fields = model_config.normalize(config, disable_sliding_window=disable_sliding_window)
     if weights is None:
@@ -67,6 +68,31 @@ def probe_model(
 
 
 _Found = tuple[str, Mapping[str, Any], "int | None", "str | None", "bool | None"]
+
+
+def looks_like_path(model: str) -> bool:
+    """A local path as written (/models/x, ./x, ~/x): a Hub id is OWNER/NAME and never starts like these."""
+    return model.startswith(("/", "./", "../", "~")) or model in (".", "..")
+
+
+def unknown_model_notes(model: str, offline: bool, hub_notes: list[str]) -> list[str]:
+    """Why nothing is known about a model, in the terms of where the guard looked, and the way out."""
+    if looks_like_path(model):
+        return [f"{model}: no such directory (a local model is a directory holding config.json)"]
+    where = ["not a local directory", "not in the Hugging Face cache"]
+    if offline:
+        where.append("HF_HUB_OFFLINE=1: the Hub was not asked")
+    elif hub_notes:
+        where += hub_notes
+    where.append("not among the bundled models")
+    notes = ["model facts unknown: " + ", ".join(where)]
+    close = difflib.get_close_matches(model.lower(), list(_bundled_by_lower_name()), n=1, cutoff=0.8)
+    if close:
+        notes.append(f"did you mean {_bundled_by_lower_name()[close[0]]}?")
+    notes.append("without the Hub, a directory holding just the model's config.json (and "
+                 "model.safetensors.index.json, for the weight size) works as MODEL; `vllm-guard models` lists "
+                 "the bundled models")
+    return notes
 
 
 def _looks_like_repo_id(model: str) -> bool:
@@ -293,3 +319,14 @@ def _from_bundled(model: str) -> _Found | None:
 
 def bundled_models() -> list[str]:
     return sorted(_bundled())
+
+
+def bundled_summary() -> list[tuple[str, str]]:
+    """(id, what it is) for `vllm-guard models`: the architecture and, where bundled, the weight size."""
+    out = []
+    for model_id in bundled_models():
+        entry = _bundled()[model_id]
+        arch = ", ".join(entry["config"].get("architectures") or []) or entry["config"].get("model_type") or "?"
+        weights = entry.get("weights_bytes")
+        out.append((model_id, arch + (f", weights {weights / 2**30:,.2f} GiB" if weights else "")))
+    return out
