@@ -12,6 +12,9 @@ How vLLM versions are treated:
 - the KV budget: V0 and V1 before v0.21 capture CUDA graphs *after* sizing the KV cache (graphs come
   out of the 1 - utilization margin), v0.21 and later subtract the graph estimate first
   (vllm-reference §"KV budget"); the prediction follows the version of the log;
+- CUDA-graph memory ("Graph capturing finished ..., took X GiB") is compared for every version, with the capture
+  sizes and graph mode each log shows (log_settings): 67 piecewise sizes up to 0.11, 51 piecewise + 35 full decode
+  graphs from 0.13; the figures the rule misses by more than 15% are explained from their own logs (WHY);
 - "Available KV cache memory" is printed with two decimals, so the per-token figure carries up to
   0.005 GiB / KV GiB of rounding (0.1% at 5 GiB).
 """
@@ -45,13 +48,14 @@ MODELS: dict[str, tuple[str, str, str | None]] = {
     "001-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
     "002-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
     "004-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
-    "007-deepseek-r1-14b.log": ("Qwen/Qwen2.5-14B", "DeepSeek-R1-Distill-Qwen-14B: " + SAME_SHAPES, None),
+    "007-deepseek-r1-14b.log": ("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "the model itself (an alias of its "
+                                                                "Qwen2.5-14B base)", None),
     "013-llama-3.1-8b-instruct.log": ("meta-llama/Llama-3.1-8B-Instruct", "the model itself", None),
     "014-qwen3-30b-a3b-instruct-2507.log": ("Qwen/Qwen3-30B-A3B", "the -Instruct-2507 " + SAME_SHAPES,
                                             "fp8-online"),
     "017-qwen2.5-7b-instruct.log": ("Qwen/Qwen2.5-7B-Instruct", "the model itself", None),
-    "019-deepseek-r1-distill-qwen-32b-fp8.log": ("Qwen/Qwen2.5-32B", "DeepSeek-R1-Distill-Qwen-32B: " + SAME_SHAPES,
-                                                 "fp8"),
+    "019-deepseek-r1-distill-qwen-32b-fp8.log": ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+                                                 "its FP8 checkpoint (an alias of the Qwen2.5-32B base)", "fp8"),
     "005-gpt-oss-120b.log": ("openai/gpt-oss-120b", "the model itself (MXFP4 experts)", None),
     "020-meta-llama-3-8b-instruct.log": ("meta-llama/Meta-Llama-3-8B-Instruct", "the model itself", None),
     "022-qwen2.5-14b-instruct-awq.log": ("Qwen/Qwen2.5-14B", "the -Instruct-AWQ " + SAME_SHAPES, "awq"),
@@ -114,10 +118,12 @@ WHY: dict[tuple[str, str], str] = {
         "ROCm, not CUDA: line 1 \"Using legacy triton_kernels on ROCm\", line 20 rocm.py \"Using Triton Attention "
         "backend\"; HIP graphs took 3.19 GiB where the same 51 + 35 sizes took 0.46-0.50 on NVIDIA (013, 026)",
     ("005-gpt-oss-120b.log", "cudagraph_gib"):
-        "Ray over four nodes: \"Custom allreduce is disabled because this process group spans across nodes\" "
+        "Ray across nodes (workers at 10.42.9.224, 10.42.9.225, 10.42.11.243): \"Custom allreduce is disabled "
+        "because this process group spans across nodes\" "
         "(line 70): NCCL all-reduce is captured in every graph, about twice the single-node figure",
     ("004-qwen2-7b-instruct.log", "cudagraph_gib"):
-        "Ray over two nodes: \"Custom allreduce is disabled because this process group spans across nodes\" "
+        "Ray across nodes (a worker at 10.254.6.219): \"Custom allreduce is disabled because this process group "
+        "spans across nodes\" "
         "(lines 73-74): 1.00 GiB where the same model at TP 1 took 0.50 (001, 002)",
     ("022-qwen2.5-14b-instruct-awq.log", "cudagraph_gib"):
         "line 8: \"you specified quantization=awq explicitly, so forcing awq\": the legacy AWQ kernel, not Marlin "

@@ -51,7 +51,7 @@ SAMPLER_FP32_COPIES = 2
 #   0.22 GiB) +32% and 013/026 within 7%; 0.12 would fit the 0.8-0.10 logs a little better and 014 worse (+45%);
 # - tensor parallel adds the all-reduce to every graph: x1.25 from 020 (0.13.0, TP 4, 0.63 GiB) and 029 (0.9.2,
 #   TP 4, 1.03 GiB), single-node runs with vLLM's custom all-reduce. Runs whose log says "Custom allreduce is
-#   disabled because this process group spans across nodes" (004, 005: Ray over two and four nodes) capture
+#   disabled because this process group spans across nodes" (004, 005: Ray across nodes) capture
 #   NCCL instead and take about twice as much; the guard does not know the node count, so those stay outliers
 #   (benchmarks/memory_calibration.py prints why, with 017 on ROCm and 022's forced legacy AWQ kernel).
 CUDAGRAPH_FIXED_BYTES = int(0.05 * GIB)
