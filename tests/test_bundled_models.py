@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from vllm_guard import model_config
+from vllm_guard import memory, model_config
+from vllm_guard.facts import ModelFacts
 from vllm_guard.probes.model import _bundled, _from_bundled, bundled_models
 
 GIB = 2**30
@@ -10,7 +11,7 @@ GIB = 2**30
 
 def test_every_bundled_model_names_its_source() -> None:
     models = _bundled()
-    assert len(bundled_models()) >= 38
+    assert len(bundled_models()) >= 40
     assert all(entry["source"] and "search id" not in entry["source"] for entry in models.values()
                if "(before issue 18)" not in entry["source"])
 
@@ -32,3 +33,25 @@ def test_gpt_oss_weights_are_mxfp4_experts_and_16_bit_rest() -> None:
     fields = model_config.normalize(config)
     weights = model_config.estimate_weights_bytes(fields, config)
     assert weights is not None and 59 * GIB < weights < 62 * GIB
+
+
+def test_gpt_oss_20b_shapes_give_its_checkpoint_size_and_kv() -> None:
+    # openai/gpt-oss-20b: the config's shapes in MXFP4 give 12.80 GiB; the index pasted beside it says 13,761,264,768
+    # bytes (12.82 GiB): within 0.2%, a check that the config is the real one. KV per token at TP 1, as vLLM's
+    # formula counts it (every layer full): 24 layers x 2 x 8 KV heads x 64 x 2 bytes.
+    entry = _bundled()["openai/gpt-oss-20b"]
+    config = entry["config"]
+    fields = model_config.normalize(config)
+    estimate = model_config.estimate_weights_bytes(fields, config)
+    assert entry["weights_bytes"] == 13_761_264_768
+    assert estimate is not None and abs(estimate - entry["weights_bytes"]) / entry["weights_bytes"] < 0.002
+    model = ModelFacts(model="openai/gpt-oss-20b", source="bundled", weights_bytes=entry["weights_bytes"], **fields)
+    assert memory.kv_bytes_per_token(model, memory.Params()) == 24 * 2 * 8 * 64 * 2
+
+
+def test_the_r1_distills_resolve_to_their_qwen_bases() -> None:
+    # The -Distill-Qwen-14B/-32B shapes are their bases' (shared startups/007 and 019: weights within 0.7%).
+    for alias, base in (("deepseek-ai/deepseek-r1-distill-qwen-14b", "Qwen/Qwen2.5-14B"),
+                        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "Qwen/Qwen2.5-32B")):
+        found = _from_bundled(alias)
+        assert found is not None and found[1] == _bundled()[base]["config"]

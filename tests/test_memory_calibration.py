@@ -50,12 +50,12 @@ def test_every_startup_is_modelled_or_says_why_not() -> None:
     ("weights_gib", 3.0, 12.5),
     # KV bytes per token per GPU: vLLM's formula; the residue is the two-decimal rounding of the GiB.
     ("kv_bytes_per_token", 3.0, 0.5),
-    # CUDA-graph memory is an estimate per captured size and layer: 0.22-3.19 GiB across versions and compile
-    # modes. The worst, startups/017 (vLLM 0.17.0, Qwen2.5-7B, float16, defaults): 3.19 GiB captured where the same
-    # shapes took 0.50 on 0.10.1.1 (001/002); the log says nothing that explains it, so it stays an outlier here.
-    # Not systematically high on recent vLLM: 013 (0.17.1) +20%, 026 (0.19.1) +30%, 014 (0.22.1) +52% (0.34 GiB
-    # predicted, 0.14 estimated and 0.22 captured by vLLM): one post-0.21 figure is too few to recalibrate on.
-    ("cudagraph_gib", 30.0, 90.0),
+    # CUDA-graph memory: a fixed 0.05 GiB plus 2.3e-4 GiB per captured size and layer (a quarter of that for a full
+    # decode graph), x1.25 with tensor parallel (memory.py says which logs set each part), fed each log's own capture
+    # sizes and graph mode: median 6.5% over 15 figures. The worst, startups/017 (-86%), ran on ROCm (its log's
+    # first line); it and the other figures under by more than 15% are explained from their logs in the
+    # benchmark's WHY (Ray across nodes, a forced legacy AWQ kernel): see the test below for the rest.
+    ("cudagraph_gib", 8.0, 90.0),
     # KV GiB where the source names the GPU, from the card's NVML total as the guard probes it (A100-SXM4-80GB
     # 81920 MiB, H100 80GB HBM3 81559 MiB: profiles/machines), with the settings the log itself prints where the
     # index has none (startups/014, vLLM 0.22.1: utilization 0.92, max_num_seqs 64, max_num_batched_tokens 8192):
@@ -71,3 +71,15 @@ def test_calibration_thresholds(quantity: str, median_pct: float, worst_pct: flo
     _n, median, worst = s
     assert median <= median_pct, (quantity, median)
     assert abs(worst.error_pct) <= worst_pct, (quantity, worst)
+
+
+def test_cudagraph_figures_the_logs_do_not_explain_are_within_15_percent() -> None:
+    # Every figure not named in the benchmark's WHY (10 single-node NVIDIA start-ups, vLLM 0.8.3-0.19.1) is within
+    # 15% (worst 007, +12.8%); memory.CUDAGRAPH_ERROR_FRACTION rests on it. Of the five WHY names, 014 (vLLM 0.22.1,
+    # +32%) is over, the safe side; the other four are under, each for a reason its log shows.
+    b = bench()
+    rows, _ = b.calibrate(STARTUPS)
+    graphs = [r for r in rows if r.quantity == "cudagraph_gib"]
+    rest = [r for r in graphs if (r.file, r.quantity) not in b.WHY]
+    assert len(graphs) == 15 and len(rest) == 10
+    assert max(abs(r.error_pct) for r in rest) <= 15, rest

@@ -83,7 +83,7 @@ def test_pipe_never_hard_wraps(l4_json: dict) -> None:
     kv = next(c for c in l4_json["checks"] if c["id"] == "model.kv_fit")
     # grep finds the whole sentence on one line.
     assert any(kv["message"] in line for line in out.splitlines())
-    assert any("The largest max-model-len that fits is 37,216" in line for line in out.splitlines())
+    assert any("The largest max-model-len that fits is 38,112" in line for line in out.splitlines())
     for note in l4_json["notes"]:
         assert f"note: {note}" in out.splitlines()
 
