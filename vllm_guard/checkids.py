@@ -11,3 +11,9 @@ CHECK_IDS: tuple[str, ...] = (
 # Checks that judge a GPU: skipped when there is none, or when vLLM is a CPU build.
 GPU_DEPENDENT: tuple[str, ...] = ("gpu.count", "gpu.free_memory", "model.weights_fit", "model.kv_fit", "gpu.dtype",
                                   "gpu.kv_cache_dtype", "gpu.quantization")
+# A Ray cluster's checks (vllm_guard/cluster/checks.py): each failure names the node.
+CLUSTER_CHECK_IDS: tuple[str, ...] = (
+    "cluster.node_unreachable", "cluster.gpus", "cluster.versions", "cluster.model_readable", "cluster.free_memory",
+    "cluster.kv_fit", "cluster.host_ram", "cluster.shm", "cluster.network", "cluster.env",
+)
+ALL_CHECK_IDS: tuple[str, ...] = CHECK_IDS + CLUSTER_CHECK_IDS

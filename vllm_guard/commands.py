@@ -143,16 +143,75 @@ def take_trailing_guard_options(args: argparse.Namespace | None, tokens: list[st
     return rest
 
 
-def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Any, Any, str]:
+def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: bool = False
+               ) -> tuple[Any, Any, str, Any]:
+    """facts, preflight, the target's name, and the Ray cluster's preflight (None on one machine). With
+    ``keep_connection`` a live cluster's connection stays open (the caller closes it): serve holds locks with it."""
     from vllm_guard import checks, probes
+    from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster.target import ray_target
 
     profile = resolve_target(args.target, args.vllm_args, env, args=args,
                              machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
-    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
-    facts = probes.gather(profile, environ=env, machine_file=machine_file)
+    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None  # --machine may follow TARGET
     target = str(profile.path) if profile.path is not None else profile.model
-    pre = checks.preflight(profile, facts)
-    return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target
+    cluster_file = _cluster_snapshot(machine_file)
+    local_cluster = rayapi.local_cluster_address(env)
+    ray = None
+    if machine_file is None:  # a machine snapshot plans one machine; a cluster snapshot, the cluster
+        ray = ray_target(profile, env, local_gpus=None, local_cluster=local_cluster)
+    facts = None
+    if ray is None and cluster_file is None:
+        facts = probes.gather(profile, environ=env, machine_file=machine_file)
+        if not machine_file:
+            ray = ray_target(profile, env, local_gpus=len(facts.gpus), local_cluster=local_cluster)
+    if ray is None and cluster_file is None and facts is not None:
+        pre = checks.preflight(profile, facts)
+        return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target, None
+    cp = _cluster_preflight(profile, env, ray, machine_file, cluster_file, keep_connection)
+    pre = replace(cp.pre, notes=(*table_notes(profile), *profile.notes, *cp.pre.notes))
+    return cp.facts, pre, target, replace(cp, pre=pre)
+
+
+def _cluster_snapshot(machine_file: str | None) -> Any:
+    if not machine_file:
+        return None
+    from vllm_guard.cluster.facts import ClusterFacts
+    from vllm_guard.cluster.gather import read_snapshot_file
+
+    data = read_snapshot_file(Path(machine_file))
+    return ClusterFacts.from_dict(data, origin=machine_file) if data is not None else None
+
+
+def _cluster_preflight(profile: Profile, env: Mapping[str, str], ray: Any, machine_file: str | None,
+                       cluster_file: Any, keep_connection: bool) -> Any:
+    """The preflight on a Ray cluster: live (the nodes probed by Ray tasks) or from a cluster snapshot."""
+    from vllm_guard import probes
+    from vllm_guard.cluster.gather import gather_cluster
+    from vllm_guard.cluster.preflight import cluster_preflight
+    from vllm_guard.cluster.rayapi import Connection
+    from vllm_guard.cluster.target import RayTarget
+
+    model = probes.probe_model_for(profile, env)
+    if cluster_file is not None:
+        backend_added = profile.value("distributed_executor_backend") != "ray"
+        ray = RayTarget(cluster_file.address, f"snapshot {machine_file}", f"the cluster snapshot {machine_file}",
+                        backend_added)
+        return cluster_preflight(profile, cluster_file, model, ray, origin=f"cluster snapshot {machine_file}",
+                                 environ=env, live=None)
+    conn = Connection(ray.address).open()
+    try:
+        cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
+                                 env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))
+        cp = cluster_preflight(profile, cluster, model, ray, origin=f"Ray cluster at {ray.address}", environ=env,
+                               live=probes.live_facts(profile, env))
+    except BaseException:
+        conn.close()
+        raise
+    if keep_connection:
+        return replace(cp, connection=conn)
+    conn.close()
+    return cp
 
 
 def table_notes(profile: Profile) -> list[str]:
@@ -170,11 +229,27 @@ def table_notes(profile: Profile) -> list[str]:
 
 
 def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    facts, pre, target, cp = _preflight(args, env, keep_connection=not args.dry_run)
+    try:
+        return _serve(args, env, stdout, stderr, facts, pre, target, cp)
+    finally:
+        if cp is not None and cp.connection is not None:
+            cp.connection.close()
+
+
+def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, stderr: TextIO, facts: Any, pre: Any,
+           target: str, cp: Any) -> int:
     from vllm_guard import plan as plan_mod
     from vllm_guard import report
 
-    facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
+    if cp is not None:
+        plan = _ray_plan(plan, cp)
+        if args.dry_run:
+            report.print_cluster_check(cp, target, stdout)
+    if args.dry_run and cp is not None:
+        report.print_plan(plan, stdout)
+        return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
     if args.dry_run:
         from vllm_guard.fix import find_fix
 
@@ -187,7 +262,10 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
             return ExitCode.PREFLIGHT_FAILED
         return ExitCode.OK
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
-    report.print_check(pre, facts, target, stderr)
+    if cp is not None:
+        report.print_cluster_check(cp, target, stderr)
+    else:
+        report.print_check(pre, facts, target, stderr)
     from vllm_guard.lock import sharing_note
 
     for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
@@ -211,9 +289,39 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
         def gpu_probe() -> Any:
             return probe_gpus().gpus
 
+    if cp is not None:
+        return _supervise_on_ray(pre, facts, env, report.LaunchStatus(stdout, stderr), cp)
     supervisor = Supervisor(pre, facts, environ=env, status=report.LaunchStatus(stdout, stderr),
                             forced=pre.verdict == "fail", gpu_probe=gpu_probe)
     return supervisor.run()
+
+
+def _ray_plan(plan: Any, cp: Any) -> Any:
+    """vLLM on Ray: the same command line, with RAY_ADDRESS when the guard was told the address (vLLM's
+    ray.init reads RAY_ADDRESS, else the cluster started on its machine)."""
+    if cp.target.address == "auto" or cp.target.origin == "RAY_ADDRESS":
+        return plan
+    why = f"the cluster the guard checked ({cp.target.origin})"
+    return replace(plan, env_set={**plan.env_set, "RAY_ADDRESS": cp.target.address},
+                   env_reasons={**plan.env_reasons, "RAY_ADDRESS": why})
+
+
+def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any, cp: Any) -> int:
+    """Supervise vLLM on the head as on one machine; the launch locks are taken on every node of the placement."""
+    import socket
+
+    from vllm_guard.cluster.locks import ClusterLocks, per_node_gpus
+    from vllm_guard.supervise import Supervisor
+
+    names = {n.node_id: n.name for n in cp.cluster.nodes}
+    holder = {"profile": str(pre.profile.path or pre.profile.model), "host": socket.gethostname()}
+    locks = ClusterLocks(cp.connection, per_node_gpus(cp.placement, names), pre.profile.setting("lock-dir"), holder)
+    try:
+        # No live re-check of free memory under the lock: the GPUs are on other nodes (the preflight saw them).
+        return Supervisor(pre, facts, environ=env, status=status, forced=pre.verdict == "fail", gpu_probe=None,
+                          launch_locks=lambda _profile: locks).run()
+    finally:
+        locks.close()
 
 
 def _require_executable(name: str, env: Mapping[str, str]) -> None:
@@ -229,7 +337,13 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
     from vllm_guard import report
     from vllm_guard.fix import find_fix
 
-    facts, pre, target = _preflight(args, env)
+    facts, pre, target, cp = _preflight(args, env)
+    if cp is not None:
+        if args.json:
+            stdout.write(report.cluster_check_json(cp, target) + "\n")
+        else:
+            report.print_cluster_check(cp, target, stdout)
+        return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
     fix = find_fix(pre.profile, facts, pre)
     if args.json:
         stdout.write(report.check_json(pre, facts, target, fix) + "\n")
@@ -243,6 +357,8 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
 
     from vllm_guard import probes, report
 
+    if args.cluster:
+        return _snapshot_cluster(args, env, stdout)
     machine = probes.probe_machine(environ=env)
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
@@ -259,6 +375,40 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         report.print_machine(machine, stdout)
         if args.output:
             stdout.write(f"snapshot written to {args.output}; plan against it with --machine {args.output}\n")
+    return ExitCode.OK
+
+
+def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO) -> int:
+    import json
+
+    from vllm_guard import report
+    from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster.gather import gather_cluster
+
+    address = args.address or env.get("RAY_ADDRESS") or "auto"
+    if address == "auto" and rayapi.local_cluster_address(env) is None:
+        raise rayapi.RayUnreachable("no Ray cluster address: none given, RAY_ADDRESS is not set, and no cluster "
+                                    "was started on this machine", hint="vllm-guard snapshot --cluster --address "
+                                    "HEAD:6379, or run it on the head node (docs/ray.md)")
+    with rayapi.Connection(address) as conn:
+        cluster = gather_cluster(conn, model=args.model or "", revision=None, env_names=(),
+                                 timeout_s=max(args.timeout, 0.1))
+    doc = cluster.to_dict()
+    head = cluster.head
+    # The head's vLLM picks the option table when planning against this file elsewhere (--machine).
+    doc["vllm_version"] = head.versions.get("vllm") if head is not None else None
+    text = json.dumps(doc, indent=2) + "\n"
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    if args.json:
+        stdout.write(text)
+    else:
+        report.print_cluster(cluster, stdout)
+        if args.output:
+            stdout.write(f"cluster snapshot written to {args.output}; plan against it with --machine {args.output}\n")
     return ExitCode.OK
 
 

@@ -13,6 +13,9 @@ from rich.text import Text
 
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
+from vllm_guard.cluster.facts import ClusterFacts
+from vllm_guard.cluster.placement import Placement
+from vllm_guard.cluster.preflight import ClusterPreflight
 from vllm_guard.facts import Facts, Machine
 from vllm_guard.fix import Fix
 from vllm_guard.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
@@ -82,24 +85,107 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
         c.print(_t(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
                    f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}"))
-    table = Table(show_lines=False, header_style="bold")
-    for col in ("check", "status", "measured", "required", "fix"):
-        table.add_column(col, overflow="fold")
-    for f in pre.findings:
-        # Measured values and fixes quote paths, names and values from the snapshot and the profile:
-        # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
-        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(_pairs(f.measured)),
-                      _t(_pairs(f.required)), _t(f.fix or ""))
-    c.print(table)
-    problems = [f for f in pre.findings if f.status in (FAIL, WARN)]
-    for f in problems:
-        c.print(Text(f"{f.status.upper()} {f.id}: ", style=STATUS_STYLE[f.status]), end="")
-        c.print(_t(f.message + (f" ({f.note})" if f.note else "")))
+    _print_findings(c, pre.findings)
     if pre.estimate is not None:
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(_t(f"note: {note}", "dim"))
     _print_verdict(c, pre.verdict, pre.findings, fix)
+
+
+def _print_findings(c: Console, findings: list[Finding]) -> None:
+    table = Table(show_lines=False, header_style="bold")
+    for col in ("check", "status", "measured", "required", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in findings:
+        # Measured values and fixes quote paths, names and values from the snapshot and the profile:
+        # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
+        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(_pairs(f.measured)),
+                      _t(_pairs(f.required)), _t(f.fix or ""))
+    c.print(table)
+    problems = [f for f in findings if f.status in (FAIL, WARN)]
+    for f in problems:
+        c.print(Text(f"{f.status.upper()} {f.id}: ", style=STATUS_STYLE[f.status]), end="")
+        c.print(_t(f.message + (f" ({f.note})" if f.note else "")))
+
+
+# --- a Ray cluster ---------------------------------------------------------------------
+
+
+def print_cluster(cluster: ClusterFacts, stream: TextIO) -> None:
+    """Every node: its address, GPUs, memory, versions, and whether the model is readable there."""
+    c = _console(stream)
+    c.print(Text.assemble(("Ray cluster ", "bold"), _t(cluster.address, "bold cyan"),
+                          _t(f", {len(cluster.nodes)} node(s), taken {cluster.taken_at}")))
+    t = Table(header_style="bold")
+    for col in ("node", "address", "GPUs (Ray/NVML)", "free GPU memory", "RAM avail.", "/dev/shm free", "vLLM",
+                "torch", "Ray", "Python", "model", "answered"):
+        t.add_column(col, overflow="fold")
+    for n in cluster.nodes:
+        m = n.machine
+        if m is None:
+            t.add_row(_t(n.name + (" (head)" if n.is_head else "")), _t(n.ip or "?"), _t(fmt(n.ray_gpus)),
+                      *(_t("") for _ in range(8)), Text(n.error or "no", style="bold red"))
+            continue
+        free = ", ".join(f"{g.index}: {fmt(g.memory_free_bytes, '_bytes')}" for g in n.usable_gpus) or "-"
+        v = n.versions
+        model = {True: "readable", False: "NOT readable", None: "would download"}[n.model_readable]
+        t.add_row(*(_t(x) for x in (
+            n.name + (" (head)" if n.is_head else ""), f"{n.ip or '?'} ({n.interface or '?'})",
+            f"{fmt(n.ray_gpus)}/{len(m.gpus)}", free, fmt(m.host.effective_memory_available_bytes, "_bytes"),
+            fmt(m.host.shm_free_bytes, "_bytes"), v.get("vllm") or "-", v.get("torch") or "-", v.get("ray") or "-",
+            v.get("python") or "-", model, f"{n.answered_s:.2f} s" if n.answered_s is not None else "yes")))
+    c.print(t)
+    for note in cluster.notes:
+        c.print(_t(f"note: {note}", "dim"))
+
+
+def print_placement(placement: Placement, stream: TextIO) -> None:
+    c = _console(stream)
+    if not placement.ranks:
+        c.print(_t(f"placement: none: {placement.problem}", "bold red"))
+        return
+    t = Table(title=f"placement: tensor {placement.tensor_parallel} x pipeline {placement.pipeline_parallel}",
+              header_style="bold")
+    for col in ("node", "GPU", "name", "rank", "pipeline stage", "tensor rank"):
+        t.add_column(col)
+    for r in placement.ranks:
+        t.add_row(*(_t(x) for x in (r.node, r.gpu.index, r.gpu.name or "?", r.rank, r.stage, r.tp_rank)))
+    c.print(t)
+
+
+def print_cluster_check(cp: ClusterPreflight, target: str, stream: TextIO) -> None:
+    c = _console(stream)
+    pre, m = cp.pre, cp.facts.model
+    c.print(Text.assemble(("vllm-guard check ", "bold"), _t(target, "bold cyan"), _t(f" on {cp.facts.machine_origin}")))
+    weights = f"weights {fmt(m.weights_bytes, '_bytes')} ({m.weights_source})" if m.weights_bytes else "weights unknown"
+    c.print(_t(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}"))
+    print_cluster(cp.cluster, stream)
+    print_placement(cp.placement, stream)
+    _print_findings(c, pre.findings)
+    if pre.estimate is not None:
+        _print_budget(c, pre)
+    for note in (*pre.notes, *m.notes):
+        c.print(_t(f"note: {note}", "dim"))
+    _print_verdict(c, pre.verdict, pre.findings)
+
+
+def cluster_check_json(cp: ClusterPreflight, target: str) -> str:
+    pre, e = cp.pre, cp.pre.estimate
+    doc = {
+        "verdict": pre.verdict, "target": target, "machine": cp.facts.machine_origin,
+        "vllm": pre.profile.table_choice.to_dict() if pre.profile.table_choice else None,
+        "model": cp.facts.model.to_dict(), "checks": [f.to_dict() for f in pre.findings],
+        "memory": e.to_dict() if e is not None else None,
+        "cluster": cp.cluster.to_dict(),
+        "placement": {"tensor_parallel": cp.placement.tensor_parallel,
+                      "pipeline_parallel": cp.placement.pipeline_parallel, "problem": cp.placement.problem,
+                      "ranks": [{"rank": r.rank, "stage": r.stage, "tp_rank": r.tp_rank, "node": r.node,
+                                 "node_id": r.node_id, "gpu": r.gpu.index, "gpu_uuid": r.gpu.uuid}
+                                for r in cp.placement.ranks]},
+        "fix": None, "fix_reason": None, "notes": list(pre.notes),
+    }
+    return json.dumps(doc, indent=2)
 
 
 def _print_budget(c: Console, pre: Preflight) -> None:

@@ -26,6 +26,7 @@ from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
 from vllm_guard.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
+from vllm_guard.lock import LaunchLocks
 from vllm_guard.notify import Notifier
 from vllm_guard.plan import LaunchPlan, build_plan
 from vllm_guard.profile import Profile
@@ -88,6 +89,7 @@ class Supervisor:
         gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         notifier: Notifier | None = None,
+        launch_locks: Callable[[Profile], LaunchLocks] | None = None,
     ) -> None:
         self.pre = pre
         self.facts = facts
@@ -99,6 +101,7 @@ class Supervisor:
         self.gpu_probe = gpu_probe  # None under --machine: no live re-checks
         self.clock = clock
         self.notifier = notifier or Notifier(environ)
+        self.launch_locks = launch_locks  # None: this machine's GPU locks; a Ray cluster's: one actor per node
         self.stop_signal: int | None = None
         self._wake = threading.Event()
         profile = pre.profile
@@ -314,8 +317,10 @@ class Supervisor:
         self.status.attempt_started(attempt.label)
         self.notifier.status(f"{attempt.label}: starting")
         self.notifier.extend_timeout(EXTEND_S)
-        locks = lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()],
-                              {"profile": str(profile.path or profile.model), "host": socket.gethostname()})
+        locks: LaunchLocks = (self.launch_locks(profile) if self.launch_locks is not None else
+                              lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()],
+                                            {"profile": str(profile.path or profile.model),
+                                             "host": socket.gethostname()}))
         if not locks.acquire(on_wait=lambda uuid, who: self.status.message(f"waiting for the launch lock of GPU "
                                                                           f"{uuid}, held by {who}"),
                              should_stop=lambda: self.stop_signal is not None):

@@ -310,3 +310,14 @@ def files_held_by(pids: Iterable[int], prefixes: tuple[str, ...], proc_root: str
     for pid in pids:
         found |= _files_of(f"{proc_root}/{pid}", lambda path: path.startswith(prefixes))
     return found
+
+
+def interfaces() -> dict[str, tuple[str, ...]]:
+    """Each network interface and its IPv4 addresses. Equivalent: ``ip -4 -o addr``."""
+    import psutil
+
+    try:
+        found = psutil.net_if_addrs()
+    except OSError:
+        return {}
+    return {name: tuple(a.address for a in addrs if a.family == socket.AF_INET) for name, addrs in found.items()}
