@@ -511,7 +511,8 @@ def _point_at_devnull(stream: TextIO) -> None:
         os.close(null)
 
 
-PHASE_LABELS = {"imports": "imports", "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
+PHASE_LABELS = {"imports": "imports", "placement_group": "Ray placement group", "ray_workers": "Ray workers",
+                "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
                 "graphs": "graphs", "port": "API server", "health": "health", "first_request": "first token"}
 
 
