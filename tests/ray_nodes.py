@@ -35,7 +35,7 @@ def need_ray() -> Any:
 
 
 @dataclass
-class TestNode:
+class NodeRig:
     name: str  # the snapshot's hostname, for the test's own bookkeeping
     dir: Path
     gpus: int
@@ -86,13 +86,13 @@ class TestNode:
                 "PYTHONPATH": f"{self.site}{os.pathsep}{ROOT}"}
 
 
-class TestCluster:
+class ClusterRig:
     """Head plus workers, each with declared GPUs and its own facts."""
 
     def __init__(self, tmp: Path, gpus: list[int]) -> None:
         from ray.cluster_utils import Cluster
 
-        self.nodes = [TestNode(f"node-{chr(ord('a') + i)}", tmp / f"node-{chr(ord('a') + i)}", n)
+        self.nodes = [NodeRig(f"node-{chr(ord('a') + i)}", tmp / f"node-{chr(ord('a') + i)}", n)
                       for i, n in enumerate(gpus)]
         for n in self.nodes:
             n.dir.mkdir(parents=True)
@@ -106,12 +106,12 @@ class TestCluster:
         self.address = self.cluster.address
 
     @staticmethod
-    def _args(n: TestNode, **extra: Any) -> dict[str, Any]:
+    def _args(n: NodeRig, **extra: Any) -> dict[str, Any]:
         return {"num_cpus": 1, "num_gpus": n.gpus, "object_store_memory": OBJECT_STORE_BYTES, "env_vars": n.env(),
                 **extra}
 
-    def add(self, name: str, gpus: int, tmp: Path) -> TestNode:
-        n = TestNode(name, tmp / name, gpus)
+    def add(self, name: str, gpus: int, tmp: Path) -> NodeRig:
+        n = NodeRig(name, tmp / name, gpus)
         n.dir.mkdir(parents=True)
         n.write()
         n.node = self.cluster.add_node(**self._args(n))
@@ -119,7 +119,7 @@ class TestCluster:
         self.nodes.append(n)
         return n
 
-    def remove(self, n: TestNode) -> None:
+    def remove(self, n: NodeRig) -> None:
         self.cluster.remove_node(n.node, allow_graceful=False)
         self.nodes.remove(n)
 

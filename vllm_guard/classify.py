@@ -422,10 +422,15 @@ _PHASE_WORDS = re.compile(r"Resolved arch|Initializing|took|Memory profiling|KV 
 
 def phase_of(line: str) -> str | None:
     """The start-up phase a log line ends, if it ends one."""
+    return next(iter(phases_of(line)), None)
+
+
+def phases_of(line: str) -> tuple[str, ...]:
+    """Every start-up phase a log line ends (a Ray worker's first line may also carry its rank)."""
     line = line[:MAX_LINE_CHARS]
     if not _PHASE_WORDS.search(line):
-        return None
-    return next((name for name, pattern in PHASE_MARKERS if pattern.search(line)), None)
+        return ()
+    return tuple(name for name, pattern in PHASE_MARKERS if pattern.search(line))
 
 
 # The workers' file-store rendezvous (vllm/utils/network_utils.py get_file_store_init_method, 0.32-0.33):

@@ -649,8 +649,7 @@ class _PhaseTracker:
             line = raw.decode(errors="replace")
             if not self._phase_times:
                 self.mark("first_line")
-            phase = classify.phase_of(line)
-            if phase is not None:
+            for phase in classify.phases_of(line):
                 self.mark(phase)
             if self.claim is not None and "file://" in line:
                 path = classify.rendezvous_file(line)

@@ -1,0 +1,253 @@
+"""The guard on a real Ray cluster: three Ray nodes on this machine (``ray.cluster_utils.Cluster``), each with
+declared GPUs and its own facts (tests/ray_nodes.py), the probes running as real Ray tasks pinned to each node,
+the launch locks held by real Ray actors, and a fake vLLM that asks Ray for a real placement group
+(tests/ray_engine_fake.py). Every guard runs as its own process, as a user runs it.
+
+Skips without ray (pip install 'vllm-guard[ray]'); under CI, RAY_REQUIRED=1 makes a missing Ray a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, free_port
+from tests.ray_nodes import ClusterRig, NodeRig, need_ray
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="flock, /proc and signals are Linux's")
+ENGINE = ROOT / "tests" / "ray_engine_fake.py"
+MODEL = ROOT / "tests" / "data" / "models" / "llama-3.1-8b"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRig]:
+    need_ray()
+    c = ClusterRig(tmp_path_factory.mktemp("ray"), [2, 2, 2])
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+class Guard:
+    """One test's guard: a profile for tensor 2 x pipeline 3 on Ray, the fake engine as `vllm` on PATH."""
+
+    def __init__(self, tmp: Path, cluster: ClusterRig, extra: str = "") -> None:
+        self.tmp = tmp
+        self.cluster = cluster
+        self.port = free_port()
+        bindir = tmp / "bin"
+        bindir.mkdir(exist_ok=True)
+        vllm = bindir / "vllm"
+        vllm.write_text(f'#!/bin/sh\nexec {sys.executable} {ENGINE} "$@"\n')
+        vllm.chmod(0o755)
+        self.profile = tmp / "ray.toml"
+        self.profile.write_text(
+            f'[model]\nid = "{MODEL}"\n[vllm]\ntensor-parallel-size = 2\npipeline-parallel-size = 3\n'
+            f'distributed-executor-backend = "ray"\nport = {self.port}\nhost = "127.0.0.1"\n'
+            f"[guard]\nstop-timeout = 5\n{extra}\n")
+        self.log = tmp / "attempts.jsonl"
+        self.env = {"PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(tmp),
+                    "RAY_ADDRESS": cluster.address, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
+                    "VLLMGUARD_ATTEMPT_LOG": str(self.log), "VLLMGUARD_LOCK_DIR": str(tmp / "head-locks"),
+                    "COLUMNS": "200", "RAY_ENGINE_FAKE_PG_WAIT_S": "1"}
+
+    def check(self, *extra: str) -> tuple[int, dict]:
+        r = subprocess.run([sys.executable, "-m", "vllm_guard", "check", "--json", str(self.profile), *extra],
+                           env=self.env, capture_output=True, text=True, timeout=120, cwd=self.tmp)
+        assert r.stdout, r.stderr
+        return r.returncode, json.loads(r.stdout)
+
+    def serve(self, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", str(self.profile)],
+                                env={**self.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=self.tmp)
+
+
+def names(doc: dict) -> dict[str, str]:
+    """node id -> the name the guard reports for it."""
+    return {n["node_id"]: n["name"] for n in doc["cluster"]["nodes"]}
+
+
+def finding(doc: dict, check_id: str) -> dict:
+    return next(f for f in doc["checks"] if f["id"] == check_id)
+
+
+@contextlib.contextmanager
+def changed(node: NodeRig, **attrs: object) -> Iterator[None]:
+    """One node's facts changed for the length of a test (its files are read at probe time), then restored."""
+    old = {k: getattr(node, k) for k in attrs}
+    for k, v in attrs.items():
+        setattr(node, k, v)
+    node.write()
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(node, k, v)
+        node.write()
+
+
+def test_check_on_three_nodes_gives_per_node_facts_and_the_placement(tmp_path: Path, cluster: ClusterRig) -> None:
+    code, doc = Guard(tmp_path, cluster).check()
+    assert code == 0, [f for f in doc["checks"] if f["status"] == "fail"]
+    nodes = doc["cluster"]["nodes"]
+    assert {n["node_id"] for n in nodes} == {n.node_id for n in cluster.nodes}
+    for n in nodes:  # each node's own snapshot and vLLM, read by a task on that node
+        ours = next(t for t in cluster.nodes if t.node_id == n["node_id"])
+        assert n["machine"]["hostname"] == ours.name and str(ours.snapshot) in n["machine_source"]
+        assert n["versions"]["vllm"] == "0.33.0" and n["model_readable"] is True
+        assert [g["uuid"] for g in n["machine"]["gpus"]] == [f"GPU-{ours.name}-0", f"GPU-{ours.name}-1"]
+    ranks = doc["placement"]["ranks"]
+    assert [r["rank"] for r in ranks] == list(range(6))
+    head = next(n for n in nodes if n["is_head"])
+    assert ranks[0]["node_id"] == head["node_id"] == cluster.nodes[0].node_id
+    assert {r["node_id"] for r in ranks} == {n.node_id for n in cluster.nodes}
+    assert all(len({r["node_id"] for r in ranks if r["stage"] == s}) == 1 for s in range(3))  # TP within a node
+    assert finding(doc, "cluster.gpus")["status"] == "pass"
+
+
+def test_check_fails_naming_the_node_that_lacks_a_gpu(tmp_path: Path, cluster: ClusterRig) -> None:
+    c = cluster.nodes[2]
+    with changed(c, gpus=1):
+        code, doc = Guard(tmp_path, cluster).check()
+    f = finding(doc, "cluster.gpus")
+    assert code == 4 and f["status"] == "fail"
+    assert f"{names(doc)[c.node_id]} 1" in f["message"] and "5 usable" in f["message"], f["message"]
+
+
+def test_check_fails_naming_the_node_with_a_busy_gpu(tmp_path: Path, cluster: ClusterRig) -> None:
+    b = cluster.nodes[1]
+    with changed(b, busy={1: 60 * 2**30}):
+        code, doc = Guard(tmp_path, cluster).check()
+    f = finding(doc, "cluster.free_memory")
+    assert code == 4 and f["status"] == "fail"
+    assert f"node {names(doc)[b.node_id]} GPU 1" in f["message"] and "pid 4242 bob" in f["message"], f["message"]
+    assert sum(line.startswith("node ") for line in f["message"].splitlines()) == 1  # only that GPU
+
+
+def test_check_fails_naming_the_node_with_another_vllm(tmp_path: Path, cluster: ClusterRig) -> None:
+    c = cluster.nodes[2]
+    with changed(c, vllm_version="0.32.0"):
+        code, doc = Guard(tmp_path, cluster).check()
+    f = finding(doc, "cluster.versions")
+    assert code == 4 and f["status"] == "fail"
+    assert f"node {names(doc)[c.node_id]} has vllm 0.32.0" in f["message"], f["message"]
+
+
+def lock_states(node: NodeRig) -> list[bool]:
+    """Whether each of the node's GPU lock files is held by someone (tried without waiting, let go at once)."""
+    states = []
+    for path in sorted(node.locks.glob("gpu-*.lock")):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            states.append(True)
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            states.append(False)
+        finally:
+            os.close(fd)
+    return states
+
+
+def wait_for(what: str, condition: object, guard: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        if guard.poll() is not None:
+            _out, err = guard.communicate()
+            raise AssertionError(f"the guard exited ({guard.returncode}) before {what}:\n{err[-3000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def all_held(cluster: ClusterRig) -> bool:
+    return all(lock_states(n) == [True, True] for n in cluster.nodes)
+
+
+def none_held(cluster: ClusterRig) -> bool:
+    return all(len(lock_states(n)) == 2 and not any(lock_states(n)) for n in cluster.nodes)
+
+
+def test_serve_takes_the_locks_on_every_node_and_releases_them(tmp_path: Path, cluster: ClusterRig) -> None:
+    g = Guard(tmp_path, cluster)
+    guard = g.serve(RAY_ENGINE_FAKE_LOAD_S="3")
+    try:
+        wait_for("the launch locks on all three nodes", lambda: all_held(cluster), guard)
+        wait_for("vLLM ready", lambda: any(r["outcome"] == "ready" for r in records(g.log)), guard)
+        wait_for("the locks released once ready", lambda: none_held(cluster), guard, timeout=10)
+        guard.send_signal(signal.SIGTERM)
+        _out, err = guard.communicate(timeout=60)
+    finally:
+        if guard.poll() is None:
+            guard.kill()
+            guard.communicate()
+    assert guard.returncode == 143, err[-3000:]
+    record = records(g.log)[0]
+    assert record["phases"]["placement_group"] is not None and record["phases"]["ray_workers"] is not None, record
+    assert "Ray placement group" in err and "placement: tensor 2 x pipeline 3" in err, err[-3000:]
+    assert not any(ENGINE.name in p for p in _commands()), "the fake engine outlived the guard"
+
+
+def test_kill_9_of_the_guard_releases_the_locks_on_every_node(tmp_path: Path, cluster: ClusterRig) -> None:
+    g = Guard(tmp_path, cluster)
+    guard = g.serve(RAY_ENGINE_FAKE_LOAD_S="120")
+    try:
+        wait_for("the launch locks on all three nodes", lambda: all_held(cluster), guard)
+        guard.kill()  # SIGKILL: no cleanup of its own; Ray ends its job and the job's lock actors
+        guard.communicate(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not none_held(cluster):
+            time.sleep(0.2)
+        assert none_held(cluster), [lock_states(n) for n in cluster.nodes]
+        deadline = time.monotonic() + 30  # and the keeper stops the engine the guard left
+        while time.monotonic() < deadline and any(ENGINE.name in p for p in _commands()):
+            time.sleep(0.2)
+        assert not any(ENGINE.name in p for p in _commands()), "the fake engine outlived the killed guard"
+    finally:
+        if guard.poll() is None:
+            guard.kill()
+            guard.communicate()
+
+
+def test_a_node_that_does_not_answer_is_a_finding_not_a_hang(tmp_path: Path, cluster: ClusterRig) -> None:
+    d = cluster.add("node-d", 2, tmp_path)
+    raylet = d.node.all_processes["raylet"][0].process
+    raylet.send_signal(signal.SIGSTOP)  # alive for the cluster, deaf to its tasks
+    try:
+        started = time.monotonic()
+        code, doc = Guard(tmp_path, cluster, "ray-node-timeout = 2").check()
+        took = time.monotonic() - started
+    finally:
+        raylet.send_signal(signal.SIGCONT)
+        cluster.remove(d)
+    f = finding(doc, "cluster.node_unreachable")
+    assert code == 4 and f["status"] == "fail"
+    assert f"node {names(doc)[d.node_id]}" in f["message"] and "did not answer within 2 s" in f["message"], f
+    assert took < 30, took  # the timeout bounds it (generous: two cores shared with other tests)
+
+
+def records(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+
+
+def _commands() -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            with contextlib.suppress(OSError):
+                out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return out
