@@ -117,6 +117,24 @@ def test_check_on_three_nodes_gives_per_node_facts_and_the_placement(tmp_path: P
     assert finding(doc, "cluster.gpus")["status"] == "pass"
 
 
+def test_snapshot_cluster_writes_one_file_that_check_plans_against(tmp_path: Path, cluster: ClusterRig) -> None:
+    g = Guard(tmp_path, cluster)
+    snap = tmp_path / "cluster.json"
+    r = subprocess.run([sys.executable, "-m", "vllm_guard", "snapshot", "--cluster", "--model", str(MODEL), "-o",
+                        str(snap)], env=g.env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(snap.read_text())
+    assert doc["schema"] == "vllm-guard.cluster/1" and doc["vllm_version"] == "0.33.0"
+    assert {n["node_id"] for n in doc["nodes"]} == {n.node_id for n in cluster.nodes}
+    offline = {**g.env, "RAY_ADDRESS": "203.0.113.1:6379"}  # no cluster there: the file is all it reads
+    r = subprocess.run([sys.executable, "-m", "vllm_guard", "check", "--json", "--machine", str(snap),
+                        str(g.profile)], env=offline, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    planned = json.loads(r.stdout)
+    assert r.returncode == 0, [f for f in planned["checks"] if f["status"] == "fail"]
+    assert [x["node_id"] for x in planned["placement"]["ranks"]][::2] == [
+        x["node_id"] for x in Guard(tmp_path, cluster).check()[1]["placement"]["ranks"]][::2]
+
+
 def test_check_fails_naming_the_node_that_lacks_a_gpu(tmp_path: Path, cluster: ClusterRig) -> None:
     c = cluster.nodes[2]
     with changed(c, gpus=1):
@@ -200,6 +218,16 @@ def test_serve_takes_the_locks_on_every_node_and_releases_them(tmp_path: Path, c
     assert record["phases"]["placement_group"] is not None and record["phases"]["ray_workers"] is not None, record
     assert "Ray placement group" in err and "placement: tensor 2 x pipeline 3" in err, err[-3000:]
     assert not any(ENGINE.name in p for p in _commands()), "the fake engine outlived the guard"
+    assert placement_group_states(cluster) == {"REMOVED"}  # vLLM's workers' reservation ended with it
+
+
+def placement_group_states(cluster: ClusterRig) -> set[str]:
+    """The states of the cluster's placement groups, read by a driver of its own."""
+    code = (f"import json, ray; ray.init(address={cluster.address!r}, log_to_driver=False, configure_logging=False)"
+            "; print(json.dumps(sorted({p['state'] for p in ray.util.placement_group_table().values()})))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return set(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
 def test_kill_9_of_the_guard_releases_the_locks_on_every_node(tmp_path: Path, cluster: ClusterRig) -> None:
