@@ -116,6 +116,8 @@ CHECKS = [
     ("one GPU short", {"gpus": 1}, {}, "cluster.gpus", FAIL, ["node-c 1", "5 usable"]),
     ("Ray declares more GPUs than NVML sees", {"ray_gpus": 4}, {}, "cluster.gpus", FAIL,
      ["node node-c", "Ray schedules 4 GPUs, NVML sees 2"]),
+    ("GPUs reserved in Ray by another job", {"ray_gpus_free": 1}, {}, "cluster.gpus", FAIL,
+     ["node node-c: Ray has 1 of its 2 GPUs free", "reserved by another job"]),
     ("another vLLM", {"versions": {"vllm": "0.32.0", "torch": "2.9.0", "ray": "2.60.0", "nccl": "2.27.3",
                                    "python": "3.12.3"}}, {}, "cluster.versions", FAIL,
      ["node node-c has vllm 0.32.0", "node-a 0.33.0"]),

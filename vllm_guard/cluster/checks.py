@@ -77,6 +77,14 @@ def check_gpus(c: ClusterContext) -> Finding:
         return Finding("cluster.gpus", FAIL, str(p.problem), "add a node with GPUs, or a smaller "
                        "--tensor-parallel-size / --pipeline-parallel-size; vLLM would wait up to 1800 s for a "
                        "placement group that cannot be had", measured, required)
+    reserved = [(n, len(p.gpus_on(n.node_id))) for n in c.placed()
+                if n.ray_gpus_free is not None and n.ray_gpus_free < len(p.gpus_on(n.node_id))]
+    if reserved:
+        lines = [f"node {n.name}: Ray has {n.ray_gpus_free} of its {n.ray_gpus} GPUs free, the placement needs "
+                 f"{need}; the others are reserved by another job's placement group or actors" for n, need in reserved]
+        return Finding("cluster.gpus", FAIL, "\n".join(lines), "stop the other job (`ray status`, `ray list "
+                       "placement-groups`), or wait for it; vLLM's placement group would wait for those GPUs up to "
+                       "1800 s", measured, required)
     if mismatched:
         lines = [f"node {n.name}: Ray schedules {n.ray_gpus} GPUs, NVML sees {len(n.machine.gpus)}"  # type: ignore[union-attr]
                  for n in mismatched]

@@ -25,6 +25,7 @@ class NodeFacts:
     hostname: str | None  # the host Ray runs on there (NodeManagerHostname): several nodes may share one
     is_head: bool  # the node the guard runs on: vLLM's driver (rank 0) runs there
     ray_gpus: int | None  # GPUs Ray schedules on the node (its "GPU" resource); None: none declared
+    ray_gpus_free: int | None = None  # of those, not reserved by another job (a placement group, actors); None: unknown
     machine: Machine | None = None  # None: the node did not answer
     machine_source: str | None = None  # "nvml", "nvidia-smi", "none", or "snapshot FILE" (VLLMGUARD_MACHINE there)
     versions: dict[str, str | None] = field(default_factory=dict)  # VERSION_KEYS, as the node's Ray workers see them
@@ -53,7 +54,8 @@ class NodeFacts:
         return {
             "node_id": self.node_id, "name": self.name, "ip": self.ip, "hostname": self.hostname,
             "is_head": self.is_head,
-            "ray_gpus": self.ray_gpus, "machine": self.machine.to_dict() if self.machine else None,
+            "ray_gpus": self.ray_gpus, "ray_gpus_free": self.ray_gpus_free,
+            "machine": self.machine.to_dict() if self.machine else None,
             "machine_source": self.machine_source, "versions": dict(self.versions),
             "model_readable": self.model_readable, "model_where": self.model_where, "interface": self.interface,
             "interfaces": list(self.interfaces), "env": dict(self.env), "error": self.error,
@@ -113,9 +115,11 @@ class ClusterFacts:
             ray_gpus = n.get("ray_gpus")
             if ray_gpus is not None and (not isinstance(ray_gpus, int) or isinstance(ray_gpus, bool) or ray_gpus < 0):
                 raise bad(f"{where}.ray_gpus", f"expected a non-negative integer or null, got {ray_gpus!r}")
+            free = n.get("ray_gpus_free")
             nodes.append(NodeFacts(
                 node_id=n["node_id"], name=n["name"], ip=_opt_str(n, "ip"), hostname=_opt_str(n, "hostname"),
                 is_head=n["is_head"], ray_gpus=ray_gpus,
+                ray_gpus_free=free if isinstance(free, int) and not isinstance(free, bool) else None,
                 machine=machine, machine_source=_opt_str(n, "machine_source"),
                 versions={str(k): (str(v) if v is not None else None) for k, v in versions.items()},
                 model_readable=n.get("model_readable") if isinstance(n.get("model_readable"), bool) else None,

@@ -32,7 +32,8 @@ def _interface_of(ip: str | None, interfaces: Mapping[str, Sequence[str]]) -> st
 
 def node_facts(entry: NodeEntry, name: str, answer: Answer) -> NodeFacts:
     base = NodeFacts(node_id=entry.node_id, name=name, ip=entry.ip, hostname=entry.hostname,
-                     is_head=entry.is_driver_node, ray_gpus=int(entry.gpus) if entry.gpus is not None else None)
+                     is_head=entry.is_driver_node, ray_gpus=int(entry.gpus) if entry.gpus is not None else None,
+                     ray_gpus_free=int(entry.gpus_free) if entry.gpus_free is not None else None)
     value = answer.value
     if answer.error is not None or not isinstance(value, dict):
         return NodeFacts(**{**_fields(base), "error": answer.error or "the probe returned nothing"})

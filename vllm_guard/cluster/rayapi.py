@@ -80,6 +80,7 @@ class NodeEntry:
     hostname: str | None
     gpus: float | None  # the GPUs Ray schedules there ("GPU" resource); None when it declares none
     is_driver_node: bool  # where the guard (and so vLLM's driver) runs
+    gpus_free: float | None = None  # of those, not held by another job's placement group or actors; None: unknown
 
 
 @dataclass(frozen=True)
@@ -134,15 +135,28 @@ class Connection:
     def nodes(self) -> list[NodeEntry]:
         """The alive nodes, as the GCS lists them now."""
         here = self.ray.get_runtime_context().get_node_id()
+        free = self._free_per_node()
         out = []
         for n in self.ray.nodes():
             if not n.get("Alive"):
                 continue
             gpus = n.get("Resources", {}).get("GPU")
+            available = (free or {}).get(n["NodeID"]) or {}
             out.append(NodeEntry(node_id=n["NodeID"], ip=n.get("NodeManagerAddress"),
                                  hostname=n.get("NodeManagerHostname"), gpus=float(gpus) if gpus else None,
-                                 is_driver_node=n["NodeID"] == here))
+                                 is_driver_node=n["NodeID"] == here,
+                                 gpus_free=None if free is None else float(available.get("GPU", 0.0))))
         return out
+
+    def _free_per_node(self) -> dict[str, dict[str, float]] | None:
+        """Each node's unreserved resources. A Ray DeveloperAPI (ray._private.state), the one vLLM's own
+        ray_utils.py reads for the same question; None when this Ray lacks it."""
+        try:
+            from ray._private.state import available_resources_per_node
+
+            return dict(available_resources_per_node())
+        except Exception:  # an older or newer Ray without it: unknown, not an error
+            return None
 
     def _pinned(self, node_id: str) -> Any:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
