@@ -263,3 +263,20 @@ def test_a_ray_profile_without_ray_says_how_to_install_it(tmp_path: Path) -> Non
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 4, r.stderr
     assert "Ray is not installed" in r.stderr and "pip install 'vllm-guard[ray]'" in r.stderr, r.stderr
+
+
+def test_ray_has_one_doorway_and_is_imported_only_when_a_profile_needs_it() -> None:
+    import ast
+
+    importers = set()
+    for path in (ROOT / "vllm_guard").rglob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in n.names] if isinstance(n, ast.Import)
+                     else [n.module or ""] if isinstance(n, ast.ImportFrom) else [])
+            if any(name == "ray" or name.startswith("ray.") for name in names):
+                importers.add(path.relative_to(ROOT).as_posix())
+    assert importers == {"vllm_guard/cluster/rayapi.py"}
+    code = ("import sys; from vllm_guard import cli, commands, report; from vllm_guard.cluster import preflight, "
+            "locks, gather; print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "False"
