@@ -149,13 +149,14 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
     ``keep_connection`` a live cluster's connection stays open (the caller closes it): serve holds locks with it."""
     from vllm_guard import checks, probes
     from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster.preflight import read_cluster_snapshot, run_cluster_preflight
     from vllm_guard.cluster.target import ray_target
 
     profile = resolve_target(args.target, args.vllm_args, env, args=args,
                              machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None  # --machine may follow TARGET
     target = str(profile.path) if profile.path is not None else profile.model
-    cluster_file = _cluster_snapshot(machine_file)
+    cluster_file = read_cluster_snapshot(machine_file)
     local_cluster = rayapi.local_cluster_address(env)
     ray = None
     if machine_file is None:  # a machine snapshot plans one machine; a cluster snapshot, the cluster
@@ -168,50 +169,9 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
     if ray is None and cluster_file is None and facts is not None:
         pre = checks.preflight(profile, facts)
         return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target, None
-    cp = _cluster_preflight(profile, env, ray, machine_file, cluster_file, keep_connection)
+    cp = run_cluster_preflight(profile, env, ray, machine_file, cluster_file, keep_connection=keep_connection)
     pre = replace(cp.pre, notes=(*table_notes(profile), *profile.notes, *cp.pre.notes))
     return cp.facts, pre, target, replace(cp, pre=pre)
-
-
-def _cluster_snapshot(machine_file: str | None) -> Any:
-    if not machine_file:
-        return None
-    from vllm_guard.cluster.facts import ClusterFacts
-    from vllm_guard.cluster.gather import read_snapshot_file
-
-    data = read_snapshot_file(Path(machine_file))
-    return ClusterFacts.from_dict(data, origin=machine_file) if data is not None else None
-
-
-def _cluster_preflight(profile: Profile, env: Mapping[str, str], ray: Any, machine_file: str | None,
-                       cluster_file: Any, keep_connection: bool) -> Any:
-    """The preflight on a Ray cluster: live (the nodes probed by Ray tasks) or from a cluster snapshot."""
-    from vllm_guard import probes
-    from vllm_guard.cluster.gather import gather_cluster
-    from vllm_guard.cluster.preflight import cluster_preflight
-    from vllm_guard.cluster.rayapi import Connection
-    from vllm_guard.cluster.target import RayTarget
-
-    model = probes.probe_model_for(profile, env)
-    if cluster_file is not None:
-        backend_added = profile.value("distributed_executor_backend") != "ray"
-        ray = RayTarget(cluster_file.address, f"snapshot {machine_file}", f"the cluster snapshot {machine_file}",
-                        backend_added)
-        return cluster_preflight(profile, cluster_file, model, ray, origin=f"cluster snapshot {machine_file}",
-                                 environ=env, live=None)
-    conn = Connection(ray.address).open()
-    try:
-        cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
-                                 env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))
-        cp = cluster_preflight(profile, cluster, model, ray, origin=f"Ray cluster at {ray.address}", environ=env,
-                               live=probes.live_facts(profile, env))
-    except BaseException:
-        conn.close()
-        raise
-    if keep_connection:
-        return replace(cp, connection=conn)
-    conn.close()
-    return cp
 
 
 def table_notes(profile: Profile) -> list[str]:
