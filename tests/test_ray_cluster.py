@@ -269,6 +269,19 @@ def test_a_node_that_does_not_answer_is_a_finding_not_a_hang(tmp_path: Path, clu
     assert took < 30, took  # the timeout bounds it (generous: two cores shared with other tests)
 
 
+def test_no_cluster_at_the_address_fails_at_once_with_the_way_to_start_one(tmp_path: Path) -> None:
+    need_ray()
+    profile = tmp_path / "p.toml"
+    profile.write_text(f'[model]\nid = "{MODEL}"\n[vllm]\ntensor-parallel-size = 2\n'
+                       f'distributed-executor-backend = "ray"\n[guard]\nray-address = "127.0.0.1:{free_port()}"\n')
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "vllm_guard", "check", str(profile)], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 4 and "no Ray cluster answered at 127.0.0.1:" in r.stderr, r.stderr
+    assert "ray start --head" in r.stderr and "Traceback" not in r.stderr
+    assert time.monotonic() - started < 30  # not Ray's minutes of retries
+
+
 def records(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
 

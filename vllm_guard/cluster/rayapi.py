@@ -25,6 +25,7 @@ from typing import Any
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 
+CONNECT_TIMEOUT_S = 3.0  # a TCP connect to the cluster's GCS port before ray.init
 INSTALL_HINT = "pip install 'vllm-guard[ray]' (the same Ray version as on the cluster's nodes)"
 NAMESPACE = "vllm-guard"
 
@@ -108,15 +109,21 @@ class Connection:
             RayUnreachable: nothing answers at the address.
         """
         ray = self.ray
+        where = ("none given (guard.ray-address, RAY_ADDRESS) and none started on this machine"
+                 if self.address == "auto" else f"at {self.address}")
+        hint = ("start one (`ray start --head` on the head, `ray start --address=HEAD:6379` on the others), or set "
+                "guard.ray-address / RAY_ADDRESS; docs/ray.md")
+        problem = _tcp_problem(self.address, CONNECT_TIMEOUT_S)
+        if problem is not None:  # ray.init would retry an unreachable GCS for minutes (Ray 2.x gcs_client)
+            raise RayUnreachable(f"no Ray cluster answered {where}: {problem}", hint=hint)
         try:
             # log_to_driver=False: the tasks' output is not the guard's; configure_logging=False keeps Ray's
             # own INFO lines ("Connecting to existing Ray cluster") off the guard's report.
             ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False,
                      ignore_reinit_error=True)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise RayUnreachable(f"no Ray cluster answered at {self.address}: {str(e).splitlines()[0][:300]}",
-                                 hint="start one (`ray start --head` on the head, `ray start --address=HEAD:6379` "
-                                 "on the others), or set guard.ray-address / RAY_ADDRESS; docs/ray.md") from None
+            raise RayUnreachable(f"no Ray cluster answered {where}: {str(e).splitlines()[0][:300]}",
+                                 hint=hint) from None
         return self
 
     def close(self) -> None:
@@ -223,6 +230,21 @@ class Connection:
         for h in handles.values():
             with contextlib.suppress(Exception):
                 self.ray.kill(h, no_restart=True)
+
+
+def _tcp_problem(address: str, timeout_s: float) -> str | None:
+    """Why nothing listens at a host:port address, found in at most ``timeout_s``; None when something does,
+    or when the address is not host:port ("auto", ray://..., which Ray resolves itself)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit() or not host:
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except OSError as e:
+        return f"cannot connect to {address} ({e.strerror or type(e).__name__})"
 
 
 def _first_line(e: BaseException) -> str:
