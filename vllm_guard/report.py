@@ -113,28 +113,33 @@ def _print_findings(c: Console, findings: list[Finding]) -> None:
 
 
 def print_cluster(cluster: ClusterFacts, stream: TextIO) -> None:
-    """Every node: its address, GPUs, memory, versions, and whether the model is readable there."""
+    """Every node: its address, GPUs and their free memory, host memory, versions, whether it can read the model."""
     c = _console(stream)
     c.print(Text.assemble(("Ray cluster ", "bold"), _t(cluster.address, "bold cyan"),
                           _t(f", {len(cluster.nodes)} node(s), taken {cluster.taken_at}")))
     t = Table(header_style="bold")
-    for col in ("node", "address", "GPUs (Ray/NVML)", "free GPU memory", "RAM avail.", "/dev/shm free", "vLLM",
-                "torch", "Ray", "Python", "model", "answered"):
+    for col in ("node", "address", "GPUs: free memory", "host", "vLLM / torch / Ray / Python", "model"):
         t.add_column(col, overflow="fold")
     for n in cluster.nodes:
         m = n.machine
+        who = n.name + (" (head)" if n.is_head else "")
         if m is None:
-            t.add_row(_t(n.name + (" (head)" if n.is_head else "")), _t(n.ip or "?"), _t(fmt(n.ray_gpus)),
-                      *(_t("") for _ in range(8)), Text(n.error or "no", style="bold red"))
+            t.add_row(_t(who), _t(n.ip or "?"), _t(f"Ray: {fmt(n.ray_gpus)}"), Text(n.error or "no answer",
+                      style="bold red"), _t(""), _t(""))
             continue
-        free = ", ".join(f"{g.index}: {fmt(g.memory_free_bytes, '_bytes')}" for g in n.usable_gpus) or "-"
+        free = ", ".join(f"{g.index}: {(g.memory_free_bytes or 0) / GIB:.1f}" if g.memory_free_bytes is not None
+                         else f"{g.index}: ?" for g in n.usable_gpus)
+        reserved = (f", {n.ray_gpus_free} free in Ray" if n.ray_gpus_free is not None and n.ray_gpus is not None
+                    and n.ray_gpus_free < n.ray_gpus else "")
+        gpus = f"{len(n.usable_gpus)} of {len(m.gpus)}{reserved}" + (f" ({free} GiB)" if free else "")
+        host = (f"RAM {fmt(m.host.effective_memory_available_bytes, '_bytes')}, "
+                f"/dev/shm {fmt(m.host.shm_free_bytes, '_bytes')}")
         v = n.versions
+        versions = " / ".join(v.get(k) or "-" for k in ("vllm", "torch", "ray", "python"))
         model = {True: "readable", False: "NOT readable", None: "would download"}[n.model_readable]
-        t.add_row(*(_t(x) for x in (
-            n.name + (" (head)" if n.is_head else ""), f"{n.ip or '?'} ({n.interface or '?'})",
-            f"{fmt(n.ray_gpus)}/{len(m.gpus)}", free, fmt(m.host.effective_memory_available_bytes, "_bytes"),
-            fmt(m.host.shm_free_bytes, "_bytes"), v.get("vllm") or "-", v.get("torch") or "-", v.get("ray") or "-",
-            v.get("python") or "-", model, f"{n.answered_s:.2f} s" if n.answered_s is not None else "yes")))
+        answered = f", answered in {n.answered_s:.2f} s" if n.answered_s is not None else ""
+        t.add_row(*(_t(x) for x in (who + answered, f"{n.ip or '?'} ({n.interface or '?'})", gpus, host, versions,
+                                     model)))
     c.print(t)
     for note in cluster.notes:
         c.print(_t(f"note: {note}", "dim"))

@@ -60,7 +60,9 @@ def cluster_preflight(profile: Profile, cluster: ClusterFacts, model: ModelFacts
     placement = place(cluster.nodes, tp, pp, tp_across_nodes=bool(profile.setting("ray-tensor-parallel-across-nodes")))
     head = cluster.head
     machine = head.machine if head is not None and head.machine is not None else _empty_machine(cluster)
-    gpus = tuple(r.gpu for r in placement.ranks)
+    # The placement's GPUs in rank order; when there is none, the usable ones, so the memory model still speaks.
+    gpus = tuple(r.gpu for r in placement.ranks) or tuple(
+        g for n in cluster.nodes for g in n.usable_gpus)[: placement.world_size]
     allow_long = "1" in (environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), profile.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     facts = Facts(machine, origin, gpus, None, model, live=live is not None, environ_allows_long_len=allow_long,
                   **(live or {}))  # type: ignore[arg-type]
