@@ -280,3 +280,19 @@ def test_ray_has_one_doorway_and_is_imported_only_when_a_profile_needs_it() -> N
             "locks, gather; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "False"
+
+
+def test_serve_dry_run_against_a_cluster_snapshot_adds_the_ray_backend(tmp_path: Path) -> None:
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps(cluster(three()).to_dict()))
+    p = tmp_path / "p.toml"
+    p.write_text(f'[model]\nid = "{LLAMA}"\n[vllm]\ntensor-parallel-size = 2\npipeline-parallel-size = 3\n')
+    r = run_cli("serve", "--dry-run", "--machine", str(snap), str(p), env={"COLUMNS": "200"})
+    assert r.code == 0, r.out
+    assert "--distributed-executor-backend ray" in r.out and "placement: tensor 2 x pipeline 3" in r.out, r.out
+    vllm = tmp_path / "bin" / "vllm"
+    vllm.parent.mkdir()
+    vllm.write_text("#!/bin/sh\nexit 0\n")
+    vllm.chmod(0o755)
+    r = run_cli("serve", "--machine", str(snap), str(p), env={"PATH": f"{vllm.parent}:/usr/bin:/bin"})
+    assert r.code == 2 and "cannot launch one" in r.err and "--dry-run" in r.err, r.err

@@ -273,6 +273,10 @@ def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any,
     from vllm_guard.cluster.locks import ClusterLocks, per_node_gpus
     from vllm_guard.supervise import Supervisor
 
+    if cp.connection is None:
+        raise UsageError("a cluster snapshot plans a Ray start but cannot launch one: the launch locks are taken on "
+                         "the live cluster's nodes", hint="serve --dry-run --machine CLUSTER.json, or serve on the "
+                         "head node without --machine")
     names = {n.node_id: n.name for n in cp.cluster.nodes}
     holder = {"profile": str(pre.profile.path or pre.profile.model), "host": socket.gethostname()}
     locks = ClusterLocks(cp.connection, per_node_gpus(cp.placement, names), pre.profile.setting("lock-dir"), holder)
