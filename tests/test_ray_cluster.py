@@ -231,6 +231,26 @@ def placement_group_states(cluster: ClusterRig) -> set[str]:
     return set(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
+def test_a_placement_group_that_cannot_be_had_is_too_few_gpus_with_its_numbers(tmp_path: Path,
+                                                                             cluster: ClusterRig) -> None:
+    g = Guard(tmp_path, cluster)
+    g.profile.write_text(g.profile.read_text().replace("pipeline-parallel-size = 3", "pipeline-parallel-size = 4"))
+    guard = g.serve(RAY_ENGINE_FAKE_PG_TIMEOUT_S="3")  # the preflight refuses it, naming the shortfall
+    _out, err = guard.communicate(timeout=120)
+    assert guard.returncode == 4 and "cluster.gpus" in err and "8 GPUs; the cluster has 6 usable" in err, err[-3000:]
+    # Forced, vLLM waits for the placement group, gives up (here after 3 s, 1800 s in vLLM) and the guard
+    # reads the shortfall from its log: no relaxation fixes it, so no second start.
+    forced = subprocess.run([sys.executable, "-m", "vllm_guard", "serve", "--force", str(g.profile)],
+                            env={**g.env, "RAY_ENGINE_FAKE_PG_TIMEOUT_S": "3"}, capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert forced.returncode == 5, forced.stderr[-3000:]
+    record = records(g.log)[-1]
+    assert record["failure"]["class"] == "too_few_gpus", record["failure"]
+    assert record["failure"]["numbers"]["required_gpus"] == 8, record["failure"]
+    assert "Waiting for creating a placement group" in forced.stdout
+    assert placement_group_states(cluster) <= {"REMOVED"}
+
+
 def test_kill_9_of_the_guard_releases_the_locks_on_every_node(tmp_path: Path, cluster: ClusterRig) -> None:
     g = Guard(tmp_path, cluster)
     guard = g.serve(RAY_ENGINE_FAKE_LOAD_S="120")
