@@ -127,6 +127,8 @@ CHECKS = [
      "cluster.model_readable", FAIL, ["node node-c", "/models/x"]),
     ("model would download", {"model_readable": None, "model_where": "not in the cache"}, {},
      "cluster.model_readable", WARN, ["node node-c"]),
+    ("would download to a full disk", {"model_readable": None, "model_where": "not in the cache", "machine": "disk"},
+     {}, "cluster.model_readable", FAIL, ["node node-c: would download 14.96 GiB", "has 1.00 GiB free"]),
     ("VLLM_HOST_IP differs from Ray's", {"env": {"VLLM_HOST_IP": "192.168.1.9"}}, {}, "cluster.network", FAIL,
      ["node node-c", "VLLM_HOST_IP=192.168.1.9", "waits forever"]),
     ("loopback across hosts", {"ip": "127.0.0.1", "interface": "lo"}, {}, "cluster.network", FAIL,
@@ -157,6 +159,9 @@ def _node_c(over: dict[str, object]) -> NodeFacts:
         return replace(c, machine=replace(c.machine, host=replace(c.machine.host, shm_free_bytes=64 * 2**20)))
     if special == "ram":
         return replace(c, machine=replace(c.machine, host=replace(c.machine.host, memory_available_bytes=GIB)))
+    if special == "disk":
+        disk = replace(c.machine.host.disks[0], free_bytes=GIB)
+        return replace(c, machine=replace(c.machine, host=replace(c.machine.host, disks=(disk,))))
     if special is None:
         return replace(c, machine=None)
     return c

@@ -142,6 +142,15 @@ def check_model_readable(c: ClusterContext) -> Finding:
                        "put the weights at the same path on every node, or a shared cache (HF_HOME on shared "
                        "storage), or let each node download them (unset HF_HUB_OFFLINE there)",
                        {"unreadable_on": [n.name for n in missing]})
+    headroom = float(c.setting("disk-headroom"))
+    short = [(n, d) for n in download if n.machine is not None and n.machine.host.disks and c.model.weights_bytes
+             and (d := n.machine.host.disks[0]).free_bytes is not None
+             and d.free_bytes < c.model.weights_bytes * (1 + headroom)]
+    if short:  # the first disk a node records is its Hugging Face cache's (probes.probe_machine)
+        return Finding("cluster.model_readable", FAIL, "\n".join(
+            f"node {n.name}: would download {gib(c.model.weights_bytes)} to {d.path}, which has {gib(d.free_bytes)} "
+            f"free" for n, d in short), "free disk there, or point HF_HOME at a larger (or shared) disk on that node",
+            {"short_on": [n.name for n, _ in short]}, {"headroom": headroom})
     if download:
         return Finding("cluster.model_readable", WARN, "\n".join(f"node {n.name}: {n.model_where}" for n in download),
                        "download once to a shared cache, or pre-fetch on each node (`hf download MODEL`); a "
