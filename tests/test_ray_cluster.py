@@ -266,6 +266,7 @@ def test_kill_9_of_the_guard_releases_the_locks_on_every_node(tmp_path: Path, cl
         while time.monotonic() < deadline and any(ENGINE.name in p for p in _commands()):
             time.sleep(0.2)
         assert not any(ENGINE.name in p for p in _commands()), "the fake engine outlived the killed guard"
+        assert placement_group_states(cluster) <= {"REMOVED"}  # its placement group ended with its Ray job
     finally:
         if guard.poll() is None:
             guard.kill()

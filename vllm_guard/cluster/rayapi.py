@@ -122,6 +122,11 @@ class Connection:
             ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False,
                      ignore_reinit_error=True)
         except (ConnectionError, RuntimeError, ValueError) as e:
+            if "Version mismatch" in str(e):  # ray/_private/utils.py check_version_info, raised by ray.init
+                raise RayUnreachable(f"the Ray here ({ray.__version__}) cannot join the cluster {where}: "
+                                     f"{' '.join(str(e).split())[:400]}",
+                                     hint="install the cluster's Ray and Python versions where the guard runs "
+                                     "(the head node's environment)") from None
             raise RayUnreachable(f"no Ray cluster answered {where}: {str(e).splitlines()[0][:300]}",
                                  hint=hint) from None
         return self
