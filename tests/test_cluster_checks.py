@@ -138,6 +138,10 @@ CHECKS = [
     ("interface prefix that is there", {"env": {"GLOO_SOCKET_IFNAME": "eth"}}, {}, "cluster.network", PASS, []),
     ("a variable vLLM does not copy", {}, {"env": 'PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:True"'},
      "cluster.env", WARN, ["node node-c: PYTORCH_CUDA_ALLOC_CONF is not set there"]),
+    ("a secret vLLM does not copy, set there (masked), missing on node-b", {"env": {"WANDB_API_KEY": "***"}},
+     {"env": 'WANDB_API_KEY = "s3cret-value"'}, "cluster.env", WARN, ["node node-b: WANDB_API_KEY is not set"]),
+    ("a secret vLLM does not copy, missing there", {}, {"env": 'WANDB_API_KEY = "s3cret-value"'}, "cluster.env", WARN,
+     ["node node-c: WANDB_API_KEY is not set there"]),
     ("a variable vLLM copies", {}, {"env": 'NCCL_DEBUG = "INFO"'}, "cluster.env", PASS, []),
     ("small /dev/shm", {"machine": "shm"}, {}, "cluster.shm", FAIL, ["node node-c", "/dev/shm has 64 MiB"]),
     ("little host RAM", {"machine": "ram"}, {}, "cluster.host_ram", FAIL, ["node node-c", "1.00 GiB host memory"]),
@@ -171,7 +175,9 @@ def _node_c(over: dict[str, object]) -> NodeFacts:
 def test_cluster_check(tmp_path: Path, case: str, node_c: dict[str, object], prof: dict[str, str], check_id: str,
                        status: str, words: list[str]) -> None:
     nodes = (node("node-a", head=True), node("node-b"), _node_c(node_c))
-    f = findings(tmp_path, nodes, **prof)[check_id]
+    found = findings(tmp_path, nodes, **prof)
+    f = found[check_id]
+    assert not any("s3cret" in str(x.to_dict()) for x in found.values())  # secrets never reach a finding
     assert f.status == status, f
     assert all(w in f.message for w in words), f.message
 

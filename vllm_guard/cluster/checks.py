@@ -19,6 +19,7 @@ from vllm_guard.cluster.placement import Placement
 from vllm_guard.facts import ModelFacts
 from vllm_guard.memory import DEFAULT_UTILIZATION, MIB, Estimate, Params, estimate
 from vllm_guard.profile import Profile
+from vllm_guard.redact import is_secret_name
 
 # vLLM 0.33 copies to its Ray workers the variables with these prefixes (vllm/ray/ray_env.py,
 # get_env_vars_to_copy, with the prefixes its tests name); VLLM_HOST_IP and CUDA_VISIBLE_DEVICES are
@@ -322,7 +323,7 @@ def check_env(c: ClusterContext) -> Finding:
             have = n.env.get(name)
             if have is None:
                 lines.append(f"node {n.name}: {name} is not set there, and vLLM does not copy it to its Ray workers")
-            elif value not in (have, "***"):
+            elif have != value and not is_secret_name(name):  # a secret's value is never compared or shown
                 lines.append(f"node {n.name}: {name}={have} there, {value} on the head")
     if lines:
         return Finding("cluster.env", WARN, "\n".join(lines), "set it on that node before `ray start` (workers inherit "
