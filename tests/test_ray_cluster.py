@@ -231,6 +231,31 @@ def placement_group_states(cluster: ClusterRig) -> set[str]:
     return set(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
+def test_serve_waits_for_a_launch_lock_another_guard_holds_on_one_node(tmp_path: Path, cluster: ClusterRig) -> None:
+    b = cluster.nodes[1]
+    b.locks.mkdir(mode=0o700, exist_ok=True)
+    held = os.open(b.locks / f"gpu-GPU-{b.name}-1.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as a single-machine guard starting on that GPU holds it
+    g = Guard(tmp_path, cluster)
+    guard = g.serve()
+    try:
+        time.sleep(4)
+        assert guard.poll() is None and not records(g.log), "started past a held launch lock"
+        assert not any(ENGINE.name in p for p in _commands())
+        fcntl.flock(held, fcntl.LOCK_UN)
+        wait_for("vLLM ready once the lock is free", lambda: any(r["outcome"] == "ready" for r in records(g.log)),
+                 guard)
+        guard.send_signal(signal.SIGTERM)
+        _out, err = guard.communicate(timeout=60)
+    finally:
+        os.close(held)
+        if guard.poll() is None:
+            guard.kill()
+            guard.communicate()
+    assert f"waiting for the launch lock of GPU GPU-{b.name}-1 on node " in err, err[-3000:]
+    assert f"pid {os.getpid()}" in err, err[-3000:]  # who holds it, read from the kernel on that node
+
+
 def test_a_placement_group_that_cannot_be_had_is_too_few_gpus_with_its_numbers(tmp_path: Path,
                                                                              cluster: ClusterRig) -> None:
     g = Guard(tmp_path, cluster)

@@ -29,20 +29,22 @@ class NodeLockHolder:
         self.holder = dict(holder)
         self.locks: Any = None
 
-    def try_acquire(self) -> tuple[bool, str]:
-        """Take every lock now, or none: (True, the lock directory) or (False, who holds one)."""
+    def try_acquire(self) -> tuple[bool, str, str]:
+        """Take every lock now, or none: (True, the lock directory, "") or (False, the busy GPU, who holds it)."""
         from vllm_guard import lock
 
         if self.locks is not None:
-            return True, str(self.locks.directory)
+            return True, str(self.locks.directory), ""
         directory = lock.lock_dir(self.setting, os.environ)
-        waits: list[str] = []
+        waits: list[tuple[str, str]] = []
         locks = lock.GpuLocks(directory, self.uuids, {**self.holder, "ray_node_pid": os.getpid()})
-        if locks.acquire(on_wait=lambda uuid, who: waits.append(f"GPU {uuid} held by {who}"),
-                         should_stop=lambda: True):
+        # should_stop always true: GpuLocks gives up at the first busy lock (releasing the others) instead of
+        # waiting on the node; the guard waits, where it can hear a signal.
+        if locks.acquire(on_wait=lambda uuid, who: waits.append((uuid, who)), should_stop=lambda: True):
             self.locks = locks
-            return True, str(directory)
-        return False, waits[0] if waits else "busy"
+            return True, str(directory), ""
+        uuid, who = waits[0] if waits else ("?", "unknown")
+        return False, uuid, who
 
     def release(self) -> bool:
         if self.locks is not None:
@@ -77,7 +79,7 @@ class ClusterLocks:
             GuardError: a node's actor failed or did not answer (its lock directory unsafe, the node gone).
         """
         for node_id in sorted(self.per_node):
-            name, uuids = self.per_node[node_id]
+            name, _ = self.per_node[node_id]
             told = False
             while True:
                 [answer] = self.conn.call_all({node_id: self._actor(node_id)}, "try_acquire", ACTOR_TIMEOUT_S)
@@ -86,11 +88,11 @@ class ClusterLocks:
                     raise GuardError(f"node {name}: cannot take the launch locks there: {answer.error}",
                                      hint="check the node (`ray status`) and its lock directory (docs/security.md)",
                                      exit_code=ExitCode.PREFLIGHT_FAILED)
-                ok, info = answer.value
+                ok, uuid, who = answer.value
                 if ok:
                     break
                 if not told:
-                    on_wait(f"{', '.join(uuids)} on node {name}", info)
+                    on_wait(f"{uuid} on node {name}", who)
                     told = True
                 if should_stop():
                     self.release()
