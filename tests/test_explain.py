@@ -83,6 +83,7 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
     # of vllm #13909), torch's NCCL watchdog and Ray's check_version_info, in vLLM 0.33's log format.
     "too_few_gpus_ray_placement_group.log": ("too_few_gpus", "before_start", {"required_gpus": 16, "waited_s": 70},
                                              None, None),
+    "too_few_gpus_ray_head_without_gpu.log": ("too_few_gpus", "before_start", {}, None, None),
     "network_nccl_watchdog_timeout.log": ("network", "before_start", {}, None, None),
     "version_mismatch_ray_worker_node.log": ("version_mismatch", "before_start", {}, None, None),
     "port_in_use_uvicorn_api_port.log": ("port_in_use", "before_start", {"port": 8000}, None, None),

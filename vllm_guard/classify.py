@@ -251,6 +251,9 @@ RULES: tuple[Rule, ...] = (
     # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
     Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
                                     r"(?P<where>placement group|cluster)"), BEFORE_START),
+    # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
+    Rule("too_few_gpus", re.compile(r"Current node has no GPU available\..{0,1000}?vLLM engine cannot start without "
+                                    r"GPU"), BEFORE_START, detail="ray_head_without_gpu"),
     # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
     Rule("too_few_gpus", re.compile(r"Cannot provide a placement group of placement_group_specs=.{0,4000}? within "
                                     r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
@@ -307,7 +310,8 @@ _RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
     "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
     "Available KV cache memory: -", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
-    "Cannot provide a placement group", "Version mismatch", "Watchdog caught", "ncclRemoteError", "network error",
+    "Cannot provide a placement group", "Current node has no GPU", "Version mismatch", "Watchdog caught",
+    "ncclRemoteError", "network error",
     "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError",
 )))
 _MARKER_WORDS = re.compile(r"load|Load|Using|Memory profiling|profile run|KV cache|blocks:|concurrency|Captur|"

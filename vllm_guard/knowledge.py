@@ -162,4 +162,13 @@ KILLED = Advice(
 )
 
 # Advice for a reading within a class (Diagnosis.detail) that says more than the class's own.
-DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED}
+RAY_HEAD_WITHOUT_GPU = Advice(
+    "On Ray, vLLM's driver runs where `vllm serve` runs, and vLLM (ray_utils.py) wants a GPU on that node for its "
+    "first worker: this node has none that Ray can schedule.",
+    ("run `vllm serve` (or `vllm-guard serve`) on a node with a GPU, joined to the cluster",
+     "check `ray status`: the node's GPU may be held by another job"),
+    ("adding GPUs to the other nodes",),
+)
+
+DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
+                                    "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU}
