@@ -81,7 +81,14 @@ class NodeRig:
         dist.mkdir(parents=True, exist_ok=True)
         (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {self.vllm_version}\n")
 
+    without_guard: bool = False  # a node where vllm-guard is not installed (its import fails there)
+
     def env(self) -> dict[str, str]:
+        if self.without_guard:  # a vllm_guard package first on the path whose import fails, as a missing one does
+            shadow = self.dir / "no-guard" / "vllm_guard"
+            shadow.mkdir(parents=True, exist_ok=True)
+            (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'vllm_guard'\")\n")
+            return {"PYTHONPATH": f"{shadow.parent}{os.pathsep}{self.site}"}
         return {"VLLMGUARD_MACHINE": str(self.snapshot), "VLLMGUARD_LOCK_DIR": str(self.locks),
                 "PYTHONPATH": f"{self.site}{os.pathsep}{ROOT}"}
 
@@ -110,8 +117,8 @@ class ClusterRig:
         return {"num_cpus": 1, "num_gpus": n.gpus, "object_store_memory": OBJECT_STORE_BYTES, "env_vars": n.env(),
                 **extra}
 
-    def add(self, name: str, gpus: int, tmp: Path) -> NodeRig:
-        n = NodeRig(name, tmp / name, gpus)
+    def add(self, name: str, gpus: int, tmp: Path, *, without_guard: bool = False) -> NodeRig:
+        n = NodeRig(name, tmp / name, gpus, without_guard=without_guard)
         n.dir.mkdir(parents=True)
         n.write()
         n.node = self.cluster.add_node(**self._args(n))

@@ -300,18 +300,23 @@ def test_kill_9_of_the_guard_releases_the_locks_on_every_node(tmp_path: Path, cl
 
 def test_a_node_that_does_not_answer_is_a_finding_not_a_hang(tmp_path: Path, cluster: ClusterRig) -> None:
     d = cluster.add("node-d", 2, tmp_path)
+    e = cluster.add("node-e", 2, tmp_path, without_guard=True)
     raylet = d.node.all_processes["raylet"][0].process
     raylet.send_signal(signal.SIGSTOP)  # alive for the cluster, deaf to its tasks
     try:
         started = time.monotonic()
-        code, doc = Guard(tmp_path, cluster, "ray-node-timeout = 2").check()
+        code, doc = Guard(tmp_path, cluster, "ray-node-timeout = 4").check()
         took = time.monotonic() - started
     finally:
         raylet.send_signal(signal.SIGCONT)
         cluster.remove(d)
+        cluster.remove(e)
     f = finding(doc, "cluster.node_unreachable")
     assert code == 4 and f["status"] == "fail"
-    assert f"node {names(doc)[d.node_id]}" in f["message"] and "did not answer within 2 s" in f["message"], f
+    lines = f["message"].splitlines()
+    assert any(f"node {names(doc)[d.node_id]}" in x and "did not answer within 4 s" in x for x in lines), f
+    assert any(f"node {names(doc)[e.node_id]}" in x and "No module named 'vllm_guard'" in x for x in lines), f
+    assert "install vllm-guard on that node" in f["fix"], f
     assert took < 30, took  # the timeout bounds it (generous: two cores shared with other tests)
 
 

@@ -62,9 +62,12 @@ def check_nodes(c: ClusterContext) -> Finding:
     if not silent:
         return Finding("cluster.node_unreachable", PASS, f"all {len(c.cluster.nodes)} nodes answered", None, measured)
     lines = [f"node {n.name} ({n.ip or '?'}): {n.error}" for n in silent]
-    return Finding("cluster.node_unreachable", FAIL, "\n".join(lines),
-                   "Ray may place vLLM's workers on a node that does not answer: fix or remove it "
-                   "(`ray status`; on the node, `ray stop` then `ray start --address=HEAD:6379`)", measured)
+    fix = ("Ray may place vLLM's workers on a node that does not answer: fix or remove it (`ray status`; on the "
+           "node, `ray stop` then `ray start --address=HEAD:6379`)")
+    if any("vllm-guard installed" in (n.error or "") for n in silent):  # the probe is the guard's own code
+        fix = ("install vllm-guard on that node, in the Python that runs `ray start` (pip install "
+               "'vllm-guard[ray]'); " + fix)
+    return Finding("cluster.node_unreachable", FAIL, "\n".join(lines), fix, measured)
 
 
 def check_gpus(c: ClusterContext) -> Finding:

@@ -15,6 +15,7 @@ to its owner" unless ``lifetime="detached"``).
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -253,7 +254,12 @@ def _tcp_problem(address: str, timeout_s: float) -> str | None:
 
 
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
+    full = str(e)
+    if "failed to import on the worker" in full:  # Ray 2.x: the function's module is missing in that node's Python
+        missing = re.search(r"No module named '([^']{1,200})'", full)
+        return (f"the guard's probe could not be imported there ({missing.group(0) if missing else 'an import failed'}"
+                "): is vllm-guard installed in the Python that runs `ray start` on that node?")
+    text = full.strip().splitlines()
     # Ray wraps a task's exception in RayTaskError, whose text starts with the wrapper's name; the cause is last.
     cause = getattr(e, "cause", None)
     if cause is not None and str(cause).strip():
