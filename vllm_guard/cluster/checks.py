@@ -75,7 +75,7 @@ def check_gpus(c: ClusterContext) -> Finding:
     measured: dict[str, Any] = {f"{name}_gpus": count for name, count in p.usable.items()}
     required = {"world_size": p.world_size, "tensor_parallel": p.tensor_parallel, "pipeline_parallel":
                 p.pipeline_parallel}
-    mismatched = [n for n in c.answered if n.machine is not None and n.ray_gpus is not None
+    mismatched = [(n, len(n.machine.gpus)) for n in c.answered if n.machine is not None and n.ray_gpus is not None
                   and n.ray_gpus > len(n.machine.gpus)]
     if not p.fits:
         return Finding("cluster.gpus", FAIL, str(p.problem), "add a node with GPUs, or a smaller "
@@ -90,8 +90,7 @@ def check_gpus(c: ClusterContext) -> Finding:
                        "placement-groups`), or wait for it; vLLM's placement group would wait for those GPUs up to "
                        "1800 s", measured, required)
     if mismatched:
-        lines = [f"node {n.name}: Ray schedules {n.ray_gpus} GPUs, NVML sees {len(n.machine.gpus)}"  # type: ignore[union-attr]
-                 for n in mismatched]
+        lines = [f"node {n.name}: Ray schedules {n.ray_gpus} GPUs, NVML sees {seen}" for n, seen in mismatched]
         return Finding("cluster.gpus", FAIL, "\n".join(lines), "start Ray there without --num-gpus (Ray counts the "
                        "visible GPUs), or check CUDA_VISIBLE_DEVICES before `ray start`", measured, required)
     per_node = ", ".join(f"{name} {count}" for name, count in p.usable.items())
