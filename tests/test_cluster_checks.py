@@ -131,6 +131,10 @@ CHECKS = [
      {}, "cluster.model_readable", FAIL, ["node node-c: would download 14.96 GiB", "has 1.00 GiB free"]),
     ("VLLM_HOST_IP differs from Ray's", {"env": {"VLLM_HOST_IP": "192.168.1.9"}}, {}, "cluster.network", FAIL,
      ["node node-c", "VLLM_HOST_IP=192.168.1.9", "waits forever"]),
+    ("head's default route differs from Ray's address", {}, {"head": {"route_ip": "172.16.0.5"}}, "cluster.network",
+     FAIL, ["node node-a: vLLM would take its address from the default route (172.16.0.5)", "VLLM_HOST_IP=10.0.0."]),
+    ("a worker's default route differs: only the head's matters", {"route_ip": "172.16.0.9"}, {}, "cluster.network",
+     PASS, []),
     ("loopback across hosts", {"ip": "127.0.0.1", "interface": "lo"}, {}, "cluster.network", FAIL,
      ["node node-c", "loopback"]),
     ("interface that is not there", {"env": {"NCCL_SOCKET_IFNAME": "ib0"}}, {}, "cluster.network", FAIL,
@@ -175,6 +179,9 @@ def _node_c(over: dict[str, object]) -> NodeFacts:
 def test_cluster_check(tmp_path: Path, case: str, node_c: dict[str, object], prof: dict[str, str], check_id: str,
                        status: str, words: list[str]) -> None:
     nodes = (node("node-a", head=True), node("node-b"), _node_c(node_c))
+    prof = dict(prof)
+    if "head" in prof:
+        nodes = (replace(nodes[0], **prof.pop("head")), *nodes[1:])
     found = findings(tmp_path, nodes, **prof)
     f = found[check_id]
     assert not any("s3cret" in str(x.to_dict()) for x in found.values())  # secrets never reach a finding

@@ -108,6 +108,7 @@ def test_check_on_three_nodes_gives_per_node_facts_and_the_placement(tmp_path: P
         assert n["machine"]["hostname"] == ours.name and str(ours.snapshot) in n["machine_source"]
         assert n["versions"]["vllm"] == "0.33.0" and n["model_readable"] is True
         assert n["ray_gpus"] == 2 and n["ray_gpus_free"] == 2  # nothing else holds them in Ray
+        assert n["route_ip"] == n["ip"] and n["interface"]  # one host: vLLM's address is Ray's
         assert [g["uuid"] for g in n["machine"]["gpus"]] == [f"GPU-{ours.name}-0", f"GPU-{ours.name}-1"]
     ranks = doc["placement"]["ranks"]
     assert [r["rank"] for r in ranks] == list(range(6))

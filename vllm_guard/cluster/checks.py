@@ -294,6 +294,11 @@ def check_network(c: ClusterContext) -> Finding:
         if host_ip and n.ip and host_ip != n.ip:
             lines.append(f"node {n.name}: VLLM_HOST_IP={host_ip} but Ray knows the node as {n.ip}; vLLM's placement "
                          "group asks for node:<VLLM_HOST_IP> and waits forever")
+        elif n.is_head and not host_ip and n.route_ip and n.ip and n.route_ip != n.ip:
+            # vLLM's driver asks Ray for node:<get_ip()>; without VLLM_HOST_IP that is the default route's address.
+            lines.append(f"node {n.name}: vLLM would take its address from the default route ({n.route_ip}) but Ray "
+                         f"knows the node as {n.ip}; its placement group would wait forever for node:{n.route_ip} "
+                         f"(set VLLM_HOST_IP={n.ip} before `ray start`, or start Ray with --node-ip-address)")
         for var in IFNAME_VARS:
             spec = n.env.get(var)
             if spec and n.interfaces and not _ifname_matches(spec, n.interfaces):

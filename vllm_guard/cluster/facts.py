@@ -33,6 +33,7 @@ class NodeFacts:
     model_where: str | None = None
     interface: str | None = None  # the interface holding ``ip`` on the node
     interfaces: tuple[str, ...] = ()  # every interface the node has
+    route_ip: str | None = None  # the address vLLM's get_ip() picks there when VLLM_HOST_IP is not set
     env: dict[str, str] = field(default_factory=dict)  # the variables that matter to vLLM on Ray, secrets masked
     error: str | None = None  # why there are no facts
     answered_s: float | None = None
@@ -58,7 +59,7 @@ class NodeFacts:
             "machine": self.machine.to_dict() if self.machine else None,
             "machine_source": self.machine_source, "versions": dict(self.versions),
             "model_readable": self.model_readable, "model_where": self.model_where, "interface": self.interface,
-            "interfaces": list(self.interfaces), "env": dict(self.env), "error": self.error,
+            "interfaces": list(self.interfaces), "route_ip": self.route_ip, "env": dict(self.env), "error": self.error,
             "answered_s": self.answered_s,
         }
 
@@ -124,7 +125,7 @@ class ClusterFacts:
                 versions={str(k): (str(v) if v is not None else None) for k, v in versions.items()},
                 model_readable=n.get("model_readable") if isinstance(n.get("model_readable"), bool) else None,
                 model_where=_opt_str(n, "model_where"), interface=_opt_str(n, "interface"),
-                interfaces=tuple(str(x) for x in n.get("interfaces") or ()),
+                interfaces=tuple(str(x) for x in n.get("interfaces") or ()), route_ip=_opt_str(n, "route_ip"),
                 env={str(k): str(v) for k, v in env.items()}, error=_opt_str(n, "error"),
                 answered_s=n.get("answered_s") if isinstance(n.get("answered_s"), (int, float)) else None,
             ))

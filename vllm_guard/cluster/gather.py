@@ -46,7 +46,8 @@ def node_facts(entry: NodeEntry, name: str, answer: Answer) -> NodeFacts:
         **_fields(base), "machine": machine, "machine_source": value.get("machine_source"),
         "versions": dict(value.get("versions") or {}), "model_readable": value.get("model_readable"),
         "model_where": value.get("model_where"), "interface": _interface_of(entry.ip, interfaces),
-        "interfaces": tuple(sorted(interfaces)), "env": dict(value.get("env") or {}), "answered_s": answer.seconds,
+        "interfaces": tuple(sorted(interfaces)), "route_ip": value.get("route_ip"),
+        "env": dict(value.get("env") or {}), "answered_s": answer.seconds,
     })
 
 

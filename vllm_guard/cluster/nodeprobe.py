@@ -35,7 +35,7 @@ def _version(names: Sequence[str]) -> str | None:
 def probe_node(model: str, revision: str | None, env_names: Sequence[str]) -> dict[str, Any]:
     """This node's facts as JSON data. Never raises for a missing GPU, driver or model: those are facts."""
     from vllm_guard.probes import hf_cache_dir, load_machine, probe_machine
-    from vllm_guard.probes.host import interfaces
+    from vllm_guard.probes.host import interfaces, route_ip
     from vllm_guard.probes.model import readable_here
     from vllm_guard.redact import MASK, is_secret_name
 
@@ -60,4 +60,5 @@ def probe_node(model: str, revision: str | None, env_names: Sequence[str]) -> di
            for name in dict.fromkeys((*NODE_ENV_NAMES, *env_names)) if name in environ}
     return {"machine": machine.to_dict(), "machine_source": source, "versions": versions, "model_readable": readable,
             "model_where": where, "interfaces": {k: list(v) for k, v in interfaces().items()}, "env": env,
+            "route_ip": route_ip(),
             "probe_s": round(time.monotonic() - started, 3)}
