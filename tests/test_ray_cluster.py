@@ -257,6 +257,33 @@ def test_serve_waits_for_a_launch_lock_another_guard_holds_on_one_node(tmp_path:
     assert f"pid {os.getpid()}" in err, err[-3000:]  # who holds it, read from the kernel on that node
 
 
+def test_memory_taken_on_a_node_after_the_preflight_is_caught_under_the_lock(tmp_path: Path,
+                                                                            cluster: ClusterRig) -> None:
+    b, c = cluster.nodes[1], cluster.nodes[2]
+    b.locks.mkdir(mode=0o700, exist_ok=True)
+    held = os.open(b.locks / f"gpu-GPU-{b.name}-0.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)  # the guard passes its preflight, then waits here
+    g = Guard(tmp_path, cluster)
+    guard = g.serve()
+    try:
+        time.sleep(5)
+        with changed(c, busy={0: 30 * 2**30}):  # meanwhile another process takes 30 GiB of node c's GPU 0
+            fcntl.flock(held, fcntl.LOCK_UN)
+            wait_for("a relaxed start", lambda: any(r["outcome"] == "ready" for r in records(g.log)), guard)
+        guard.send_signal(signal.SIGTERM)
+        guard.communicate(timeout=60)
+    finally:
+        os.close(held)
+        if guard.poll() is None:
+            guard.kill()
+            guard.communicate()
+    first, *_, ready = [r for r in records(g.log) if "attempt" in r and r.get("phase") != "serving"]
+    assert first["failure"]["class"] == "gpu_busy", first
+    evidence = " ".join(first["failure"]["evidence"])
+    assert "re-check under the launch lock: node " in evidence and f"#{c.node_id[:6]} GPU 0 has 50.00 GiB" in evidence
+    assert ready["outcome"] == "ready" and ready["changed"]["gpu-memory-utilization"][1] <= 0.61, ready
+
+
 def test_a_placement_group_that_cannot_be_had_is_too_few_gpus_with_its_numbers(tmp_path: Path,
                                                                              cluster: ClusterRig) -> None:
     g = Guard(tmp_path, cluster)

@@ -270,6 +270,7 @@ def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any,
     """Supervise vLLM on the head as on one machine; the launch locks are taken on every node of the placement."""
     import socket
 
+    from vllm_guard.cluster.gather import gpu_prober
     from vllm_guard.cluster.locks import ClusterLocks, per_node_gpus
     from vllm_guard.supervise import Supervisor
 
@@ -280,10 +281,14 @@ def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any,
     names = {n.node_id: n.name for n in cp.cluster.nodes}
     holder = {"profile": str(pre.profile.path or pre.profile.model), "host": socket.gethostname()}
     locks = ClusterLocks(cp.connection, per_node_gpus(cp.placement, names), pre.profile.setting("lock-dir"), holder)
+    # The re-check under the lock (and the waits for memory) look at the placement's nodes again, by Ray tasks;
+    # GPU UUIDs are unique across machines, so the supervisor matches them as on one machine.
+    probe = gpu_prober(cp.connection, cp.placement.nodes_used(), float(pre.profile.setting("ray-node-timeout")))
+    where = {r.gpu.uuid: r.node for r in cp.placement.ranks}
     try:
-        # No live re-check of free memory under the lock: the GPUs are on other nodes (the preflight saw them).
-        return Supervisor(pre, facts, environ=env, status=status, forced=pre.verdict == "fail", gpu_probe=None,
-                          launch_locks=lambda _profile: locks).run()
+        return Supervisor(pre, facts, environ=env, status=status, forced=pre.verdict == "fail", gpu_probe=probe,
+                          launch_locks=lambda _profile: locks,
+                          gpu_label=lambda g: f"node {where.get(g.uuid, '?')} GPU {g.index}").run()
     finally:
         locks.close()
 

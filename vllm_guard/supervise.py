@@ -90,6 +90,7 @@ class Supervisor:
         clock: Callable[[], float] = time.monotonic,
         notifier: Notifier | None = None,
         launch_locks: Callable[[Profile], LaunchLocks] | None = None,
+        gpu_label: Callable[[Gpu], str] = lambda g: f"GPU {g.index}",
     ) -> None:
         self.pre = pre
         self.facts = facts
@@ -102,6 +103,7 @@ class Supervisor:
         self.clock = clock
         self.notifier = notifier or Notifier(environ)
         self.launch_locks = launch_locks  # None: this machine's GPU locks; a Ray cluster's: one actor per node
+        self.gpu_label = gpu_label  # how a GPU is named in messages ("node b GPU 1" on a cluster)
         self.stop_signal: int | None = None
         self._wake = threading.Event()
         profile = pre.profile
@@ -479,7 +481,7 @@ class Supervisor:
                         {"free_gib": round(g.memory_free_bytes / gib, 2), "total_gib": round(g.memory_total_bytes / gib,
                                                                                               2),
                          "utilization": util, "requested_gib": round(need / gib, 2)},
-                        (f"re-check under the launch lock: GPU {g.index} has {g.memory_free_bytes / gib:.2f} GiB "
+                        (f"re-check under the launch lock: {self.gpu_label(g)} has {g.memory_free_bytes / gib:.2f} GiB "
                          f"free, utilization {util} needs {need / gib:.2f} GiB",))
         return None
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from vllm_guard.cluster.facts import ClusterFacts, NodeFacts, is_cluster_snapshot
-from vllm_guard.cluster.nodeprobe import probe_node
+from vllm_guard.cluster.nodeprobe import probe_node, probe_node_machine
 from vllm_guard.cluster.rayapi import Answer, Connection, NodeEntry
 from vllm_guard.errors import SnapshotError
-from vllm_guard.facts import Machine
+from vllm_guard.facts import Gpu, Machine
 
 
 def node_names(entries: Sequence[NodeEntry]) -> dict[str, str]:
@@ -79,3 +79,19 @@ def read_snapshot_file(path: Path) -> Any:
     except (OSError, FileProblem, ValueError, RecursionError):
         return None
     return data if is_cluster_snapshot(data) else None
+
+
+def gpu_prober(conn: Connection, node_ids: Sequence[str], timeout_s: float) -> Callable[[], tuple[Gpu, ...]]:
+    """The GPUs of these nodes, probed again on each call by a task pinned to each node; a node that does not
+    answer in time contributes none (unknown, so not judged)."""
+    def probe() -> tuple[Gpu, ...]:
+        out: list[Gpu] = []
+        for answer in conn.run_on_nodes(probe_node_machine, (), node_ids, timeout_s):
+            if answer.error is None and isinstance(answer.value, dict):
+                try:
+                    out += Machine.from_dict(answer.value, origin=f"node {answer.node_id[:6]}").gpus
+                except SnapshotError:
+                    continue
+        return tuple(out)
+
+    return probe
