@@ -205,15 +205,13 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     if cp is not None:
         plan = _ray_plan(plan, cp)
-        if args.dry_run:
-            report.print_cluster_check(cp, target, stdout)
-    if args.dry_run and cp is not None:
-        report.print_plan(plan, stdout)
-        return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
     if args.dry_run:
-        from vllm_guard.fix import find_fix
+        if cp is not None:
+            report.print_cluster_check(cp, target, stdout)
+        else:
+            from vllm_guard.fix import find_fix
 
-        report.print_check(pre, facts, target, stdout, find_fix(pre.profile, facts, pre))
+            report.print_check(pre, facts, target, stdout, find_fix(pre.profile, facts, pre))
         report.print_plan(plan, stdout)
         if pre.verdict == "fail":
             if args.force:
