@@ -51,7 +51,7 @@ def _empty_machine(cluster: ClusterFacts) -> Machine:
 
 
 def cluster_preflight(profile: Profile, cluster: ClusterFacts, model: ModelFacts, target: RayTarget, *,
-                      origin: str, environ: Mapping[str, str], live: Mapping[str, object] | None) -> ClusterPreflight:
+                      origin: str, environ: Mapping[str, str], live: Mapping[str, Any] | None) -> ClusterPreflight:
     """Place the ranks, run the head's checks and the cluster's. ``live``: the head's live facts (port,
     executable), None when planning from a cluster snapshot."""
     profile = ray_profile(profile, target)
@@ -65,7 +65,7 @@ def cluster_preflight(profile: Profile, cluster: ClusterFacts, model: ModelFacts
         g for n in cluster.nodes for g in n.usable_gpus)[: placement.world_size]
     allow_long = "1" in (environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), profile.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     facts = Facts(machine, origin, gpus, None, model, live=live is not None, environ_allows_long_len=allow_long,
-                  **(live or {}))  # type: ignore[arg-type]
+                  **(live or {}))
     pre = checks.preflight(profile, facts)
     head_findings = [Finding(f.id, SKIP, f"judged per node: see {PER_NODE[f.id]}") if f.id in PER_NODE else f
                      for f in pre.findings]
