@@ -207,6 +207,7 @@ def test_serve_takes_the_locks_on_every_node_and_releases_them(tmp_path: Path, c
     guard = g.serve(RAY_ENGINE_FAKE_LOAD_S="3")
     try:
         wait_for("the launch locks on all three nodes", lambda: all_held(cluster), guard)
+        assert sum("ray::NodeLockHolder" in p for p in _commands()) == 3  # one lock actor per node
         wait_for("vLLM ready", lambda: any(r["outcome"] == "ready" for r in records(g.log)), guard)
         wait_for("the locks released once ready", lambda: none_held(cluster), guard, timeout=10)
         guard.send_signal(signal.SIGTERM)
@@ -221,6 +222,17 @@ def test_serve_takes_the_locks_on_every_node_and_releases_them(tmp_path: Path, c
     assert "Ray placement group" in err and "placement: tensor 2 x pipeline 3" in err, err[-3000:]
     assert not any(ENGINE.name in p for p in _commands()), "the fake engine outlived the guard"
     assert placement_group_states(cluster) == {"REMOVED"}  # vLLM's workers' reservation ended with it
+    assert gone("ray::NodeLockHolder"), "a lock actor outlived the guard"
+
+
+def gone(title: str, timeout: float = 30) -> bool:
+    """Whether no process with this title is left (within ``timeout``: Ray ends a job's workers asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(title in p for p in _commands()):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def placement_group_states(cluster: ClusterRig) -> set[str]:
@@ -320,6 +332,7 @@ def test_kill_9_of_the_guard_releases_the_locks_on_every_node(tmp_path: Path, cl
             time.sleep(0.2)
         assert not any(ENGINE.name in p for p in _commands()), "the fake engine outlived the killed guard"
         assert placement_group_states(cluster) <= {"REMOVED"}  # its placement group ended with its Ray job
+        assert gone("ray::NodeLockHolder"), "a lock actor outlived the killed guard"
     finally:
         if guard.poll() is None:
             guard.kill()
