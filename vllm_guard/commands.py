@@ -281,7 +281,8 @@ def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any,
     locks = ClusterLocks(cp.connection, per_node_gpus(cp.placement, names), pre.profile.setting("lock-dir"), holder)
     # The re-check under the lock (and the waits for memory) look at the placement's nodes again, by Ray tasks;
     # GPU UUIDs are unique across machines, so the supervisor matches them as on one machine.
-    probe = gpu_prober(cp.connection, cp.placement.nodes_used(), float(pre.profile.setting("ray-node-timeout")))
+    nodes = cp.placement.nodes_used() or [n.node_id for n in cp.cluster.nodes if n.answered]  # forced, no placement
+    probe = gpu_prober(cp.connection, nodes, float(pre.profile.setting("ray-node-timeout")))
     where = {r.gpu.uuid: r.node for r in cp.placement.ranks}
     try:
         return Supervisor(pre, facts, environ=env, status=status, forced=pre.verdict == "fail", gpu_probe=probe,

@@ -493,7 +493,8 @@ class Supervisor:
         deadline = self.clock() + MEMORY_RELEASE_TIMEOUT_S
         while self.clock() < deadline and self.stop_signal is None:
             now = {g.uuid: g.memory_free_bytes or 0 for g in self.gpu_probe() if g.uuid in before}
-            if all(now.get(u, 0) >= 0.95 * free for u, free in before.items()):
+            # A GPU the probe did not report (a Ray node that did not answer in time) is unknown: not waited for.
+            if all(now[u] >= 0.95 * free for u, free in before.items() if u in now):
                 return
             self._wake.wait(1.0)
 
