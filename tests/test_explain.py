@@ -80,6 +80,13 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
     "max_len_exceeds_model_pydantic.log": ("max_len_exceeds_model", "before_start", {
         "max_model_len": 200000, "derived_max_len": 131072}, ("max-model-len", 131072), None),
     "too_few_gpus_world_size.log": ("too_few_gpus", "before_start", {"world_size": 4, "gpus": 2}, None, None),
+    # Ray (docs/ray.md): composed from vLLM's own messages (v1/executor/ray_utils.py, the placement-group wait
+    # of vllm #13909), torch's NCCL watchdog and Ray's check_version_info, in vLLM 0.33's log format.
+    "too_few_gpus_ray_placement_group.log": ("too_few_gpus", "before_start", {"required_gpus": 16, "waited_s": 70},
+                                             None, None),
+    "too_few_gpus_ray_head_without_gpu.log": ("too_few_gpus", "before_start", {}, None, None),
+    "network_nccl_watchdog_timeout.log": ("network", "before_start", {}, None, None),
+    "version_mismatch_ray_worker_node.log": ("version_mismatch", "before_start", {}, None, None),
     "port_in_use_uvicorn_api_port.log": ("port_in_use", "before_start", {"port": 8000}, None, None),
     "port_in_use_cpython_create_server_socket.log": ("port_in_use", "before_start", {}, None, None),
     "disk_full_weights_download.log": ("disk_full", "weight_loading", {}, None, None),

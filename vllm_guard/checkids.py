@@ -11,6 +11,12 @@ CHECK_IDS: tuple[str, ...] = (
 # Checks that judge a GPU: skipped when there is none, or when vLLM is a CPU build.
 GPU_DEPENDENT: tuple[str, ...] = ("gpu.count", "gpu.free_memory", "model.weights_fit", "model.kv_fit", "gpu.dtype",
                                   "gpu.kv_cache_dtype", "gpu.quantization")
+# A Ray cluster's checks (vllm_guard/cluster/checks.py): each failure names the node.
+CLUSTER_CHECK_IDS: tuple[str, ...] = (
+    "cluster.node_unreachable", "cluster.gpus", "cluster.versions", "cluster.model_readable", "cluster.free_memory",
+    "cluster.kv_fit", "cluster.host_ram", "cluster.shm", "cluster.network", "cluster.env",
+)
+ALL_CHECK_IDS: tuple[str, ...] = CHECK_IDS + CLUSTER_CHECK_IDS
 
 # One line each for `vllm-guard checks` (and check --list).
 DESCRIPTIONS: dict[str, str] = {
@@ -31,4 +37,14 @@ DESCRIPTIONS: dict[str, str] = {
     "net.port": "the API port (or socket) is free",
     "host.nofile": "the open-files limit allows many concurrent connections",
     "vllm.executable": "the vLLM executable is found",
+    "cluster.node_unreachable": "Ray cluster: every alive node answers the guard's probe task in time",
+    "cluster.gpus": "Ray cluster: enough GPUs in total and per node for tensor x pipeline parallel",
+    "cluster.versions": "Ray cluster: the same vLLM, torch, Ray and Python on every node",
+    "cluster.model_readable": "Ray cluster: every node can read the model (local path or Hugging Face cache)",
+    "cluster.free_memory": "Ray cluster: every GPU of the placement has the utilization's memory free",
+    "cluster.kv_fit": "Ray cluster: the KV cache for max-model-len fits the per-node budget",
+    "cluster.host_ram": "Ray cluster: host RAM on each node holds its share of the weights",
+    "cluster.shm": "Ray cluster: /dev/shm on each node is large enough",
+    "cluster.network": "Ray cluster: consistent node IPs and interfaces, none on loopback",
+    "cluster.env": "Ray cluster: the variables vLLM's workers need reach every node",
 }

@@ -26,7 +26,8 @@ STAGES = (BEFORE_START, LOADING, PROFILING, KV_CACHE, CUDA_GRAPH, API_SERVER)
 CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom_profiling", "oom_cudagraph",
            "host_oom", "shm_exhausted", "tp_indivisible", "dtype_unsupported", "quant_unsupported",
            "max_len_exceeds_model", "too_few_gpus", "port_in_use", "disk_full", "model_access",
-           "remote_code_required", "unsupported_architecture", "startup_timeout", "usage_error", "unknown")
+           "remote_code_required", "unsupported_architecture", "startup_timeout", "usage_error", "network",
+           "version_mismatch", "unknown")
 
 SIGKILL, SIGBUS = 9, 7
 
@@ -78,6 +79,26 @@ class Rule:
     detail: str | None = None
     numbers: Callable[[re.Match[str]], dict[str, Any]] | None = None
     when: Callable[[str, list[LogLine], int, dict[str, Any]], bool] | None = None
+
+
+def _bundle_gpus(text: str) -> dict[str, Any]:
+    """The GPUs a Ray placement group asked for: one ``'GPU': 1.0`` per bundle in vLLM's specs."""
+    count = len(re.findall(r"'GPU': ?1(?:\.0)?\b", text[:MAX_LINE_CHARS]))
+    return {"required_gpus": count} if count else {}
+
+
+def _placement_numbers(lines: list[LogLine]) -> dict[str, Any]:
+    """The numbers around a placement-group wait: the GPUs asked for and how long vLLM has waited."""
+    out: dict[str, Any] = {}
+    for line in lines:
+        m = _PG_WAIT.search(line.text[:MAX_LINE_CHARS])
+        if m:
+            out.update({"waited_s": int(m.group("waited_s")), **_bundle_gpus(m.group(0))})
+    return out
+
+
+_PG_WAIT = re.compile(r"Waiting for creating a placement group of specs for (?P<waited_s>\d+) seconds\. "
+                      r"specs=\[.{0,4000}?\]")
 
 
 def _f(m: re.Match[str], *names: str) -> dict[str, Any]:
@@ -230,6 +251,25 @@ RULES: tuple[Rule, ...] = (
     # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
     Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
                                     r"(?P<where>placement group|cluster)"), BEFORE_START),
+    # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
+    Rule("too_few_gpus", re.compile(r"Current node has no GPU available\..{0,1000}?vLLM engine cannot start without "
+                                    r"GPU"), BEFORE_START, detail="ray_head_without_gpu"),
+    # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
+    Rule("too_few_gpus", re.compile(r"Cannot provide a placement group of placement_group_specs=.{0,4000}? within "
+                                    r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
+         numbers=lambda m: {**_f(m, "timeout_s"), **_bundle_gpus(m.group(0))}),
+    # Nodes on different Ray or Python versions: Ray refuses to connect them (ray/_private/utils.py
+    # check_version_info: "Version mismatch: The cluster was started with: Ray: ... Python: ...").
+    Rule("version_mismatch", re.compile(r"Version mismatch: [Tt]he cluster was started with"), BEFORE_START),
+    # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages).
+    Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
+                               r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"),
+         detail="nccl"),
+    Rule("network", re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/\w{1,32}\.cc:\d{1,6}\] "
+                               r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo"),
+    # Not a bare DistNetworkError: a busy local port (EADDRINUSE) raises it too, and that is no network's fault.
+    Rule("network", re.compile(r"(?:DistNetworkError|DistStoreError): .{0,300}?(?:[Tt]imed out|Connection refused"
+                               r"|No route to host)"), detail="rendezvous"),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): address already in use"), BEFORE_START,
          numbers=lambda m: _f(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)")),
@@ -270,6 +310,9 @@ _RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
     "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
     "Available KV cache memory: -", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
+    "Cannot provide a placement group", "Current node has no GPU", "Version mismatch", "Watchdog caught",
+    "ncclRemoteError", "network error",
+    "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError",
 )))
 _MARKER_WORDS = re.compile(r"load|Load|Using|Memory profiling|profile run|KV cache|blocks:|concurrency|Captur|"
                            r"Compile and|Warming up model|"
@@ -361,10 +404,15 @@ _REPORTED = (
 
 # Start-up phases for timing (issue 16): the first line that marks each one's end, vLLM 0.32-0.33, GPU and
 # CPU builds. "health" and "first_request" are the guard's own, after these.
-PHASES = ("first_line", "imports", "weights", "profiling", "kv_cache", "graphs", "port", "health",
-          "first_request")
+PHASES = ("first_line", "imports", "placement_group", "ray_workers", "weights", "profiling", "kv_cache", "graphs",
+          "port", "health", "first_request")
 PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("imports", re.compile(r"Resolved architecture|Initializing a V1 LLM engine|Initializing an LLM engine")),
+    # On Ray (--distributed-executor-backend ray): the placement group is had when vLLM's Ray workers first
+    # speak, prefixed "(RayWorkerWrapper pid=N, ip=IP)" by Ray; they are up when each has its rank
+    # ("rank R in world size W is assigned as DP rank ..., PP rank ..., TP rank ...", parallel_state.py).
+    ("placement_group", re.compile(r"\(RayWorkerWrapper pid=\d+")),
+    ("ray_workers", re.compile(r"rank \d+ in world size \d+ is assigned as")),
     ("weights", re.compile(r"Model loading took|Loading weights took")),
     ("profiling", re.compile(r"Memory profiling takes|Available KV cache memory|Warming up done"
                              r"|profiling/warmup run took")),
@@ -373,15 +421,20 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("port", re.compile(r"Starting vLLM server on")),
 )
 _PHASE_WORDS = re.compile(r"Resolved arch|Initializing|took|Memory profiling|KV cache|Warming up done|# GPU blocks|"
-                          r"Graph capturing|Starting vLLM server")
+                          r"Graph capturing|Starting vLLM server|RayWorkerWrapper|in world size")
 
 
 def phase_of(line: str) -> str | None:
     """The start-up phase a log line ends, if it ends one."""
+    return next(iter(phases_of(line)), None)
+
+
+def phases_of(line: str) -> tuple[str, ...]:
+    """Every start-up phase a log line ends (a Ray worker's first line may also carry its rank)."""
     line = line[:MAX_LINE_CHARS]
     if not _PHASE_WORDS.search(line):
-        return None
-    return next((name for name, pattern in PHASE_MARKERS if pattern.search(line)), None)
+        return ()
+    return tuple(name for name, pattern in PHASE_MARKERS if pattern.search(line))
 
 
 # The workers' file-store rendezvous (vllm/utils/network_utils.py get_file_store_init_method, 0.32-0.33):
@@ -534,6 +587,8 @@ def _match(text: str, lines: list[LogLine], i: int, ctx: dict[str, Any], stage_a
         if not m or (rule.when is not None and not rule.when(text, lines, i, ctx)):
             continue
         numbers = rule.numbers(m) if rule.numbers else {}
+        if rule.cls == "too_few_gpus" and "placement group" in text:
+            numbers = {**_placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
             cls, at = _oom_class(_oom_stage(lines, i, stage_at, final_stage, tbs))
             if cls == "unknown":

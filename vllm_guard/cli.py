@@ -105,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE")
     snapshot.add_argument("--json", action="store_true", help="print the snapshot JSON to stdout")
     snapshot.add_argument("--force", action="store_true", help="overwrite an existing FILE (as init does)")
+    snapshot.add_argument("--cluster", action="store_true",
+                          help="every node of the Ray cluster, probed by Ray tasks on each node, in one file "
+                          "(docs/ray.md)")
+    snapshot.add_argument("--address", metavar="ADDR",
+                          help="with --cluster: the Ray cluster (default RAY_ADDRESS, else the one started here)")
+    snapshot.add_argument("--model", metavar="MODEL", help="with --cluster: whether each node can read this model")
+    snapshot.add_argument("--timeout", type=float, default=5.0, metavar="S",
+                          help="with --cluster: seconds each node has to answer (default 5)")
 
     explain = command("explain", "diagnose a failed vLLM start from its log")
     explain.add_argument("log", nargs="?", metavar="FILE", help="a log file, or - for stdin")

@@ -160,18 +160,37 @@ def take_trailing_guard_options(args: argparse.Namespace | None, tokens: list[st
     return rest
 
 
-def _preflight(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Any, Any, str]:
+def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: bool = False
+               ) -> tuple[Any, Any, str, Any]:
+    """facts, preflight, the target's name, and the Ray cluster's preflight (None on one machine). With
+    ``keep_connection`` a live cluster's connection stays open (the caller closes it): serve holds locks with it."""
     from vllm_guard import checks, probes
+    from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster.preflight import read_cluster_snapshot, run_cluster_preflight
+    from vllm_guard.cluster.target import ray_target
 
     profile = resolve_target(args.target, args.vllm_args, env, args=args,
                              machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
     if getattr(args, "gpus", None):
         profile = with_gpus(profile, args.gpus)
-    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
-    facts = probes.gather(profile, environ=env, machine_file=machine_file)
+    machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None  # --machine may follow TARGET
     target = str(profile.path) if profile.path is not None else profile.model
-    pre = checks.preflight(profile, facts)
-    return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target
+    cluster_file = read_cluster_snapshot(machine_file)
+    local_cluster = rayapi.local_cluster_address(env)
+    ray = None
+    if machine_file is None:  # a machine snapshot plans one machine; a cluster snapshot, the cluster
+        ray = ray_target(profile, env, local_gpus=None, local_cluster=local_cluster)
+    facts = None
+    if ray is None and cluster_file is None:
+        facts = probes.gather(profile, environ=env, machine_file=machine_file)
+        if not machine_file:
+            ray = ray_target(profile, env, local_gpus=len(facts.gpus), local_cluster=local_cluster)
+    if ray is None and cluster_file is None and facts is not None:
+        pre = checks.preflight(profile, facts)
+        return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target, None
+    cp = run_cluster_preflight(profile, env, ray, machine_file, cluster_file, keep_connection=keep_connection)
+    pre = replace(cp.pre, notes=(*table_notes(profile), *profile.notes, *cp.pre.notes))
+    return cp.facts, pre, target, replace(cp, pre=pre)
 
 
 def with_gpus(profile: Profile, spec: str) -> Profile:
@@ -201,22 +220,36 @@ def table_notes(profile: Profile) -> list[str]:
 
 
 def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    facts, pre, target, cp = _preflight(args, env, keep_connection=not args.dry_run)
+    try:
+        return _serve(args, env, stdout, stderr, facts, pre, target, cp)
+    finally:
+        if cp is not None and cp.connection is not None:
+            cp.connection.close()
+
+
+def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, stderr: TextIO, facts: Any, pre: Any,
+           target: str, cp: Any) -> int:
     from vllm_guard import plan as plan_mod
     from vllm_guard import report
 
-    facts, pre, target = _preflight(args, env)
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     if args.json and not args.dry_run:  # after _preflight: --json may also follow TARGET
         raise UsageError("--json goes with --dry-run: a running vLLM's output is its own log",
                          hint="vllm-guard serve --dry-run --json TARGET ...")
+    if cp is not None:
+        plan = _ray_plan(plan, cp)
     if args.dry_run:
-        from vllm_guard.fix import find_fix
+        if cp is not None:
+            report.print_cluster_check(cp, target, stdout)
+        else:
+            from vllm_guard.fix import find_fix
 
-        fix = find_fix(pre.profile, facts, pre)
-        if args.json:
-            stdout.write(report.dry_run_json(pre, facts, target, fix, plan, forced=args.force) + "\n")
-            return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
-        report.print_check(pre, facts, target, stdout, fix)
+            fix = find_fix(pre.profile, facts, pre)
+            if args.json:
+                stdout.write(report.dry_run_json(pre, facts, target, fix, plan, forced=args.force) + "\n")
+                return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
+            report.print_check(pre, facts, target, stdout, fix)
         report.print_plan(plan, stdout)
         if pre.verdict == "fail":
             if args.force:
@@ -225,7 +258,10 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
             return ExitCode.PREFLIGHT_FAILED
         return ExitCode.OK
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
-    report.print_check(pre, facts, target, stderr)
+    if cp is not None:
+        report.print_cluster_check(cp, target, stderr)
+    else:
+        report.print_check(pre, facts, target, stderr)
     from vllm_guard.lock import sharing_note
 
     for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
@@ -251,9 +287,49 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
         def gpu_probe() -> Any:
             return probe_gpus().gpus
 
+    if cp is not None:
+        return _supervise_on_ray(pre, facts, env, report.LaunchStatus(stdout, stderr), cp)
     supervisor = Supervisor(pre, facts, environ=env, status=report.LaunchStatus(stdout, stderr),
                             forced=pre.verdict == "fail", gpu_probe=gpu_probe)
     return supervisor.run()
+
+
+def _ray_plan(plan: Any, cp: Any) -> Any:
+    """vLLM on Ray: the same command line, with RAY_ADDRESS when the guard was told the address (vLLM's
+    ray.init reads RAY_ADDRESS, else the cluster started on its machine)."""
+    if cp.target.address == "auto" or cp.target.origin == "RAY_ADDRESS":
+        return plan
+    why = f"the cluster the guard checked ({cp.target.origin})"
+    return replace(plan, env_set={**plan.env_set, "RAY_ADDRESS": cp.target.address},
+                   env_reasons={**plan.env_reasons, "RAY_ADDRESS": why})
+
+
+def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any, cp: Any) -> int:
+    """Supervise vLLM on the head as on one machine; the launch locks are taken on every node of the placement."""
+    import socket
+
+    from vllm_guard.cluster.gather import gpu_prober
+    from vllm_guard.cluster.locks import ClusterLocks, per_node_gpus
+    from vllm_guard.supervise import Supervisor
+
+    if cp.connection is None:
+        raise UsageError("a cluster snapshot plans a Ray start but cannot launch one: the launch locks are taken on "
+                         "the live cluster's nodes", hint="serve --dry-run --machine CLUSTER.json, or serve on the "
+                         "head node without --machine")
+    names = {n.node_id: n.name for n in cp.cluster.nodes}
+    holder = {"profile": str(pre.profile.path or pre.profile.model), "host": socket.gethostname()}
+    locks = ClusterLocks(cp.connection, per_node_gpus(cp.placement, names), pre.profile.setting("lock-dir"), holder)
+    # The re-check under the lock (and the waits for memory) look at the placement's nodes again, by Ray tasks;
+    # GPU UUIDs are unique across machines, so the supervisor matches them as on one machine.
+    nodes = cp.placement.nodes_used() or [n.node_id for n in cp.cluster.nodes if n.answered]  # forced, no placement
+    probe = gpu_prober(cp.connection, nodes, float(pre.profile.setting("ray-node-timeout")))
+    where = {r.gpu.uuid: r.node for r in cp.placement.ranks}
+    try:
+        return Supervisor(pre, facts, environ=env, status=status, forced=pre.verdict == "fail", gpu_probe=probe,
+                          launch_locks=lambda _profile: locks,
+                          gpu_label=lambda g: f"node {where.get(g.uuid, '?')} GPU {g.index}").run()
+    finally:
+        locks.close()
 
 
 def _require_executable(name: str, env: Mapping[str, str]) -> None:
@@ -271,7 +347,13 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
     if args.list:
         return listings.list_checks(args, env=env, stdout=stdout, stderr=stderr)
-    facts, pre, target = _preflight(args, env)
+    facts, pre, target, cp = _preflight(args, env)
+    if cp is not None:
+        if args.json:
+            stdout.write(report.cluster_check_json(cp, target) + "\n")
+        else:
+            report.print_cluster_check(cp, target, stdout)
+        return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
     fix = find_fix(pre.profile, facts, pre)
     if args.json:
         stdout.write(report.check_json(pre, facts, target, fix) + "\n")
@@ -292,6 +374,8 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     from vllm_guard import probes, report
 
     refuse_existing(args.output, args.force)
+    if args.cluster:
+        return _snapshot_cluster(args, env, stdout)
     machine = probes.probe_machine(environ=env)
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
@@ -308,6 +392,40 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         report.print_machine(machine, stdout)
         if args.output:
             stdout.write(f"snapshot written to {args.output}; plan against it with --machine {args.output}\n")
+    return ExitCode.OK
+
+
+def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO) -> int:
+    import json
+
+    from vllm_guard import report
+    from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster.gather import gather_cluster
+
+    address = args.address or env.get("RAY_ADDRESS") or "auto"
+    if address == "auto" and rayapi.local_cluster_address(env) is None:
+        raise rayapi.RayUnreachable("no Ray cluster address: none given, RAY_ADDRESS is not set, and no cluster "
+                                    "was started on this machine", hint="vllm-guard snapshot --cluster --address "
+                                    "HEAD:6379, or run it on the head node (docs/ray.md)")
+    with rayapi.Connection(address) as conn:
+        cluster = gather_cluster(conn, model=args.model or "", revision=None, env_names=(),
+                                 timeout_s=max(args.timeout, 0.1))
+    doc = cluster.to_dict()
+    head = cluster.head
+    # The head's vLLM picks the option table when planning against this file elsewhere (--machine).
+    doc["vllm_version"] = head.versions.get("vllm") if head is not None else None
+    text = json.dumps(doc, indent=2) + "\n"
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    if args.json:
+        stdout.write(text)
+    else:
+        report.print_cluster(cluster, stdout)
+        if args.output:
+            stdout.write(f"cluster snapshot written to {args.output}; plan against it with --machine {args.output}\n")
     return ExitCode.OK
 
 

@@ -89,8 +89,24 @@ ADVICE: dict[str, Advice] = {
         ("--max-model-len at most the derived maximum",
          "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only if you know the model handles longer contexts"), ()),
     "too_few_gpus": Advice(
-        "tensor x pipeline parallel needs more GPUs than vLLM can see on this node.",
-        ("a smaller --tensor-parallel-size", "check CUDA_VISIBLE_DEVICES", "Ray for multi-node"), ()),
+        "tensor x pipeline parallel needs more GPUs than vLLM can see on this node, or, on Ray, than the cluster's "
+        "placement group can have: vLLM then waits up to 1800 s, logging the wait every few seconds.",
+        ("a smaller --tensor-parallel-size or --pipeline-parallel-size", "check CUDA_VISIBLE_DEVICES",
+         "Ray for multi-node; on Ray, `ray status` shows the GPUs each node offers (`vllm-guard check` names the "
+         "node that is short)"), ("waiting longer for the placement group",)),
+    "network": Advice(
+        "NCCL or Gloo could not connect vLLM's workers across the nodes: they picked the wrong interface or IP "
+        "(Gloo falls back to 127.0.0.1, vllm #7815), VLLM_HOST_IP names another address than Ray's, or a "
+        "firewall blocks the ports between the nodes.",
+        ("on every node, before `ray start`: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME = the interface of the "
+         "nodes' network, VLLM_HOST_IP = the address Ray registered the node under (docs/ray.md)",
+         "open the ports between the nodes", "NCCL_DEBUG=INFO shows the interface NCCL chose"),
+        ("lowering memory settings", "retrying unchanged")),
+    "version_mismatch": Advice(
+        "The nodes run different Ray or Python versions (or vLLM, torch): Ray refuses to join them, or they "
+        "fail late and obscurely.",
+        ("the same vLLM, torch, Ray and Python on every node (one container image)",
+         "`vllm-guard check` lists each node's versions"), ("restarting",)),
     "port_in_use": Advice(
         "Another process already listens on the API port.",
         ("choose another --port", "stop the server that holds it (ss -ltnp shows it)"), ()),
@@ -146,4 +162,13 @@ KILLED = Advice(
 )
 
 # Advice for a reading within a class (Diagnosis.detail) that says more than the class's own.
-DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED}
+RAY_HEAD_WITHOUT_GPU = Advice(
+    "On Ray, vLLM's driver runs where `vllm serve` runs, and vLLM (ray_utils.py) wants a GPU on that node for its "
+    "first worker: this node has none that Ray can schedule.",
+    ("run `vllm serve` (or `vllm-guard serve`) on a node with a GPU, joined to the cluster",
+     "check `ray status`: the node's GPU may be held by another job"),
+    ("adding GPUs to the other nodes",),
+)
+
+DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
+                                    "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU}

@@ -42,7 +42,7 @@ def completion(args: argparse.Namespace, *, env: Mapping[str, str], stdout: Text
 
 def list_checks(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     """Every check id, in the order the report shows them, with one line on what it checks."""
-    from vllm_guard.checkids import CHECK_IDS, DESCRIPTIONS
+    from vllm_guard.checkids import ALL_CHECK_IDS, DESCRIPTIONS
 
     if getattr(args, "json", False):
         import json
@@ -50,10 +50,10 @@ def list_checks(args: argparse.Namespace, *, env: Mapping[str, str], stdout: Tex
         from vllm_guard import schemas
 
         stdout.write(json.dumps({"schema": schemas.CHECKS, "checks": [
-            {"id": i, "checks": DESCRIPTIONS[i]} for i in CHECK_IDS]}, indent=2) + "\n")
+            {"id": i, "checks": DESCRIPTIONS[i]} for i in ALL_CHECK_IDS]}, indent=2) + "\n")
         return ExitCode.OK
-    width = max(len(i) for i in CHECK_IDS)
-    for check_id in CHECK_IDS:
+    width = max(len(i) for i in ALL_CHECK_IDS)
+    for check_id in ALL_CHECK_IDS:
         stdout.write(f"{check_id:<{width}}  {DESCRIPTIONS[check_id]}\n")
     stdout.write("\nskip one with [guard.checks] skip = [\"ID\"], or make its failure a warning with warn-only\n")
     return ExitCode.OK

@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
@@ -80,6 +81,15 @@ def prepare_dir(directory: Path, *, shared: Path = SHARED_LOCK_DIR) -> None:
     problem = check_dir(directory)
     if problem is not None:
         raise GuardError(f"unsafe lock directory: {problem}", hint=_HINT, exit_code=ExitCode.PREFLIGHT_FAILED)
+
+
+class LaunchLocks(Protocol):
+    """The locks of one attempt: this machine's (``GpuLocks``) or a Ray cluster's (``cluster.locks.ClusterLocks``)."""
+
+    def acquire(self, *, on_wait: Callable[[str, str], None], poll_s: float = 0.5,
+                should_stop: Callable[[], bool] = ...) -> bool: ...
+
+    def release(self) -> None: ...
 
 
 class GpuLocks:

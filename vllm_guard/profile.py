@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.checkids import CHECK_IDS
+from vllm_guard.checkids import ALL_CHECK_IDS
 from vllm_guard.errors import ProfileError, UsageError
 from vllm_guard.options import (
     COMMAND_LINE,
@@ -85,6 +85,13 @@ GUARD_SETTINGS: dict[str, Setting] = {
     "health-interval": Setting("duration", 10.0, "while ready: seconds between looks at /health", minimum=0.1),
     "health-failures": Setting("int", 3, "while ready: /health misses in a row after which vLLM is stopped "
                                "(exit 6, so systemd restarts it); never fewer than 2", minimum=2),
+    # Ray (docs/ray.md). The guard's own key, never env VLLMGUARD_*: RAY_ADDRESS is already Ray's own variable.
+    "ray-address": Setting("str", None, "the Ray cluster (host:port or ray://...); default RAY_ADDRESS, else the "
+                           "cluster started on this machine"),
+    "ray-node-timeout": Setting("duration", 5.0, "seconds each Ray node has to answer the preflight probe",
+                                minimum=0.1),
+    "ray-tensor-parallel-across-nodes": Setting("bool", False, "let a tensor-parallel group span nodes (slow "
+                                                "without a fast interconnect); default: within a node"),
 }
 LADDER_SETTINGS: dict[str, Setting] = {
     "max-attempts": Setting("int", 5, "starts in all, the first included", minimum=1),
@@ -462,9 +469,9 @@ def _read_guard(table: Mapping[str, Any], loc: _Locator) -> tuple[dict[str, Any]
     checks = _read_settings(table.get("checks", {}), CHECK_SETTINGS, "guard.checks", loc)
     for key in ("skip", "warn-only"):
         for check_id in checks.get(key, ()):
-            if check_id not in CHECK_IDS:
-                close = difflib.get_close_matches(check_id, CHECK_IDS, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"check ids: {', '.join(CHECK_IDS)}"
+            if check_id not in ALL_CHECK_IDS:
+                close = difflib.get_close_matches(check_id, ALL_CHECK_IDS, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"check ids: {', '.join(ALL_CHECK_IDS)}"
                 raise loc.error("guard.checks", key, f"{check_id!r} is not a check id", hint)
     return guard, checks
 

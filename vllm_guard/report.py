@@ -14,6 +14,9 @@ from rich.text import Text
 from vllm_guard import schemas
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
 from vllm_guard.classify import Diagnosis
+from vllm_guard.cluster.facts import CLUSTER_CHECK_SCHEMA, ClusterFacts
+from vllm_guard.cluster.placement import Placement
+from vllm_guard.cluster.preflight import ClusterPreflight
 from vllm_guard.facts import Facts, Machine
 from vllm_guard.fix import Fix
 from vllm_guard.instances import SCHEMA as PS_SCHEMA
@@ -95,17 +98,7 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
         c.print(_t(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
                    f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}"))
-    # The sentence of each check, never its key: value dump (the numbers stay in --json). A skipped check says
-    # why it was skipped.
-    table = Table(show_lines=False, header_style="bold")
-    for col in ("check", "status", "finding", "fix"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))
-    for f in pre.findings:
-        # Messages and fixes quote paths, names and values from the snapshot and the profile:
-        # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
-        finding = f.message + (f" ({f.note})" if f.note else "")
-        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(finding), _t(f.fix or ""))
-    c.print(table)
+    _print_findings(c, pre.findings)
     if pre.estimate is not None and not _layout_missing(pre):
         _print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
@@ -120,6 +113,105 @@ BAR_GLYPHS = ("█", "▓", "▒", "░", "=", ".")
 def _layout_missing(pre: Preflight) -> bool:
     """gpu.count failed: the memory bar and KV figures would describe GPUs that are not there."""
     return any(f.id == "gpu.count" and f.status == FAIL for f in pre.findings)
+
+
+def _print_findings(c: Console, findings: list[Finding]) -> None:
+    """The sentence of each check, never its key: value dump (the numbers stay in --json); a skipped check says
+    why it was skipped. The verdict below lists the failures with their fixes."""
+    table = Table(show_lines=False, header_style="bold")
+    for col in ("check", "status", "finding", "fix"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))
+    for f in findings:
+        # Messages and fixes quote paths, names and values from the snapshot and the profile:
+        # plain text, never markup (a disk path "[/]" would otherwise be a rich markup error).
+        finding = f.message + (f" ({f.note})" if f.note else "")
+        table.add_row(_t(f.id), Text(f.status, style=STATUS_STYLE[f.status]), _t(finding), _t(f.fix or ""))
+    c.print(table)
+
+
+# --- a Ray cluster ---------------------------------------------------------------------
+
+
+def print_cluster(cluster: ClusterFacts, stream: TextIO) -> None:
+    """Every node: its address, GPUs and their free memory, host memory, versions, whether it can read the model."""
+    c = _console(stream)
+    c.print(Text.assemble(("Ray cluster ", "bold"), _t(cluster.address, "bold cyan"),
+                          _t(f", {len(cluster.nodes)} node(s), taken {cluster.taken_at}")))
+    t = Table(header_style="bold")
+    for col in ("node", "address", "GPUs: free memory", "host", "vLLM / torch / Ray / Python", "model"):
+        t.add_column(col, overflow="fold")
+    for n in cluster.nodes:
+        m = n.machine
+        who = n.name + (" (head)" if n.is_head else "")
+        if m is None:
+            t.add_row(_t(who), _t(n.ip or "?"), _t(f"Ray: {fmt(n.ray_gpus)}"), Text(n.error or "no answer",
+                      style="bold red"), _t(""), _t(""))
+            continue
+        free = ", ".join(f"{g.index}: {(g.memory_free_bytes or 0) / GIB:.1f}" if g.memory_free_bytes is not None
+                         else f"{g.index}: ?" for g in n.usable_gpus)
+        reserved = (f", {n.ray_gpus_free} free in Ray" if n.ray_gpus_free is not None and n.ray_gpus is not None
+                    and n.ray_gpus_free < n.ray_gpus else "")
+        gpus = f"{len(n.usable_gpus)} of {len(m.gpus)}{reserved}" + (f" ({free} GiB)" if free else "")
+        host = (f"RAM {fmt(m.host.effective_memory_available_bytes, '_bytes')}, "
+                f"/dev/shm {fmt(m.host.shm_free_bytes, '_bytes')}")
+        v = n.versions
+        versions = " / ".join(v.get(k) or "-" for k in ("vllm", "torch", "ray", "python"))
+        model = {True: "readable", False: "NOT readable", None: "would download"}[n.model_readable]
+        answered = f", answered in {n.answered_s:.2f} s" if n.answered_s is not None else ""
+        t.add_row(*(_t(x) for x in (who + answered, f"{n.ip or '?'} ({n.interface or '?'})", gpus, host, versions,
+                                     model)))
+    c.print(t)
+    for note in cluster.notes:
+        c.print(_t(f"note: {note}", "dim"))
+
+
+def print_placement(placement: Placement, stream: TextIO) -> None:
+    c = _console(stream)
+    if not placement.ranks:
+        c.print(_t(f"placement: none: {placement.problem}", "bold red"))
+        return
+    t = Table(title=f"placement: tensor {placement.tensor_parallel} x pipeline {placement.pipeline_parallel}",
+              header_style="bold")
+    for col in ("node", "GPU", "name", "rank", "pipeline stage", "tensor rank"):
+        t.add_column(col)
+    for r in placement.ranks:
+        t.add_row(*(_t(x) for x in (r.node, r.gpu.index, r.gpu.name or "?", r.rank, r.stage, r.tp_rank)))
+    c.print(t)
+
+
+def print_cluster_check(cp: ClusterPreflight, target: str, stream: TextIO) -> None:
+    c = _console(stream)
+    pre, m = cp.pre, cp.facts.model
+    c.print(Text.assemble(("vllm-guard check ", "bold"), _t(target, "bold cyan"), _t(f" on {cp.facts.machine_origin}")))
+    weights = f"weights {fmt(m.weights_bytes, '_bytes')} ({m.weights_source})" if m.weights_bytes else "weights unknown"
+    c.print(_t(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}"))
+    print_cluster(cp.cluster, stream)
+    print_placement(cp.placement, stream)
+    _print_findings(c, pre.findings)
+    if pre.estimate is not None:
+        _print_budget(c, pre)
+    for note in (*pre.notes, *m.notes):
+        c.print(_t(f"note: {note}", "dim"))
+    _print_verdict(c, pre.verdict, pre.findings)
+
+
+def cluster_check_json(cp: ClusterPreflight, target: str) -> str:
+    pre, e = cp.pre, cp.pre.estimate
+    doc = {
+        "schema": CLUSTER_CHECK_SCHEMA,
+        "verdict": pre.verdict, "target": target, "machine": cp.facts.machine_origin,
+        "vllm": pre.profile.table_choice.to_dict() if pre.profile.table_choice else None,
+        "model": cp.facts.model.to_dict(), "checks": [f.to_dict() for f in pre.findings],
+        "memory": e.to_dict() if e is not None else None,
+        "cluster": cp.cluster.to_dict(),
+        "placement": {"tensor_parallel": cp.placement.tensor_parallel,
+                      "pipeline_parallel": cp.placement.pipeline_parallel, "problem": cp.placement.problem,
+                      "ranks": [{"rank": r.rank, "stage": r.stage, "tp_rank": r.tp_rank, "node": r.node,
+                                 "node_id": r.node_id, "gpu": r.gpu.index, "gpu_uuid": r.gpu.uuid}
+                                for r in cp.placement.ranks]},
+        "fix": None, "fix_reason": None, "notes": list(pre.notes),
+    }
+    return json.dumps(doc, indent=2)
 
 
 def _print_budget(c: Console, pre: Preflight) -> None:
@@ -526,7 +618,8 @@ def ready_line(number: int, reported: Mapping[str, Any], url: str | None) -> str
     return text + (": " + ", ".join(facts) if facts else "")
 
 
-PHASE_LABELS = {"imports": "imports", "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
+PHASE_LABELS = {"imports": "imports", "placement_group": "Ray placement group", "ray_workers": "Ray workers",
+                "weights": "weights", "profiling": "profiling", "kv_cache": "KV cache",
                 "graphs": "graphs", "port": "API server", "health": "health", "first_request": "first token"}
 
 

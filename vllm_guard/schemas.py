@@ -7,6 +7,7 @@ while added keys keep the version.
 from __future__ import annotations
 
 from vllm_guard.attempts import ATTEMPT_SCHEMA
+from vllm_guard.cluster.facts import CLUSTER_CHECK_SCHEMA, CLUSTER_SCHEMA
 from vllm_guard.facts import MACHINE_SCHEMA
 from vllm_guard.instances import SCHEMA as PS_SCHEMA
 from vllm_guard.registry import SCHEMA as INSTANCE_SCHEMA
@@ -22,6 +23,9 @@ PS = PS_SCHEMA  # ps --json
 INSTANCE = INSTANCE_SCHEMA  # a running guard's registry entry, read by ps (registry.py)
 ERROR = "vllm-guard.error/1"  # any command's error under --json
 MACHINE = MACHINE_SCHEMA  # snapshot --json and the snapshot file
+CLUSTER = CLUSTER_SCHEMA  # snapshot --cluster: every node of a Ray cluster (docs/ray.md)
+CLUSTER_CHECK = CLUSTER_CHECK_SCHEMA  # check --json when the target runs on a Ray cluster
 ATTEMPT = ATTEMPT_SCHEMA  # one line of the attempt log
 
-ALL = (CHECK, EXPLAIN, ATTEMPTS, INIT, DRY_RUN, CHECKS, MODELS, PS, INSTANCE, ERROR, MACHINE, ATTEMPT)
+ALL = (CHECK, EXPLAIN, ATTEMPTS, INIT, DRY_RUN, CHECKS, MODELS, PS, INSTANCE, ERROR, MACHINE, ATTEMPT, CLUSTER,
+       CLUSTER_CHECK)

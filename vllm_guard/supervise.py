@@ -27,6 +27,7 @@ from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts import Facts, Gpu
 from vllm_guard.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
+from vllm_guard.lock import LaunchLocks
 from vllm_guard.notify import Notifier
 from vllm_guard.plan import LaunchPlan, build_plan, describe_choice, select_gpus
 from vllm_guard.profile import AUTO_GPUS, Profile
@@ -89,6 +90,8 @@ class Supervisor:
         gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         notifier: Notifier | None = None,
+        launch_locks: Callable[[Profile], LaunchLocks] | None = None,
+        gpu_label: Callable[[Gpu], str] = lambda g: f"GPU {g.index}",
     ) -> None:
         self.pre = pre
         self.facts = facts
@@ -100,6 +103,8 @@ class Supervisor:
         self.gpu_probe = gpu_probe  # None under --machine: no live re-checks
         self.clock = clock
         self.notifier = notifier or Notifier(environ)
+        self.launch_locks = launch_locks  # None: this machine's GPU locks; a Ray cluster's: one actor per node
+        self.gpu_label = gpu_label  # how a GPU is named in messages ("node b GPU 1" on a cluster)
         self.stop_signal: int | None = None
         self._wake = threading.Event()
         profile = pre.profile
@@ -360,15 +365,17 @@ class Supervisor:
         finally:
             locks.release()
 
-    def _take_locks(self, attempt: Attempt) -> lock.GpuLocks | None:
+    def _take_locks(self, attempt: Attempt) -> LaunchLocks | None:
         """The launch locks of this attempt's GPUs; None when a stop came while waiting for them.
 
-        guard.gpus = "auto" chooses here, under the locks, not at preflight: the idlest GPUs whose lock no
-        other guard holds (lock.GpuLocks.idlest), so two guards starting at once take different GPUs."""
+        On a Ray cluster, ``launch_locks`` holds them on every node. guard.gpus = "auto" chooses here, under
+        the locks, not at preflight: the idlest GPUs whose lock no other guard holds (lock.GpuLocks.idlest),
+        so two guards starting at once take different GPUs."""
         holder = {"profile": str(attempt.profile.path or attempt.profile.model), "host": socket.gethostname()}
         stop = lambda: self.stop_signal is not None  # noqa: E731
-        if not self.choose_gpus:
-            locks = lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()], holder)
+        if self.launch_locks is not None or not self.choose_gpus:
+            locks: LaunchLocks = (self.launch_locks(attempt.profile) if self.launch_locks is not None else
+                                  lock.GpuLocks(self.lock_dir, [g.uuid for g in self._gpus()], holder))
             ok = locks.acquire(on_wait=lambda uuid, who: self.status.message(
                 f"waiting for the launch lock of GPU {uuid}, held by {who}"), should_stop=stop)
             return locks if ok else None
@@ -539,7 +546,7 @@ class Supervisor:
                         {"free_gib": round(g.memory_free_bytes / gib, 2), "total_gib": round(g.memory_total_bytes / gib,
                                                                                               2),
                          "utilization": util, "requested_gib": round(need / gib, 2)},
-                        (f"re-check under the launch lock: GPU {g.index} has {g.memory_free_bytes / gib:.2f} GiB "
+                        (f"re-check under the launch lock: {self.gpu_label(g)} has {g.memory_free_bytes / gib:.2f} GiB "
                          f"free, utilization {util} needs {need / gib:.2f} GiB",))
         return None
 
@@ -551,7 +558,8 @@ class Supervisor:
         deadline = self.clock() + MEMORY_RELEASE_TIMEOUT_S
         while self.clock() < deadline and self.stop_signal is None:
             now = {g.uuid: g.memory_free_bytes or 0 for g in self.gpu_probe() if g.uuid in before}
-            if all(now.get(u, 0) >= 0.95 * free for u, free in before.items()):
+            # A GPU the probe did not report (a Ray node that did not answer in time) is unknown: not waited for.
+            if all(now[u] >= 0.95 * free for u, free in before.items() if u in now):
                 return
             self._wake.wait(1.0)
 
@@ -724,8 +732,7 @@ class _PhaseTracker:
             line = raw.decode(errors="replace")
             if not self._phase_times:
                 self.mark("first_line")
-            phase = classify.phase_of(line)
-            if phase is not None:
+            for phase in classify.phases_of(line):
                 self.mark(phase)
             if self.claim is not None and "file://" in line:
                 path = classify.rendezvous_file(line)

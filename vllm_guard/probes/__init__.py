@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_guard.errors import SnapshotError
-from vllm_guard.facts import Facts, Machine
+from vllm_guard.facts import Facts, Machine, ModelFacts
 from vllm_guard.plan import select_gpus
 from vllm_guard.profile import Profile, world_size
 
@@ -86,9 +86,6 @@ def hf_cache_dir(environ: Mapping[str, str]) -> str:
 
 def gather(profile: Profile, *, environ: Mapping[str, str], machine_file: str | None) -> Facts:
     """Facts for one profile: the machine (live or from a snapshot), the GPUs vLLM will see, the model."""
-    from vllm_guard.probes import host, model
-    from vllm_guard.probes.vllm_build import probe_vllm_build
-
     download_dir = profile.value("download_dir")
     if machine_file:
         machine = load_machine(Path(machine_file))
@@ -107,26 +104,40 @@ def gather(profile: Profile, *, environ: Mapping[str, str], machine_file: str | 
         if g.unified_memory and g.memory_total_bytes is None else g
         for g in gpus
     )
-    facts_model = model.probe_model(
-        profile.model,
-        revision=profile.value("revision") or profile.revision,
-        environ=environ,
-        cache_dir=download_dir or hf_cache_dir(environ),
-        disable_sliding_window=bool(profile.value("disable_sliding_window")),
-    )
+    facts_model = probe_model_for(profile, environ)
     allow_long = "1" in (environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), profile.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     if machine_file:
         # The weights' presence in *this* machine's cache says nothing about the snapshot's machine.
         facts_model = replace(facts_model, weights_local=None if facts_model.source != "local" else True)
         return Facts(machine, origin, gpus, cuda_visible, facts_model, live=False,
                      environ_allows_long_len=allow_long, notes=tuple(notes))
+    return Facts(machine, origin, gpus, cuda_visible, facts_model, live=True, environ_allows_long_len=allow_long,
+                 notes=tuple(notes), **live_facts(profile, environ))
+
+
+def probe_model_for(profile: Profile, environ: Mapping[str, str]) -> ModelFacts:
+    """The model's facts as the profile names it (local directory, cache, Hub or bundled)."""
+    from vllm_guard.probes import model
+
+    download_dir = profile.value("download_dir")
+    return model.probe_model(
+        profile.model,
+        revision=profile.value("revision") or profile.revision,
+        environ=environ,
+        cache_dir=download_dir or hf_cache_dir(environ),
+        disable_sliding_window=bool(profile.value("disable_sliding_window")),
+    )
+
+
+def live_facts(profile: Profile, environ: Mapping[str, str]) -> dict[str, Any]:
+    """What only the machine the guard runs on can say: the API port, the vLLM executable, the user."""
+    from vllm_guard.probes import host
+    from vllm_guard.probes.vllm_build import probe_vllm_build
+
     uds = profile.value("uds")
     port_free = host.unix_socket_free(uds) if uds else host.port_free(profile.value("host"),
                                                                      int(profile.value("port") or 8000))
     vllm_path = host.find_executable(str(profile.setting("vllm")), environ.get("PATH"))
-    return Facts(
-        machine, origin, gpus, cuda_visible, facts_model, live=True, port_free=port_free,
-        vllm_path=vllm_path, vllm_build=probe_vllm_build(vllm_path, {**environ, **profile.env}),
-        environ_cpu_kvcache_space=environ.get("VLLM_CPU_KVCACHE_SPACE"),
-        user=host.current_user(), environ_allows_long_len=allow_long, notes=tuple(notes),
-    )
+    return {"port_free": port_free, "vllm_path": vllm_path,
+            "vllm_build": probe_vllm_build(vllm_path, {**environ, **profile.env}),
+            "environ_cpu_kvcache_space": environ.get("VLLM_CPU_KVCACHE_SPACE"), "user": host.current_user()}

@@ -343,3 +343,23 @@ def files_held_by(pids: Iterable[int], prefixes: tuple[str, ...], proc_root: str
     for pid in pids:
         found |= _files_of(f"{proc_root}/{pid}", lambda path: path.startswith(prefixes))
     return found
+
+
+def interfaces() -> dict[str, tuple[str, ...]]:
+    """Each network interface and its IPv4 addresses. Equivalent: ``ip -4 -o addr``."""
+    import psutil
+
+    try:
+        found = psutil.net_if_addrs()
+    except OSError:
+        return {}
+    return {name: tuple(a.address for a in addrs if a.family == socket.AF_INET) for name, addrs in found.items()}
+
+
+def route_ip() -> str | None:
+    """The address this host's default route leaves from: what vLLM's get_ip() answers when VLLM_HOST_IP is not
+    set (vllm/utils/network_utils.py: a UDP socket "connected" to 8.8.8.8:80; no packet is sent). None: no route."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("8.8.8.8", 80))
+        return str(s.getsockname()[0])
+    return None

@@ -330,3 +330,28 @@ def bundled_summary() -> list[tuple[str, str]]:
         weights = entry.get("weights_bytes")
         out.append((model_id, arch + (f", weights {weights / 2**30:,.2f} GiB" if weights else "")))
     return out
+
+
+def readable_here(model: str, revision: str | None, cache_dir: str, *, offline: bool) -> tuple[bool | None, str]:
+    """Whether vLLM on this machine can read the model without downloading it, and where from.
+
+    True: a local directory with config.json, or config.json in the Hugging Face cache. False: a local
+    path that is not there, or a Hub id missing from the cache while HF_HUB_OFFLINE is set. None: a
+    Hub id that vLLM would download here (needs the network, and HF_TOKEN for a gated model).
+    """
+    path = Path(model).expanduser()
+    if not _looks_like_repo_id(model) or path.is_dir():
+        if (path / "config.json").is_file():
+            return True, f"local directory {path}"
+        return False, f"{path} is not a directory with config.json here"
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(model, "config.json", cache_dir=cache_dir, revision=revision)
+    except (ValueError, OSError):
+        hit = None
+    if isinstance(hit, str):
+        return True, f"Hugging Face cache {cache_dir}"
+    if offline:
+        return False, f"not in the Hugging Face cache {cache_dir}, and HF_HUB_OFFLINE is set"
+    return None, f"not in the Hugging Face cache {cache_dir}: vLLM would download it there"

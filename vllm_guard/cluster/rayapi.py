@@ -1,0 +1,267 @@
+"""The only module that imports ``ray`` (an optional extra: ``pip install 'vllm-guard[ray]'``).
+
+Imported lazily, so the guard works without Ray installed; a profile that needs Ray then fails
+with the install command (exit 4). Every call the guard makes to Ray is here, with a timeout:
+a node that does not answer is a finding, never a hang.
+
+Relies on Ray 2.x public APIs: ``ray.init(address=...)``, ``ray.nodes()``,
+``ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id, soft=False)`` (run on that
+node or fail, never elsewhere), ``ray.wait(..., timeout=...)`` and ``ray.cancel(..., force=True)``,
+and non-detached actors, which Ray kills when the job (the driver that created them) ends, also
+when the driver is killed with SIGKILL (Ray docs, "Actor lifetimes": "the actor's lifetime is tied
+to its owner" unless ``lifetime="detached"``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vllm_guard.errors import GuardError
+from vllm_guard.exit_codes import ExitCode
+
+CONNECT_TIMEOUT_S = 3.0  # a TCP connect to the cluster's GCS port before ray.init
+INSTALL_HINT = "pip install 'vllm-guard[ray]' (the same Ray version as on the cluster's nodes)"
+NAMESPACE = "vllm-guard"
+
+
+class RayMissing(GuardError):
+    """The profile runs on Ray, and Ray is not installed where the guard runs."""
+
+    exit_code = ExitCode.PREFLIGHT_FAILED
+
+
+class RayUnreachable(GuardError):
+    """No Ray cluster answered at the address."""
+
+    exit_code = ExitCode.PREFLIGHT_FAILED
+
+
+def installed() -> bool:
+    """Whether ``ray`` can be imported, without importing it (importing Ray takes about a second)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise RayMissing(f"this profile runs on a Ray cluster, and Ray is not installed here ({e})",
+                         hint=INSTALL_HINT) from None
+    return ray
+
+
+def local_cluster_address(environ: Mapping[str, str]) -> str | None:
+    """The address ``ray start --head`` left on this machine, read as Ray reads it, without Ray.
+
+    Ray 2.x writes it to ``/tmp/ray/ray_current_cluster`` (``ray/_private/services.py``,
+    ``get_ray_address_from_environment``; RAY_TMPDIR moves /tmp).
+    """
+    base = environ.get("RAY_TMPDIR") or tempfile.gettempdir()
+    try:
+        text = (Path(base) / "ray" / "ray_current_cluster").read_text()[:1024].strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """One alive node as Ray's GCS lists it (``ray.nodes()``)."""
+
+    node_id: str
+    ip: str | None
+    hostname: str | None
+    gpus: float | None  # the GPUs Ray schedules there ("GPU" resource); None when it declares none
+    is_driver_node: bool  # where the guard (and so vLLM's driver) runs
+    gpus_free: float | None = None  # of those, not held by another job's placement group or actors; None: unknown
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one node's task returned, or why it did not."""
+
+    node_id: str
+    value: Any = None
+    error: str | None = None
+    seconds: float | None = None
+
+
+class Connection:
+    """The guard connected to a cluster as a Ray driver (its own job). ``close`` disconnects;
+    the job's actors (the lock holders) die with it, and with the guard's process."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.ray = _ray()
+
+    def open(self) -> Connection:
+        """Connect to an existing cluster; never start one (Ray is the user's, not the guard's).
+
+        Raises:
+            RayUnreachable: nothing answers at the address.
+        """
+        ray = self.ray
+        where = ("none given (guard.ray-address, RAY_ADDRESS) and none started on this machine"
+                 if self.address == "auto" else f"at {self.address}")
+        hint = ("start one (`ray start --head` on the head, `ray start --address=HEAD:6379` on the others), or set "
+                "guard.ray-address / RAY_ADDRESS; docs/ray.md")
+        problem = _tcp_problem(self.address, CONNECT_TIMEOUT_S)
+        if problem is not None:  # ray.init would retry an unreachable GCS for minutes (Ray 2.x gcs_client)
+            raise RayUnreachable(f"no Ray cluster answered {where}: {problem}", hint=hint)
+        try:
+            # log_to_driver=False: the tasks' output is not the guard's; configure_logging=False keeps Ray's
+            # own INFO lines ("Connecting to existing Ray cluster") off the guard's report.
+            ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False,
+                     ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            if "Version mismatch" in str(e):  # ray/_private/utils.py check_version_info, raised by ray.init
+                raise RayUnreachable(f"the Ray here ({ray.__version__}) cannot join the cluster {where}: "
+                                     f"{' '.join(str(e).split())[:400]}",
+                                     hint="install the cluster's Ray and Python versions where the guard runs "
+                                     "(the head node's environment)") from None
+            raise RayUnreachable(f"no Ray cluster answered {where}: {str(e).splitlines()[0][:300]}",
+                                 hint=hint) from None
+        return self
+
+    def close(self) -> None:
+        if self.ray.is_initialized():
+            self.ray.shutdown()
+
+    def __enter__(self) -> Connection:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ray_version(self) -> str:
+        return str(self.ray.__version__)
+
+    def nodes(self) -> list[NodeEntry]:
+        """The alive nodes, as the GCS lists them now."""
+        here = self.ray.get_runtime_context().get_node_id()
+        free = self._free_per_node()
+        out = []
+        for n in self.ray.nodes():
+            if not n.get("Alive"):
+                continue
+            gpus = n.get("Resources", {}).get("GPU")
+            available = (free or {}).get(n["NodeID"]) or {}
+            out.append(NodeEntry(node_id=n["NodeID"], ip=n.get("NodeManagerAddress"),
+                                 hostname=n.get("NodeManagerHostname"), gpus=float(gpus) if gpus else None,
+                                 is_driver_node=n["NodeID"] == here,
+                                 gpus_free=None if free is None else float(available.get("GPU", 0.0))))
+        return out
+
+    def _free_per_node(self) -> dict[str, dict[str, float]] | None:
+        """Each node's unreserved resources. A Ray DeveloperAPI (ray._private.state), the one vLLM's own
+        ray_utils.py reads for the same question; None when this Ray lacks it."""
+        try:
+            from ray._private.state import available_resources_per_node
+
+            return dict(available_resources_per_node())
+        except Exception:  # an older or newer Ray without it: unknown, not an error
+            return None
+
+    def _pinned(self, node_id: str) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # soft=False: on this node or not at all (never quietly elsewhere); the caller's timeout covers a
+        # node that is listed alive and does not run it.
+        return NodeAffinitySchedulingStrategy(node_id, soft=False)
+
+    def run_on_nodes(self, fn: Callable[..., Any], args: Sequence[Any], node_ids: Sequence[str],
+                     timeout_s: float) -> list[Answer]:
+        """Run ``fn(*args)`` once on each node as a Ray task pinned there; wait at most ``timeout_s`` in all.
+
+        A node whose task has not answered by then is an ``Answer`` with an error (its task is cancelled).
+        num_cpus=0: the probe must run even where vLLM's workers hold every CPU slot.
+        """
+        ray = self.ray
+        task = ray.remote(num_cpus=0, max_retries=0)(fn)
+        started = time.monotonic()
+        refs = {task.options(scheduling_strategy=self._pinned(nid)).remote(*args): nid for nid in node_ids}
+        pending = list(refs)
+        answers: dict[str, Answer] = {}
+        while pending:
+            left = timeout_s - (time.monotonic() - started)
+            if left <= 0:
+                break
+            done, pending = ray.wait(pending, num_returns=1, timeout=left)
+            for ref in done:
+                nid = refs[ref]
+                took = round(time.monotonic() - started, 3)
+                try:
+                    answers[nid] = Answer(nid, ray.get(ref), None, took)
+                except Exception as e:  # a task that raised on that node: its error is the fact
+                    answers[nid] = Answer(nid, None, f"the probe failed there: {_first_line(e)}", took)
+        for ref in pending:
+            nid = refs[ref]
+            answers[nid] = Answer(nid, None, f"did not answer within {timeout_s:g} s")
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        return [answers[nid] for nid in node_ids]
+
+    def start_actors(self, cls: type, per_node: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
+        """One actor of ``cls`` per node, pinned there, owned by this job (never detached): when the guard's
+        driver ends, also by SIGKILL, Ray kills them, and the kernel releases what they held."""
+        actor = self.ray.remote(num_cpus=0, max_restarts=0)(cls)
+        return {nid: actor.options(scheduling_strategy=self._pinned(nid)).remote(*args)
+                for nid, args in per_node.items()}
+
+    def call_all(self, handles: Mapping[str, Any], method: str, timeout_s: float, *args: Any) -> list[Answer]:
+        """Call ``method`` on every actor; those that have not answered within ``timeout_s`` are errors."""
+        ray = self.ray
+        started = time.monotonic()
+        refs = {getattr(h, method).remote(*args): nid for nid, h in handles.items()}
+        done, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        out = []
+        for ref in done:
+            try:
+                out.append(Answer(refs[ref], ray.get(ref), None, round(time.monotonic() - started, 3)))
+            except Exception as e:
+                out.append(Answer(refs[ref], None, _first_line(e)))
+        out += [Answer(refs[ref], None, f"did not answer within {timeout_s:g} s") for ref in pending]
+        return out
+
+    def kill(self, handles: Mapping[str, Any]) -> None:
+        for h in handles.values():
+            with contextlib.suppress(Exception):
+                self.ray.kill(h, no_restart=True)
+
+
+def _tcp_problem(address: str, timeout_s: float) -> str | None:
+    """Why nothing listens at a host:port address, found in at most ``timeout_s``; None when something does,
+    or when the address is not host:port ("auto", ray://..., which Ray resolves itself)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit() or not host:
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except OSError as e:
+        return f"cannot connect to {address} ({e.strerror or type(e).__name__})"
+
+
+def _first_line(e: BaseException) -> str:
+    full = str(e)
+    if "failed to import on the worker" in full:  # Ray 2.x: the function's module is missing in that node's Python
+        missing = re.search(r"No module named '([^']{1,200})'", full)
+        return (f"the guard's probe could not be imported there ({missing.group(0) if missing else 'an import failed'}"
+                "): is vllm-guard installed in the Python that runs `ray start` on that node?")
+    text = full.strip().splitlines()
+    # Ray wraps a task's exception in RayTaskError, whose text starts with the wrapper's name; the cause is last.
+    cause = getattr(e, "cause", None)
+    if cause is not None and str(cause).strip():
+        return f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:300]}"
+    return f"{type(e).__name__}: {text[0][:300] if text else ''}"
