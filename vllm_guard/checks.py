@@ -11,6 +11,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from vllm_guard.checkids import CHECK_IDS, GPU_DEPENDENT
@@ -547,18 +548,22 @@ def run_checks(profile: Profile, facts: Facts, params: Params, estimate: Estimat
     cpu_build = facts.vllm_build is not None and facts.vllm_build.is_cpu
     no_gpu = not facts.gpus or cpu_build
     for check, check_id in zip(CHECKS, CHECK_IDS, strict=True):
-        if check_id in skip:
-            findings.append(Finding(check_id, SKIP, "skipped by guard.checks.skip"))
-            continue
-        if no_gpu and check_id in GPU_DEPENDENT:
+        if no_gpu and check_id in GPU_DEPENDENT and check_id not in skip:
             why = "a CPU build of vLLM uses no GPU" if cpu_build else "no GPU to check against"
             findings.append(Finding(check_id, SKIP, why))
             continue
-        finding = check(ctx)
-        if finding.status == FAIL and check_id in warn_only:
-            finding = replace(finding, status=WARN, note="downgraded from fail by guard.checks.warn-only")
-        findings.append(finding)
+        findings.append(settle(check_id, partial(check, ctx), skip, warn_only))
     return findings
+
+
+def settle(check_id: str, run: Callable[[], Finding], skip: set[str], warn_only: set[str]) -> Finding:
+    """One check under the profile's guard.checks lists: not run when skipped, a warning when warn-only."""
+    if check_id in skip:
+        return Finding(check_id, SKIP, "skipped by guard.checks.skip")
+    finding = run()
+    if finding.status == FAIL and check_id in warn_only:
+        finding = replace(finding, status=WARN, note="downgraded from fail by guard.checks.warn-only")
+    return finding
 
 
 def verdict(findings: list[Finding]) -> str:

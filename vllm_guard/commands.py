@@ -369,7 +369,6 @@ def refuse_existing(output: str | None, force: bool) -> None:
 
 
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    import json
 
     from vllm_guard import probes, report
 
@@ -380,6 +379,14 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
     doc["vllm_version"] = pick_table(env.get("VLLMGUARD_VLLM_BIN") or "vllm", env, None).vllm_version
+    return _write_snapshot(args, doc, stdout, lambda: report.print_machine(machine, stdout), "snapshot")
+
+
+def _write_snapshot(args: argparse.Namespace, doc: dict[str, Any], stdout: TextIO, show: Callable[[], None],
+                    what: str) -> int:
+    """-o FILE and --json for a machine or a cluster snapshot; otherwise ``show`` prints it for a person."""
+    import json
+
     text = json.dumps(doc, indent=2) + "\n"
     if args.output:
         try:
@@ -389,14 +396,13 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     if args.json:
         stdout.write(text)
     else:
-        report.print_machine(machine, stdout)
+        show()
         if args.output:
-            stdout.write(f"snapshot written to {args.output}; plan against it with --machine {args.output}\n")
+            stdout.write(f"{what} written to {args.output}; plan against it with --machine {args.output}\n")
     return ExitCode.OK
 
 
 def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO) -> int:
-    import json
 
     from vllm_guard import report
     from vllm_guard.cluster import rayapi
@@ -414,19 +420,7 @@ def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: 
     head = cluster.head
     # The head's vLLM picks the option table when planning against this file elsewhere (--machine).
     doc["vllm_version"] = head.versions.get("vllm") if head is not None else None
-    text = json.dumps(doc, indent=2) + "\n"
-    if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
-    if args.json:
-        stdout.write(text)
-    else:
-        report.print_cluster(cluster, stdout)
-        if args.output:
-            stdout.write(f"cluster snapshot written to {args.output}; plan against it with --machine {args.output}\n")
-    return ExitCode.OK
+    return _write_snapshot(args, doc, stdout, lambda: report.print_cluster(cluster, stdout), "cluster snapshot")
 
 
 def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,

@@ -10,10 +10,11 @@ import ipaddress
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from vllm_guard.checkids import CLUSTER_CHECK_IDS
-from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, gib, mib
+from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, gib, mib, settle
 from vllm_guard.cluster.facts import ClusterFacts, NodeFacts
 from vllm_guard.cluster.placement import Placement
 from vllm_guard.facts import ModelFacts
@@ -346,17 +347,10 @@ CLUSTER_CHECKS: tuple[Callable[[ClusterContext], Finding], ...] = (
 
 def run_cluster_checks(ctx: ClusterContext) -> list[Finding]:
     """Every cluster check, with the profile's skip and warn-only lists applied."""
-    from dataclasses import replace
 
     skip = set(ctx.profile.check_setting("skip"))
     warn_only = set(ctx.profile.check_setting("warn-only"))
     out = []
     for check, check_id in zip(CLUSTER_CHECKS, CLUSTER_CHECK_IDS, strict=True):
-        if check_id in skip:
-            out.append(Finding(check_id, SKIP, "skipped by guard.checks.skip"))
-            continue
-        finding = check(ctx)
-        if finding.status == FAIL and check_id in warn_only:
-            finding = replace(finding, status=WARN, note="downgraded from fail by guard.checks.warn-only")
-        out.append(finding)
+        out.append(settle(check_id, partial(check, ctx), skip, warn_only))
     return out
