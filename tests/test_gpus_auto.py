@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,32 @@ def test_a_fixed_busy_gpu_gets_the_idle_one_as_its_fix_and_the_fix_passes(tmp_pa
     assert check_json(machine, "--gpus", "1", *model)[0] == 0
     code, doc = check_json(machine, "--gpus", "auto", *model)
     assert code == 0 and any('"auto" takes GPU 1' in n for n in doc["notes"])
+
+
+def test_auto_takes_only_gpus_of_the_kind_the_preflight_judged(tmp_path: Path) -> None:
+    """A mixed box: an L4 and an A100. The preflight chose the A100; while another guard holds its lock, the
+    guard waits for it rather than starting on the L4, which no check was run on."""
+    rig, _ = auto_rig(tmp_path, busy=())
+    doc = json.loads(A100X2.read_text())
+    l4 = json.loads((MACHINES / "l4-24gb.json").read_text())["gpus"][0]
+    doc["gpus"][0] = {**l4, "index": 0, "uuid": "GPU-l4-0", "pci_bus_id": "00000000:01:00.0"}
+    machine = tmp_path / "mixed.json"
+    machine.write_text(json.dumps(doc))
+    a100 = doc["gpus"][1]["uuid"]
+    other = GpuLocks(tmp_path / "locks", [a100])
+    assert other.acquire(on_wait=lambda *_: None)
+    profile = rig.profile("max-model-len = 8192", extra='gpus = "auto"')
+    guard = subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", "--machine", str(machine), profile],
+                             env=rig.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        time.sleep(3)  # long enough to have started on the L4 (a start takes about 1 s here), if it would
+        assert guard.poll() is None and not rig.log.exists(), "started before the A100's lock was free"
+        other.release()
+        rig.wait_ready(guard)
+    finally:
+        other.release()
+        guard.send_signal(signal.SIGTERM)
+        _, err = guard.communicate(timeout=30)
+    ready = [r for r in rig.records() if r.get("outcome") == "ready"]
+    assert ready and ready[0]["gpus"] == [1], rig.records()
+    assert "waiting for GPUs" in err

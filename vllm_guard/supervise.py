@@ -380,11 +380,15 @@ class Supervisor:
                 f"waiting for the launch lock of GPU {uuid}, held by {who}"), should_stop=stop)
             return locks if ok else None
         seen: list[Gpu] = []
+        # Only GPUs of the kind the preflight judged: on a box of mixed GPUs, another kind could fail a check
+        # (weights, KV fit, dtype) that the preflight never ran on it. Waiting for the right kind is safer.
+        judged = {_kind(g) for g in self._gpus()}
 
         def ranked() -> list[str]:
             gpus = self.gpu_probe() if self.gpu_probe is not None else self.facts.machine.gpus
             seen[:] = select_gpus(gpus, None, self.environ.get("CUDA_VISIBLE_DEVICES"))[0]
-            return [g.uuid for g in sorted(seen, key=lambda g: g.idleness)]
+            fit = [g for g in seen if not judged or _kind(g) in judged]
+            return [g.uuid for g in sorted(fit, key=lambda g: g.idleness)]
 
         taken = lock.GpuLocks.idlest(self.lock_dir, ranked, world_size(attempt.profile), holder,
                                      on_wait=lambda why: self.status.message(f"waiting for GPUs: {why}"),
@@ -760,6 +764,11 @@ class _PhaseTracker:
         self.notifier.status(text)
         if self.clock() - self.last_output <= PROGRESS_WINDOW_S:
             self.notifier.extend_timeout(EXTEND_S)
+
+
+def _kind(g: Gpu) -> tuple[str | None, int | None, tuple[int, int] | None]:
+    """What the preflight's verdict on a GPU rests on: its model, its memory and its compute capability."""
+    return g.name, g.memory_total_bytes, g.compute_capability
 
 
 def _first(value: Any) -> str | None:
