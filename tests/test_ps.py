@@ -154,6 +154,25 @@ def test_vllm_started_without_a_guard_and_the_preload_daemon(tmp_path: Path) -> 
             p.wait()
 
 
+def test_ps_looks_where_it_is_told(tmp_path: Path) -> None:
+    """--lock-dir wins over VLLMGUARD_LOCK_DIR: a guard whose profile sets guard.lock-dir registers there."""
+    custom = tmp_path / "custom"
+    custom.mkdir(mode=0o700)
+    vllm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        entry = registry.Entry(guard_pid=dead.pid, guard_started=None, profile="/p.toml", model="m", state="ready",
+                               since="2026-11-30T00:00:00+00:00", attempt=1, vllm_pid=vllm.pid)
+        assert registry.write_entry(registry.path_for(custom, dead.pid), entry) is None
+        assert mine(ps(tmp_path / "elsewhere"), {vllm.pid}) == []
+        doc = ps(tmp_path / "elsewhere", "--lock-dir", str(custom))
+        assert [i["state"] for i in mine(doc, {vllm.pid})] == ["orphaned"] and str(custom) in doc["source"]
+    finally:
+        vllm.kill()
+        vllm.wait()
+
+
 def test_a_stale_entry_is_ignored_and_cleaned(tmp_path: Path) -> None:
     locks = tmp_path / "locks"
     locks.mkdir(mode=0o700)

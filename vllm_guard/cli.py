@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "so is vLLM's weight daemon (`vllm preload`).")
     ps.add_argument("--json", action="store_true", help="print the list as JSON")
     ps.add_argument("--machine", metavar="FILE", help="list the vLLM processes a machine snapshot recorded")
+    ps.add_argument("--lock-dir", metavar="DIR",
+                    help="where guards register (their guard.lock-dir); default: VLLMGUARD_LOCK_DIR, else "
+                    "/run/lock/vllm-guard, else this user's private directory")
 
     checks = command("checks", "list every preflight check id with what it checks")
     checks.add_argument("--json", action="store_true", help="print the list as JSON")

@@ -702,14 +702,14 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
         from vllm_guard.probes.host import process_table
 
         machine = probes.probe_machine(environ=env)
-        directory = lock.lock_dir(None, env)
+        directory = Path(args.lock_dir) if args.lock_dir else lock.lock_dir(None, env)
         entries, notes = registry.read_entries(directory)
         result = instances.find_instances(process_table(), entries, instances.gpu_processes_of(machine))
         for guard_pid in result.stale:
             registry.remove_stale(directory, guard_pid)  # a dead guard's entry, its vLLM gone too
         found, notes = result.instances, [*notes, *result.notes]
         source = f"this host; guards registered in {directory}"
-        if directory != lock.SHARED_LOCK_DIR and not env.get("VLLMGUARD_LOCK_DIR"):
+        if directory != lock.SHARED_LOCK_DIR and not env.get("VLLMGUARD_LOCK_DIR") and not args.lock_dir:
             notes.append(f"{lock.SHARED_LOCK_DIR} does not exist: only this user's guards register where `ps` "
                          "looks (docs/security.md)")
         if not machine.gpus:

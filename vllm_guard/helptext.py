@@ -42,6 +42,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "vllm-guard ps                                          # every vLLM here: guard, state, GPUs, memory",
         "vllm-guard ps --json | jq '.instances[] | select(.state == \"orphaned\")'",
         "vllm-guard ps --machine gpu-01.json                    # the vLLM processes a snapshot recorded",
+        "vllm-guard ps --lock-dir /srv/locks                    # guards whose profile sets guard.lock-dir",
     ),
     "checks": ("vllm-guard checks", "vllm-guard checks --json"),
     "models": ("vllm-guard models", "vllm-guard models --json | jq -r '.models[].id'"),
