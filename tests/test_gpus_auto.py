@@ -241,3 +241,31 @@ def test_auto_takes_only_gpus_of_the_kind_the_preflight_judged(tmp_path: Path) -
     ready = [r for r in rig.records() if r.get("outcome") == "ready"]
     assert ready and ready[0]["gpus"] == [1], rig.records()
     assert "waiting for GPUs" in err
+
+
+def test_with_auto_a_relaxation_is_remembered_for_gpus_of_the_same_kind(tmp_path: Path) -> None:
+    """ladder.remember keys on the GPUs; with "auto" the next start may take another GPU of the same kind."""
+    rig = Rig(tmp_path, weights_gib=16.6)  # the fake's 22.49 GiB GPU: vLLM needs a shorter length than asked
+    env = {**rig.env, "VLLMGUARD_STATE_DIR": str(tmp_path / "state")}
+    profile = rig.profile("max-model-len = 32768", extra='gpus = "auto"')
+    for busy, gpu in (((0,), 1), ((1,), 0)):
+        machine = two_a100(tmp_path, busy=busy, name=f"busy{busy[0]}.json")
+        before = len(rig.records()) if rig.log.exists() else 0
+        guard = subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", "--machine", str(machine), profile],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        try:
+            _wait_new_ready(rig, guard, before)
+        finally:
+            guard.send_signal(signal.SIGTERM)
+            guard.communicate(timeout=30)
+        run = [r for r in rig.records()[before:] if "phase" not in r]
+        assert run[-1]["outcome"] == "ready" and run[-1]["gpus"] == [gpu]
+    assert len(run) == 1 and run[0]["remembered"], "the start on the other A100 did not begin from what was learnt"
+
+
+def _wait_new_ready(rig: Rig, guard: subprocess.Popen[str], before: int) -> None:
+    """Until the attempt log has a ready record after its first ``before`` lines."""
+    deadline = time.monotonic() + 60
+    while not (rig.log.exists() and any(r.get("outcome") == "ready" for r in rig.records()[before:])):
+        assert guard.poll() is None and time.monotonic() < deadline, guard.communicate()
+        time.sleep(0.1)

@@ -210,7 +210,10 @@ class Supervisor:
 
     def _remember_key(self, profile: Profile) -> tuple[Path, remember.Key]:
         build = self.facts.vllm_build
-        key = remember.make_key(profile.sha256, [g.uuid for g in self._gpus()], build.version if build else None)
+        # guard.gpus = "auto" may take other GPUs at each start: what was learnt holds for GPUs of the same kind.
+        gpus = [g.uuid for g in self._gpus()] if profile.setting("gpus") != AUTO_GPUS else \
+            ["{}|{}|{}".format(*_kind(g)) for g in self._gpus()]
+        key = remember.make_key(profile.sha256, gpus, build.version if build else None)
         return remember.path_for(profile.name, self.environ), key
 
     def _remembered(self, original: Profile) -> tuple[Profile, dict[str, Any]]:
