@@ -291,36 +291,50 @@ def test_vllm_command(argv: tuple[str, ...], command: str | None) -> None:
 def test_hostile_entries_are_passed_over(tmp_path: Path) -> None:
     (tmp_path / "instance-1.json").write_text('{"schema": "vllm-guard.instance/1", "guard_pid": "1; rm -rf /"}')
     (tmp_path / "instance-2.json").write_text("x" * (registry.ENTRY_MAX_BYTES + 1))
-    (tmp_path / "instance-3.json").symlink_to("/etc/passwd")
+    (tmp_path / "instance-3.json").symlink_to("/dev/zero")  # never opened: a device could act on an open
     os.mkfifo(tmp_path / "instance-4.json")
-    good = entry(5)
-    assert registry.write_entry(registry.path_for(tmp_path, 6), good) is None  # named 6, says 5
+    (tmp_path / "instance-7.json").write_text("[" * 32000 + "]" * 32000)  # RecursionError in json, under 64 KiB
+    naive = entry(8).to_dict() | {"since": "2025-01-01T00:00:00"}  # no UTC offset: cannot be compared with now
+    (tmp_path / "instance-8.json").write_text(json.dumps(naive))
+    assert registry.write_entry(registry.path_for(tmp_path, 6), entry(5)) is None  # named 6, says 5
     entries, notes = registry.read_entries(tmp_path)
-    assert entries == [] and len(notes) == 5
+    assert entries == [] and len(notes) == 1 and notes[0].startswith("7 file(s)")
 
 
-def test_the_preload_daemon_is_a_named_vllm_holder_on_the_gpu(tmp_path: Path) -> None:
-    """The NVML probe's process info names `vllm preload` and its children, and the free-memory check says
-    what it is instead of listing an unknown python3."""
-    from vllm_guard.probes.host import gpu_process_info
+def test_a_flood_of_files_neither_hides_a_running_guard_nor_floods_the_notes(tmp_path: Path) -> None:
+    for n in range(registry.MAX_ENTRIES + 50):
+        (tmp_path / f"instance-0{n}.json").write_text("{}")  # not the form a guard writes: ignored unread
+        (tmp_path / f"instance-{n + 100_000}.json").write_text("{}")  # dead pids, more than are read
+    live = os.getpid()
+    assert registry.write_entry(registry.path_for(tmp_path, live), entry(live)) is None
+    entries, notes = registry.read_entries(tmp_path, live_pids={live})
+    assert [e.guard_pid for e in entries] == [live]
+    assert len(notes) == 3 and any("not instance-<pid>.json" in n for n in notes), notes
+    assert any("were not read" in n for n in notes), notes
 
-    vllm = vllm_script(tmp_path)
-    daemon = subprocess.Popen([str(vllm), "preload", "--model", "m"])
+
+def test_an_entry_cannot_claim_another_users_vllm() -> None:
+    """A live guard's entry naming a vLLM that is not below it claims nothing: that vLLM is listed as it is."""
+    forged = find_instances(HOST, [entry(80, vllm_pid=70, owner_uid=1000)], {})
+    guard = next(i for i in forged.instances if i.guard_pid == 80)
+    assert guard.pid is None  # pid 70 is not in pid 80's tree
+    assert ("vllm", "running", 70, None) in kinds(forged.instances)
+
+
+def test_ps_survives_what_it_reads(tmp_path: Path) -> None:
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o700)
+    (locks / "instance-7.json").write_text("[" * 32000 + "]" * 32000)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        time.sleep(0.3)
-        assert gpu_process_info(daemon.pid)["name"] == "vllm preload (weight daemon)"
+        naive = entry(sleeper.pid, guard_started=None, vllm_pid=None).to_dict() | {"since": "2025-01-01T00:00:00"}
+        (locks / f"instance-{sleeper.pid}.json").write_text(json.dumps(naive))
+        env = {**os.environ, "VLLMGUARD_LOCK_DIR": str(locks), "PYTHONPATH": str(ROOT)}
+        for args in (["ps"], ["ps", "--json"]):
+            r = subprocess.run([sys.executable, "-m", "vllm_guard", *args], env=env, capture_output=True, text=True,
+                               timeout=60)
+            assert r.returncode == 0 and "2 file(s)" in r.stdout, r.stdout + r.stderr
     finally:
-        daemon.kill()
-        daemon.wait()
-    doc = json.loads(two_a100(tmp_path).read_text())
-    doc["gpus"][0]["processes"] = [{"pid": 99, "name": "vllm preload (weight daemon)", "user": "bob",
-                                    "used_memory_bytes": 70 * GIB}]
-    doc["gpus"][0]["memory_free_bytes"] -= 70 * GIB
-    (tmp_path / "m.json").write_text(json.dumps(doc))
-    proc = subprocess.run([sys.executable, "-m", "vllm_guard", "check", "--json", "--machine", str(tmp_path / "m.json"),
-                           "--gpus", "0", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"],
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}, capture_output=True,
-                          text=True, timeout=60)
-    free = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "gpu.free_memory")
-    assert "vLLM's weight daemon" in free["message"]
-    assert [i.kind for i in from_snapshot(load_machine(tmp_path / "m.json"))] == ["preload"]
+        sleeper.kill()
+        sleeper.wait()
+    assert "does not exist" in " ".join(ps(tmp_path / "nowhere")["notes"])

@@ -48,6 +48,7 @@ class Instance:
     attempt: int | None
     user: str | None
     note: str | None = None
+    uds: str | None = None  # the Unix socket it serves on, instead of a port
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,7 +91,8 @@ def find_instances(procs: Iterable[HostProcess], entries: Iterable[Entry],
     for e in entries:
         if _guard_alive(e, by_pid):
             pids = tree(e.guard_pid)[1:]  # the keeper and vLLM below it, not the guard itself
-            vllm = e.vllm_pid if e.vllm_pid in by_pid else None
+            # Only a vLLM below this guard is its own: an entry naming another user's process claims nothing.
+            vllm = e.vllm_pid if e.vllm_pid in pids else None
             claimed.update(pids, [e.guard_pid])
             found.append(_instance("guard", e.state, vllm, pids, e, by_pid, gpu_processes))
             continue
@@ -163,7 +165,7 @@ def _instance(kind: str, state: str, pid: int | None, pids: Sequence[int], e: En
     if e is not None:
         return Instance(kind, state, pid, tuple(pids), e.guard_pid, e.profile, e.model, e.gpus or gpus, memory,
                         e.port, e.since, e.attempt, top.user if top else by_pid[e.guard_pid].user if e.guard_pid
-                        in by_pid else None, note)
+                        in by_pid else None, note, e.uds)
     return Instance(kind, state, pid, tuple(pids), None, None, _model_of(argv), gpus, memory,
                     _port_of(argv) if vllm_command(argv) == "serve" else None,
                     _iso(top.started) if top is not None else None, None, top.user if top else None, note)

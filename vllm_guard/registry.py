@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, fields, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,35 +112,64 @@ def write_entry(path: Path, entry: Entry) -> str | None:
     return None
 
 
-def read_entries(directory: Path) -> tuple[list[Entry], list[str]]:
-    """Every well-formed entry in the directory, with its owner; and notes on what was passed over."""
+def read_entries(directory: Path, live_pids: Collection[int] | None = None) -> tuple[list[Entry], list[str]]:
+    """Every well-formed entry in the directory, with its owner; and notes on what was passed over.
+
+    Another user can fill a shared directory with files: only names of the exact form ``instance-<pid>.json``
+    count, the entries of processes alive now (``live_pids``) are read first, at most MAX_ENTRIES in all,
+    and what was passed over is summed up in a few notes, never one line per file.
+    """
     entries: list[Entry] = []
-    notes: list[str] = []
+    problems: list[str] = []
     try:
-        names = sorted(n for n in os.listdir(directory) if n.startswith(PREFIX) and n.endswith(".json"))
+        names = os.listdir(directory)
     except FileNotFoundError:
-        return [], []
+        return [], [f"{directory} does not exist: no guard has registered there"]
     except OSError as e:
         return [], [f"cannot read the registry {directory}: {e.strerror or e}"]
-    for name in names[:MAX_ENTRIES]:
-        path = directory / name
+    pids = sorted({pid for name in names if (pid := _pid_of(name)) is not None},
+                  key=lambda pid: (live_pids is not None and pid not in live_pids, pid))
+    odd = sum(1 for name in names if name.startswith(PREFIX) and _pid_of(name) is None)
+    for pid in pids[:MAX_ENTRIES]:
+        path = path_for(directory, pid)
         try:
-            owner = os.lstat(path).st_uid
-            doc = json.loads(read_limited(path, ENTRY_MAX_BYTES))
+            st = os.lstat(path)
+            # Never through a link (it could point at a device that acts on being opened); O_NOFOLLOW too,
+            # for a link put there after the lstat.
+            if stat.S_ISLNK(st.st_mode):
+                raise FileProblem("a symbolic link, not followed")
+            doc = json.loads(read_limited(path, ENTRY_MAX_BYTES, follow_links=False))
         except FileNotFoundError:
             continue  # its guard removed it meanwhile
-        except (OSError, FileProblem, ValueError) as e:
-            notes.append(f"{path}: passed over ({e})")
+        except (OSError, FileProblem, ValueError, RecursionError) as e:  # RecursionError: "[[[[..." nested deep
+            problems.append(f"{path.name}: {str(e)[:200]}")
             continue
         entry = entry_from_dict(doc)
         if entry is None:
-            notes.append(f"{path}: passed over (not a guard's entry)")
-            continue
-        if name != f"{PREFIX}{entry.guard_pid}.json":
-            notes.append(f"{path}: passed over (its name and its guard pid disagree)")
-            continue
-        entries.append(replace(entry, owner_uid=owner))
+            problems.append(f"{path.name}: not a guard's entry")
+        elif entry.guard_pid != pid:
+            problems.append(f"{path.name}: its name and its guard pid disagree")
+        else:
+            entries.append(replace(entry, owner_uid=st.st_uid))
+    notes = []
+    if problems:
+        notes.append(f"{len(problems)} file(s) in {directory} passed over: " + "; ".join(problems[:3])
+                     + ("; ..." if len(problems) > 3 else ""))
+    if odd:
+        notes.append(f"{odd} file(s) in {directory} named like entries but not instance-<pid>.json: ignored")
+    if len(pids) > MAX_ENTRIES:
+        notes.append(f"{len(pids) - MAX_ENTRIES} entries of processes not running now were not read "
+                     f"(more than {MAX_ENTRIES} in {directory})")
     return entries, notes
+
+
+def _pid_of(name: str) -> int | None:
+    """The pid of an entry's file name, only in the form this module writes (no sign, no leading zero)."""
+    digits = name.removeprefix(PREFIX).removesuffix(".json")
+    if not (name.startswith(PREFIX) and name.endswith(".json") and digits.isascii() and digits.isdigit()):
+        return None
+    pid = int(digits)
+    return pid if str(pid) == digits and 0 < pid < 2**31 else None
 
 
 def entry_from_dict(doc: Any) -> Entry | None:
@@ -157,6 +188,8 @@ def entry_from_dict(doc: Any) -> Entry | None:
 
     gpus = doc.get("gpus", [])
     started = doc.get("guard_started")
+    if not _aware_time(doc.get("since")):
+        return None
     ok = (is_int(doc.get("guard_pid")) and isinstance(doc.get("model"), str) and len(doc["model"]) <= 4096
           and doc.get("state") in STATES and isinstance(doc.get("since"), str) and len(doc["since"]) <= 64
           and is_int(doc.get("attempt")) and isinstance(gpus, list) and len(gpus) <= 1024
@@ -170,6 +203,16 @@ def entry_from_dict(doc: Any) -> Entry | None:
                  profile=doc.get("profile"), model=doc["model"], state=doc["state"], since=doc["since"],
                  attempt=doc["attempt"], gpus=tuple(gpus), port=doc.get("port"), uds=doc.get("uds"),
                  keeper_pid=doc.get("keeper_pid"), vllm_pid=doc.get("vllm_pid"))
+
+
+def _aware_time(value: Any) -> bool:
+    """An ISO time with its UTC offset, as the guard writes it (a naive one cannot be compared with now)."""
+    if not isinstance(value, str) or len(value) > 64:
+        return False
+    try:
+        return datetime.fromisoformat(value).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def remove_stale(directory: Path, guard_pid: int) -> bool:

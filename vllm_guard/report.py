@@ -665,6 +665,8 @@ def print_ps(instances: list[Instance], source: str, notes: list[str], stream: T
             t.add_column(col, overflow="fold")
         for i in instances:
             what = i.profile or i.model or "?"
+            if i.uds:
+                what += f" on {i.uds}"
             if i.attempt is not None and i.attempt > 1:
                 what += f" (attempt {i.attempt})"
             if i.note:
@@ -686,9 +688,9 @@ def _age(since: str | None) -> str:
 
     try:
         start = datetime.fromisoformat(since or "")
-    except ValueError:
+        s = max(int((datetime.now(timezone.utc) - start).total_seconds()), 0)
+    except (ValueError, TypeError):  # not a time, or one without its UTC offset
         return "-"
-    s = max(int((datetime.now(timezone.utc) - start).total_seconds()), 0)
     if s < 60:
         return f"{s}s"
     if s < 3600:

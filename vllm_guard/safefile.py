@@ -8,6 +8,7 @@ regular file, and is read up to a size limit.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -25,14 +26,15 @@ class FileProblem(Exception):
     """A file the guard will not use; the message names the path and the reason."""
 
 
-def read_limited(path: Path, max_bytes: int) -> bytes:
-    """The whole content of a regular file of at most ``max_bytes``.
+def read_limited(path: Path, max_bytes: int, *, follow_links: bool = True) -> bytes:
+    """The whole content of a regular file of at most ``max_bytes``; a symbolic link is refused when
+    ``follow_links`` is false (files other users put in a shared directory).
 
     Raises:
         FileNotFoundError: when the path does not exist (callers often have a friendlier message).
         FileProblem: a FIFO, a device, a directory, a file over the limit, or any other read error.
     """
-    fd = _open_regular(path)
+    fd = _open_regular(path, follow_links=follow_links)
     try:
         size = os.fstat(fd).st_size
         if size > max_bytes:
@@ -84,13 +86,15 @@ def read_stream_tail(stream: TextIO, max_chars: int, chunk_chars: int = 1 << 20)
     return text, cut
 
 
-def _open_regular(path: Path) -> int:
+def _open_regular(path: Path, *, follow_links: bool = True) -> int:
     try:
         # O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW))
     except FileNotFoundError:
         raise
     except OSError as e:  # ENAMETOOLONG, EACCES, ELOOP
+        if e.errno == errno.ELOOP and not follow_links:
+            raise FileProblem(f"{path}: a symbolic link, not followed") from None
         raise FileProblem(f"{path}: {e.strerror or e}") from None
     except ValueError:  # a NUL byte in the path
         raise FileProblem(f"{path!r}: not a valid path") from None

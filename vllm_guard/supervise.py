@@ -155,8 +155,8 @@ class Supervisor:
         entry = registry.Entry(
             guard_pid=os.getpid(), guard_started=process_started(os.getpid()),
             profile=str(profile.path) if profile.path else None, model=profile.model, state="starting",
-            since=_now(), attempt=1, gpus=tuple(g.index for g in self._gpus()), port=profile.value("port") or 8000,
-            uds=profile.value("uds"))
+            since=_now(), attempt=1, gpus=tuple(g.index for g in self._gpus()),
+            port=None if profile.value("uds") else profile.value("port") or 8000, uds=profile.value("uds"))
         self.registration = registry.Registration(self.lock_dir, entry, on_error=self.status.message)
 
     def _registry_update(self, **changes: Any) -> None:
