@@ -128,7 +128,7 @@ def test_a_third_chooser_waits_and_takes_the_first_lock_let_go(tmp_path: Path) -
     got = GpuLocks.idlest(tmp_path, lambda: ["GPU-a", "GPU-b"], 1, on_wait=told.append, poll_s=0.01,
                           should_stop=release_b_later)
     assert got is not None and got.uuids == ["GPU-b"]
-    assert len(told) == 1 and "lock is held" in told[0]
+    assert len(told) == 1 and "locks of the others are held" in told[0]
     got.release()
     held[0].release()
     assert GpuLocks.idlest(tmp_path, lambda: ["GPU-a"], 1, on_wait=told.append, should_stop=lambda: True) is not None
@@ -269,3 +269,21 @@ def _wait_new_ready(rig: Rig, guard: subprocess.Popen[str], before: int) -> None
     while not (rig.log.exists() and any(r.get("outcome") == "ready" for r in rig.records()[before:])):
         assert guard.poll() is None and time.monotonic() < deadline, guard.communicate()
         time.sleep(0.1)
+
+
+def test_fewer_gpus_than_the_layout_needs_takes_them_all_at_once(tmp_path: Path) -> None:
+    """A start forced past gpu.count (tensor parallel 4 on two GPUs): vLLM is to say what is missing; the
+    guard must not wait forever for GPUs that do not exist."""
+    told: list[str] = []
+    got = GpuLocks.idlest(tmp_path, lambda: ["GPU-a", "GPU-b"], 4, on_wait=told.append, poll_s=0.01,
+                          should_stop=lambda: True)
+    assert got is not None and got.uuids == ["GPU-a", "GPU-b"] and told == []
+    got.release()
+
+
+@pytest.mark.parametrize("value", ["auto,0", ["auto"], [0, "AUTO"]])
+def test_auto_stands_alone(value: object) -> None:
+    from vllm_guard.options import ValueProblem
+
+    with pytest.raises(ValueProblem, match="stands alone"):
+        parse_gpus(value)

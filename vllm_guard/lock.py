@@ -164,20 +164,24 @@ class GpuLocks:
         while True:
             locks = cls(directory, [], holder)
             taken: list[str] = []
-            for uuid in ranked():
-                if len(taken) == count:
+            candidates = list(ranked())
+            # Fewer GPUs than the layout needs (a start forced past gpu.count): take them all, and vLLM says
+            # what is missing, as it would without the guard. Waiting would never end.
+            wanted = min(count, len(candidates))
+            for uuid in candidates:
+                if len(taken) == wanted:
                     break
                 fd = locks._try(uuid)
                 if fd is not None:
                     locks._fds.append(fd)
                     taken.append(uuid)
-            if len(taken) == count:
+            if len(taken) == wanted:
                 locks.uuids = sorted(taken)
                 return locks
             locks.release()
             if not told:
-                on_wait(f"{count - len(taken)} more GPU(s) needed; every other GPU's launch lock is held by "
-                        "another guard starting now")
+                on_wait(f"{wanted - len(taken)} more GPU(s) needed of {len(candidates)} that qualify; the launch "
+                        "locks of the others are held by guards starting now")
                 told = True
             if should_stop():
                 return None

@@ -561,11 +561,14 @@ def parse_gpus(value: Any) -> tuple[int | str, ...] | str:
     if isinstance(value, str):
         value = [int(v) if v.isdigit() else v for v in (part.strip() for part in value.split(","))]
     items = value if isinstance(value, list) else [value]
+    shown = ", ".join(repr(v) for v in items)
+    if any(isinstance(v, str) and v.strip().lower() == AUTO_GPUS for v in items):
+        raise ValueProblem(f'"auto" stands alone (gpus = "auto"), not in a list of GPUs: got {shown}')
     if not items or not all(
         (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v)
         for v in items
     ):
-        raise ValueProblem(f'expected "auto", or a list of GPU indices (0, 1, ...) or UUIDs, got {value!r}')
+        raise ValueProblem(f'expected "auto", or a list of GPU indices (0, 1, ...) or UUIDs, got {shown}')
     return tuple(items)
 
 
