@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import MACHINES, ROOT, run_cli
 from vllm_guard.checks import FAIL, PASS, WARN, Finding
 from vllm_guard.cluster.checks import ClusterContext, run_cluster_checks
-from vllm_guard.cluster.facts import ClusterFacts, NodeFacts
+from vllm_guard.cluster.facts import NODE_ENV_NAMES, ClusterFacts, NodeFacts
 from vllm_guard.cluster.placement import place
 from vllm_guard.cluster.target import ray_target
 from vllm_guard.errors import SnapshotError
@@ -66,7 +66,9 @@ def findings(tmp_path: Path, nodes: tuple[NodeFacts, ...], *, vllm: str = "", gu
              environ: dict[str, str] | None = None) -> dict[str, Finding]:
     p = profile(tmp_path, vllm, guard, env)
     tp, pp = int(p.value("tensor_parallel_size")), int(p.value("pipeline_parallel_size"))
-    ctx = ClusterContext(p, cluster(nodes), place(nodes, tp, pp), probe_model(str(LLAMA), revision=None, environ={},
+    # As gather_cluster does on a live cluster: every node is asked about the profile's [env] names too.
+    asked = replace(cluster(nodes), env_names=(*NODE_ENV_NAMES, *p.env))
+    ctx = ClusterContext(p, asked, place(nodes, tp, pp), probe_model(str(LLAMA), revision=None, environ={},
                          cache_dir="/nonexistent"), Params.from_values(p.value, p.is_set),
                          {**p.env, **(environ or {})})
     return {f.id: f for f in run_cluster_checks(ctx)}
@@ -277,6 +279,23 @@ def test_check_plans_against_a_cluster_snapshot_offline(tmp_path: Path) -> None:
     assert "cluster.free_memory" in r.out and "FAIL cluster" not in r.out, r.out
 
 
+def test_offline_a_snapshot_answers_only_for_what_it_recorded(tmp_path: Path) -> None:
+    """A cluster snapshot records readability for one model and a fixed set of variables: another model's
+    readability is not judged (nor claimed), and a profile variable it never asked about is not 'unset'."""
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps(cluster(three()).to_dict()))
+    other = tmp_path / "other.toml"
+    other.write_text('[model]\nid = "meta-llama/Llama-3.1-70B-Instruct"\n[vllm]\ntensor-parallel-size = 2\n'
+                     'pipeline-parallel-size = 3\ndistributed-executor-backend = "ray"\n'
+                     '[env]\nPYTORCH_CUDA_ALLOC_CONF = "expandable_segments:True"\n')
+    doc = json.loads(run_cli("check", "--json", "--machine", str(snap), str(other)).out)
+    by_id = {c["id"]: c for c in doc["checks"]}
+    assert by_id["cluster.model_readable"]["status"] == "skip"
+    assert "--model meta-llama/Llama-3.1-70B-Instruct" in by_id["cluster.model_readable"]["fix"]
+    env = by_id["cluster.env"]
+    assert env["status"] == PASS and "not judged: PYTORCH_CUDA_ALLOC_CONF" in env["message"], env
+
+
 def test_a_ray_profile_without_ray_says_how_to_install_it(tmp_path: Path) -> None:
     p = profile(tmp_path)
     # None in sys.modules is how Python itself spells "this module cannot be imported".
@@ -318,3 +337,24 @@ def test_serve_dry_run_against_a_cluster_snapshot_adds_the_ray_backend(tmp_path:
     vllm.chmod(0o755)
     r = run_cli("serve", "--machine", str(snap), str(p), env={"PATH": f"{vllm.parent}:/usr/bin:/bin"})
     assert r.code == 2 and "cannot launch one" in r.err and "--dry-run" in r.err, r.err
+
+
+def test_a_leftover_local_cluster_file_fails_fast_not_after_minutes_of_retries(tmp_path: Path) -> None:
+    """`ray start --head` leaves its address in $RAY_TMPDIR/ray/ray_current_cluster; after the cluster is gone,
+    ray.init("auto") retried that address for minutes. The guard reads it and looks with a quick TCP connect."""
+    import socket
+    import time
+
+    from tests.ray_nodes import need_ray
+
+    need_ray()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}")
+    p = profile(tmp_path)
+    start = time.monotonic()
+    r = run_cli("check", str(p.path), env={"RAY_TMPDIR": str(tmp_path), "RAY_ADDRESS": ""})
+    assert r.code == 4 and "the cluster last started on this machine" in r.err, r.err
+    assert time.monotonic() - start < 30

@@ -413,7 +413,7 @@ def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: 
         raise rayapi.RayUnreachable("no Ray cluster address: none given, RAY_ADDRESS is not set, and no cluster "
                                     "was started on this machine", hint="vllm-guard snapshot --cluster --address "
                                     "HEAD:6379, or run it on the head node (docs/ray.md)")
-    with rayapi.Connection(address) as conn:
+    with rayapi.Connection(address, local_cluster=rayapi.local_cluster_address(env)) as conn:
         cluster = gather_cluster(conn, model=args.model or "", revision=None, env_names=(),
                                  timeout_s=max(args.timeout, 0.1))
     doc = cluster.to_dict()
@@ -703,8 +703,9 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
 
         machine = probes.probe_machine(environ=env)
         directory = Path(args.lock_dir) if args.lock_dir else lock.lock_dir(None, env)
-        entries, notes = registry.read_entries(directory)
-        result = instances.find_instances(process_table(), entries, instances.gpu_processes_of(machine))
+        procs = process_table()
+        entries, notes = registry.read_entries(directory, live_pids={p.pid for p in procs})
+        result = instances.find_instances(procs, entries, instances.gpu_processes_of(machine))
         for guard_pid in result.stale:
             registry.remove_stale(directory, guard_pid)  # a dead guard's entry, its vLLM gone too
         found, notes = result.instances, [*notes, *result.notes]

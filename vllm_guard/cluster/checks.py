@@ -138,6 +138,12 @@ def _comparable(key: str, version: str | None) -> str | None:
 
 
 def check_model_readable(c: ClusterContext) -> Finding:
+    if c.cluster.model != c.profile.model:
+        # A snapshot answers for the model it was taken with (snapshot --cluster --model), not for this one.
+        recorded = f"of {c.cluster.model}" if c.cluster.model else "of no model"
+        return Finding("cluster.model_readable", SKIP, f"the cluster snapshot recorded whether the nodes can read a "
+                       f"model {recorded}, not {c.profile.model}",
+                       f"vllm-guard snapshot --cluster --model {c.profile.model} -o FILE, or check on the live cluster")
     placed = c.placed() or c.answered
     missing = [n for n in placed if n.model_readable is False]
     download = [n for n in placed if n.model_readable is None]
@@ -321,9 +327,13 @@ def check_network(c: ClusterContext) -> Finding:
 
 def check_env(c: ClusterContext) -> Finding:
     lines: list[str] = []
+    unknown: list[str] = []
     for name, value in sorted(c.environ_names.items()):
         carried = name.startswith(COPIED_PREFIXES) and name not in PER_WORKER
         if carried:
+            continue
+        if name not in c.cluster.env_names:  # a snapshot taken without this profile: never asked, not unset
+            unknown.append(name)
             continue
         for n in c.placed() or c.answered:
             if n.is_head:
@@ -333,10 +343,12 @@ def check_env(c: ClusterContext) -> Finding:
                 lines.append(f"node {n.name}: {name} is not set there, and vLLM does not copy it to its Ray workers")
             elif have != value and not is_secret_name(name):  # a secret's value is never compared or shown
                 lines.append(f"node {n.name}: {name}={have} there, {value} on the head")
+    not_asked = (f"; not recorded by the cluster snapshot, so not judged: {', '.join(unknown)}" if unknown else "")
     if lines:
-        return Finding("cluster.env", WARN, "\n".join(lines), "set it on that node before `ray start` (workers inherit "
-                       "the raylet's environment), or use a VLLM_/NCCL_/HF_ variable that vLLM copies")
-    return Finding("cluster.env", PASS, "the variables vLLM does not copy to its workers are the same on every node")
+        return Finding("cluster.env", WARN, "\n".join(lines) + not_asked, "set it on that node before `ray start` "
+                       "(workers inherit the raylet's environment), or use a VLLM_/NCCL_/HF_ variable that vLLM copies")
+    return Finding("cluster.env", PASS,
+                   "the variables vLLM does not copy to its workers are the same on every node" + not_asked)
 
 
 CLUSTER_CHECKS: tuple[Callable[[ClusterContext], Finding], ...] = (

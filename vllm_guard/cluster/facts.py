@@ -15,6 +15,9 @@ from vllm_guard.facts import Gpu, Machine
 
 CLUSTER_SCHEMA = "vllm-guard.cluster/1"
 CLUSTER_CHECK_SCHEMA = "vllm-guard.cluster-check/1"  # check --json on a cluster
+# The variables every node reports (set or not), besides the profile's [env] names.
+NODE_ENV_NAMES = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_IB_DISABLE",
+                  "CUDA_VISIBLE_DEVICES", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN")
 VERSION_KEYS = ("vllm", "torch", "ray", "nccl", "python")
 
 
@@ -74,6 +77,7 @@ class ClusterFacts:
     driver_ray_version: str | None = None  # the Ray the guard connected with
     notes: tuple[str, ...] = ()
     schema: str = CLUSTER_SCHEMA
+    env_names: tuple[str, ...] = NODE_ENV_NAMES  # the variables each node was asked about
 
     @property
     def head(self) -> NodeFacts | None:
@@ -82,7 +86,7 @@ class ClusterFacts:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": self.schema, "address": self.address, "taken_at": self.taken_at, "model": self.model,
                 "driver_ray_version": self.driver_ray_version, "nodes": [n.to_dict() for n in self.nodes],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "env_names": list(self.env_names)}
 
     @classmethod
     def from_dict(cls, data: Any, *, origin: str = "snapshot") -> ClusterFacts:
@@ -135,7 +139,8 @@ class ClusterFacts:
                 raise bad(key, f"expected a string, got {data.get(key)!r}")
         return cls(address=data["address"], taken_at=data["taken_at"], model=data["model"], nodes=tuple(nodes),
                    driver_ray_version=_opt_str(data, "driver_ray_version"),
-                   notes=tuple(str(x) for x in data.get("notes") or ()))
+                   notes=tuple(str(x) for x in data.get("notes") or ()),
+                   env_names=tuple(str(x) for x in data.get("env_names") or NODE_ENV_NAMES))
 
 
 def _opt_str(d: dict[str, Any], key: str) -> str | None:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.cluster.facts import ClusterFacts, NodeFacts, is_cluster_snapshot
+from vllm_guard.cluster.facts import NODE_ENV_NAMES, ClusterFacts, NodeFacts, is_cluster_snapshot
 from vllm_guard.cluster.nodeprobe import probe_node, probe_node_machine
 from vllm_guard.cluster.rayapi import Answer, Connection, NodeEntry
 from vllm_guard.errors import SnapshotError
@@ -66,7 +66,8 @@ def gather_cluster(conn: Connection, *, model: str, revision: str | None, env_na
     # The head first, then by name: the order the report lists them in.
     nodes = tuple(sorted(nodes, key=lambda n: (not n.is_head, n.name)))
     return ClusterFacts(address=conn.address, taken_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-                        model=model, nodes=nodes, driver_ray_version=conn.ray_version())
+                        model=model, nodes=nodes, driver_ray_version=conn.ray_version(),
+                        env_names=tuple(dict.fromkeys((*NODE_ENV_NAMES, *env_names))))
 
 
 def read_snapshot_file(path: Path) -> Any:

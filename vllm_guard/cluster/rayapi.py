@@ -99,8 +99,9 @@ class Connection:
     """The guard connected to a cluster as a Ray driver (its own job). ``close`` disconnects;
     the job's actors (the lock holders) die with it, and with the guard's process."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, *, local_cluster: str | None = None) -> None:
         self.address = address
+        self.local_cluster = local_cluster  # what "auto" means: local_cluster_address() of the guard's environment
         self.ray = _ray()
 
     def open(self) -> Connection:
@@ -110,10 +111,19 @@ class Connection:
             RayUnreachable: nothing answers at the address.
         """
         ray = self.ray
-        where = ("none given (guard.ray-address, RAY_ADDRESS) and none started on this machine"
-                 if self.address == "auto" else f"at {self.address}")
         hint = ("start one (`ray start --head` on the head, `ray start --address=HEAD:6379` on the others), or set "
                 "guard.ray-address / RAY_ADDRESS; docs/ray.md")
+        if self.address == "auto":
+            # "auto" is the address `ray start --head` left on this machine; read it here so that the quick
+            # TCP look below covers it too (a leftover file of a stopped cluster made ray.init retry for minutes).
+            found = self.local_cluster
+            if found is None:
+                raise RayUnreachable("no Ray cluster: none given (guard.ray-address, RAY_ADDRESS) and none "
+                                     "started on this machine", hint=hint)
+            self.address = found
+            where = f"at {found}, the cluster last started on this machine"
+        else:
+            where = f"at {self.address}"
         problem = _tcp_problem(self.address, CONNECT_TIMEOUT_S)
         if problem is not None:  # ray.init would retry an unreachable GCS for minutes (Ray 2.x gcs_client)
             raise RayUnreachable(f"no Ray cluster answered {where}: {problem}", hint=hint)
