@@ -57,6 +57,23 @@ def tree(pid: int) -> set[int]:
     return out
 
 
+@pytest.fixture
+def sleeper() -> Iterator[int]:
+    """A live process of this user, standing in for a vLLM (ps sees processes, not what they do)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def dead_pid() -> int:
+    """The pid of a process that has exited: a guard that is gone."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
 # --- real processes -------------------------------------------------------------------------------------
 
 
@@ -154,56 +171,34 @@ def test_vllm_started_without_a_guard_and_the_preload_daemon(tmp_path: Path) -> 
             p.wait()
 
 
-def test_ps_looks_where_it_is_told(tmp_path: Path) -> None:
+def test_ps_looks_where_it_is_told(tmp_path: Path, sleeper: int, dead_pid: int) -> None:
     """--lock-dir wins over VLLMGUARD_LOCK_DIR: a guard whose profile sets guard.lock-dir registers there."""
     custom = tmp_path / "custom"
     custom.mkdir(mode=0o700)
-    vllm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    try:
-        entry = registry.Entry(guard_pid=dead.pid, guard_started=None, profile="/p.toml", model="m", state="ready",
-                               since="2026-11-30T00:00:00+00:00", attempt=1, vllm_pid=vllm.pid)
-        assert registry.write_entry(registry.path_for(custom, dead.pid), entry) is None
-        assert mine(ps(tmp_path / "elsewhere"), {vllm.pid}) == []
-        doc = ps(tmp_path / "elsewhere", "--lock-dir", str(custom))
-        assert [i["state"] for i in mine(doc, {vllm.pid})] == ["orphaned"] and str(custom) in doc["source"]
-    finally:
-        vllm.kill()
-        vllm.wait()
+    assert registry.write_entry(registry.path_for(custom, dead_pid), entry(dead_pid, vllm_pid=sleeper)) is None
+    assert mine(ps(tmp_path / "elsewhere"), {sleeper}) == []
+    doc = ps(tmp_path / "elsewhere", "--lock-dir", str(custom))
+    assert [i["state"] for i in mine(doc, {sleeper})] == ["orphaned"] and str(custom) in doc["source"]
 
 
-def test_a_stale_entry_is_ignored_and_cleaned(tmp_path: Path) -> None:
+def test_a_stale_entry_is_ignored_and_cleaned(tmp_path: Path, dead_pid: int) -> None:
     locks = tmp_path / "locks"
     locks.mkdir(mode=0o700)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    entry = registry.Entry(guard_pid=dead.pid, guard_started=time.time(), profile="/x.toml", model="m",
-                           state="ready", since="2026-11-30T00:00:00+00:00", attempt=1, gpus=(0,), port=8000)
-    assert registry.write_entry(registry.path_for(locks, dead.pid), entry) is None
+    assert registry.write_entry(registry.path_for(locks, dead_pid), entry(dead_pid, vllm_pid=None)) is None
     doc = ps(locks)
-    assert not [i for i in doc["instances"] if i["guard_pid"] == dead.pid]
-    assert not registry.path_for(locks, dead.pid).exists()
+    assert not [i for i in doc["instances"] if i["guard_pid"] == dead_pid]
+    assert not registry.path_for(locks, dead_pid).exists()
 
 
-def test_a_vllm_whose_guard_died_is_orphaned_by_its_entry(tmp_path: Path) -> None:
+def test_a_vllm_whose_guard_died_is_orphaned_by_its_entry(tmp_path: Path, sleeper: int, dead_pid: int) -> None:
     locks = tmp_path / "locks"
     locks.mkdir(mode=0o700)
-    vllm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    try:
-        entry = registry.Entry(guard_pid=dead.pid, guard_started=None, profile="/p.toml", model="m", state="ready",
-                               since="2026-11-30T00:00:00+00:00", attempt=2, gpus=(1,), port=8000,
-                               vllm_pid=vllm.pid)
-        assert registry.write_entry(registry.path_for(locks, dead.pid), entry) is None
-        found = mine(ps(locks), {vllm.pid})
-        assert len(found) == 1 and found[0]["state"] == "orphaned" and found[0]["gpus"] == [1]
-        assert f"its guard (pid {dead.pid}) is gone" in found[0]["note"]
-        assert registry.path_for(locks, dead.pid).exists()  # kept while its vLLM lives
-    finally:
-        vllm.kill()
-        vllm.wait()
+    assert registry.write_entry(registry.path_for(locks, dead_pid),
+                                entry(dead_pid, guard_started=None, attempt=2, gpus=(1,), vllm_pid=sleeper)) is None
+    found = mine(ps(locks), {sleeper})
+    assert len(found) == 1 and found[0]["state"] == "orphaned" and found[0]["gpus"] == [1]
+    assert f"its guard (pid {dead_pid}) is gone" in found[0]["note"]
+    assert registry.path_for(locks, dead_pid).exists()  # kept while its vLLM lives
 
 
 def test_ps_under_a_snapshot_lists_its_vllm_processes(tmp_path: Path) -> None:
@@ -321,20 +316,15 @@ def test_an_entry_cannot_claim_another_users_vllm() -> None:
     assert ("vllm", "running", 70, None) in kinds(forged.instances)
 
 
-def test_ps_survives_what_it_reads(tmp_path: Path) -> None:
+def test_ps_survives_what_it_reads(tmp_path: Path, sleeper: int) -> None:
     locks = tmp_path / "locks"
     locks.mkdir(mode=0o700)
     (locks / "instance-7.json").write_text("[" * 32000 + "]" * 32000)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        naive = entry(sleeper.pid, guard_started=None, vllm_pid=None).to_dict() | {"since": "2025-01-01T00:00:00"}
-        (locks / f"instance-{sleeper.pid}.json").write_text(json.dumps(naive))
-        env = {**os.environ, "VLLMGUARD_LOCK_DIR": str(locks), "PYTHONPATH": str(ROOT)}
-        for args in (["ps"], ["ps", "--json"]):
-            r = subprocess.run([sys.executable, "-m", "vllm_guard", *args], env=env, capture_output=True, text=True,
-                               timeout=60)
-            assert r.returncode == 0 and "2 file(s)" in r.stdout, r.stdout + r.stderr
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+    naive = entry(sleeper, guard_started=None, vllm_pid=None).to_dict() | {"since": "2025-01-01T00:00:00"}
+    (locks / f"instance-{sleeper}.json").write_text(json.dumps(naive))
+    env = {**os.environ, "VLLMGUARD_LOCK_DIR": str(locks), "PYTHONPATH": str(ROOT)}
+    for args in (["ps"], ["ps", "--json"]):
+        r = subprocess.run([sys.executable, "-m", "vllm_guard", *args], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "2 file(s)" in r.stdout, r.stdout + r.stderr
     assert "does not exist" in " ".join(ps(tmp_path / "nowhere")["notes"])
