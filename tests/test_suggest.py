@@ -97,3 +97,12 @@ def test_the_one_fix_is_spelled_as_the_user_wrote_the_settings() -> None:
     assert tomllib.loads(lines.replace(", ", "\n"))["max-model-len"] > 0
     r = run_cli("check", "--machine", L4, "meta-llama/Llama-3.1-8B-Instruct")
     assert "one fix that passes every check: --max-model-len " in r.out
+
+
+def test_a_list_is_one_pasteable_line() -> None:
+    import tomllib
+
+    from vllm_guard.suggest import toml_line
+
+    line = toml_line("gpus", [1, 2])
+    assert line == "gpus = [1, 2]" and tomllib.loads(line) == {"gpus": [1, 2]}

@@ -11,7 +11,10 @@ import tomli_w
 
 
 def toml_value(value: Any) -> str:
-    """``true``, ``0.85``, ``"fp8"``: the value as it is written on the right of ``=`` in a profile."""
+    """``true``, ``0.85``, ``"fp8"``, ``[0, 1]``: the value as it is written on the right of ``=`` in a profile
+    (one line: tomli-w writes arrays over several)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return tomli_w.dumps({"v": value}).partition("=")[2].strip()
 
 
