@@ -30,6 +30,8 @@ import threading
 import time
 from pathlib import Path
 
+from fake_http import JsonHandler  # next to this script
+
 GIB = 2**30
 HERE = Path(__file__).resolve()
 
@@ -250,7 +252,7 @@ def api_server(argv: list[str]) -> int:
     if scenario.get("chat_template", True):
         log(proc, "Detected the chat template content format to be 'string'.", where="hf.py:648")
 
-    class Health(http.server.BaseHTTPRequestHandler):
+    class Health(JsonHandler):
         def do_GET(self) -> None:
             if self.path == "/v1/models":
                 self._json(200, {"object": "list", "data": [{"id": args.model, "object": "model"}]})
@@ -288,16 +290,6 @@ def api_server(argv: list[str]) -> int:
             else:
                 self._json(400, {"error": {"message": f"The model does not support {self.path}"}})
 
-        def _json(self, status: int, doc: object) -> None:
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *a: object) -> None:
-            pass
 
     server = http.server.ThreadingHTTPServer((args.host or "0.0.0.0", args.port), Health, bind_and_activate=False)
     server.socket.close()

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import http.server
-import json
 import os
 import signal
 import sys
 import threading
 import time
+
+from fake_http import JsonHandler  # next to this script
 
 
 def log(proc: str, level: str, where: str, msg: str) -> None:
@@ -104,26 +105,16 @@ def main() -> int:
     log("EngineCore", "INFO", "kv_cache_utils.py:1205", "GPU KV cache size: 100,000 tokens")
     log("APIServer", "INFO", "api_server.py:139", f"Starting vLLM server on http://{args.host}:{args.port}")
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def do_GET(self) -> None:
             if self.path == "/v1/models":  # the guard's first request asks which model is served
-                self._answer(200, {"data": [{"id": args.model}]})
+                self._json(200, {"data": [{"id": args.model}]})
             else:
-                self._answer(200 if self.path == "/health" else 404, {})
+                self._json(200 if self.path == "/health" else 404, {})
 
         def do_POST(self) -> None:
-            self._answer(200, {"choices": [{"index": 0, "text": " hi"}], "usage": {"completion_tokens": 1}})
+            self._json(200, {"choices": [{"index": 0, "text": " hi"}], "usage": {"completion_tokens": 1}})
 
-        def _answer(self, status: int, doc: object) -> None:
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *a: object) -> None:
-            pass
 
     server = http.server.ThreadingHTTPServer((args.host, args.port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

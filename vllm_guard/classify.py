@@ -424,11 +424,6 @@ _PHASE_WORDS = re.compile(r"Resolved arch|Initializing|took|Memory profiling|KV 
                           r"Graph capturing|Starting vLLM server|RayWorkerWrapper|in world size")
 
 
-def phase_of(line: str) -> str | None:
-    """The start-up phase a log line ends, if it ends one."""
-    return next(iter(phases_of(line)), None)
-
-
 def phases_of(line: str) -> tuple[str, ...]:
     """Every start-up phase a log line ends (a Ray worker's first line may also carry its rank)."""
     line = line[:MAX_LINE_CHARS]

@@ -699,21 +699,22 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
         found = instances.from_snapshot(machine)
         source = f"the snapshot {machine_file}, taken {machine.taken_at}: its GPUs' processes only"
     else:
+        from vllm_guard.probes.gpu import probe_gpus
         from vllm_guard.probes.host import process_table
 
-        machine = probes.probe_machine(environ=env)
+        gpus = probe_gpus().gpus  # only the GPUs and their processes: ps needs no host, disk or cgroup facts
         directory = Path(args.lock_dir) if args.lock_dir else lock.lock_dir(None, env)
         procs = process_table()
         entries, notes = registry.read_entries(directory, live_pids={p.pid for p in procs})
-        result = instances.find_instances(procs, entries, instances.gpu_processes_of(machine))
+        result = instances.find_instances(procs, entries, instances.gpu_processes_of(gpus))
         for guard_pid in result.stale:
             registry.remove_stale(directory, guard_pid)  # a dead guard's entry, its vLLM gone too
-        found, notes = result.instances, [*notes, *result.notes]
+        found = result.instances
         source = f"this host; guards registered in {directory}"
         if directory != lock.SHARED_LOCK_DIR and not env.get("VLLMGUARD_LOCK_DIR") and not args.lock_dir:
             notes.append(f"{lock.SHARED_LOCK_DIR} does not exist: only this user's guards register where `ps` "
                          "looks (docs/security.md)")
-        if not machine.gpus:
+        if not gpus:
             notes.append("no GPU visible here: GPU memory per process is not known")
     if args.json:
         stdout.write(report.ps_json(found, source, notes) + "\n")

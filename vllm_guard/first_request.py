@@ -27,7 +27,6 @@ from vllm_guard.classify import API_SERVER, Diagnosis
 ERROR_CHARS = 500
 _TASKS = re.compile(r"Supported tasks: \[(?P<tasks>[^\]]{0,200})\]")
 _CHAT_TEMPLATE = "Detected the chat template content format"
-POOLING_TASKS = ("embed", "classify", "score", "reward", "token_embed", "token_classify", "encode")
 
 Call = Callable[..., tuple[int, bytes]]
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from vllm_guard.facts import GpuProcess, HostProcess, Machine
+from vllm_guard.facts import Gpu, GpuProcess, HostProcess, Machine
 from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, vllm_command
 from vllm_guard.registry import Entry
 
@@ -60,7 +60,6 @@ class Instance:
 class Found:
     instances: list[Instance]
     stale: list[int]  # guard pids whose entries are left over (guard and vLLM gone): to be removed
-    notes: list[str]
 
 
 def is_vllm(p: HostProcess) -> bool:
@@ -86,7 +85,6 @@ def find_instances(procs: Iterable[HostProcess], entries: Iterable[Entry],
 
     found: list[Instance] = []
     stale: list[int] = []
-    notes: list[str] = []
     claimed: set[int] = set()
     for e in entries:
         if _guard_alive(e, by_pid):
@@ -126,7 +124,7 @@ def find_instances(procs: Iterable[HostProcess], entries: Iterable[Entry],
             by = f"started by {parent.title} (pid {parent.pid})" if parent is not None and not command else \
                 "not started by a guard"
             found.append(_instance("vllm", "running", p.pid, pids, None, by_pid, gpu_processes, note=by))
-    return Found(found, stale, notes)
+    return Found(found, stale)
 
 
 def _reparented(p: HostProcess, parent: HostProcess | None) -> bool:
@@ -198,10 +196,10 @@ def _iso(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=0).isoformat()
 
 
-def gpu_processes_of(machine: Machine) -> dict[int, list[tuple[int, int | None]]]:
+def gpu_processes_of(gpus: Iterable[Gpu]) -> dict[int, list[tuple[int, int | None]]]:
     """pid -> [(GPU index, bytes it holds there)] from NVML's process lists."""
     out: dict[int, list[tuple[int, int | None]]] = {}
-    for g in machine.gpus:
+    for g in gpus:
         for p in g.processes or ():
             out.setdefault(p.pid, []).append((g.index, p.used_memory_bytes))
     return out

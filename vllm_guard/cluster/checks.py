@@ -15,7 +15,7 @@ from typing import Any
 
 from vllm_guard.checkids import CLUSTER_CHECK_IDS
 from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, gib, mib, settle
-from vllm_guard.cluster.facts import ClusterFacts, NodeFacts
+from vllm_guard.cluster.facts import VERSION_KEYS, ClusterFacts, NodeFacts
 from vllm_guard.cluster.placement import Placement
 from vllm_guard.facts import ModelFacts
 from vllm_guard.memory import DEFAULT_UTILIZATION, MIB, Estimate, Params, estimate
@@ -106,7 +106,7 @@ def check_versions(c: ClusterContext) -> Finding:
     head = next((n for n in nodes if n.is_head), nodes[0])
     lines: list[str] = []
     measured: dict[str, Any] = {}
-    for key in ("vllm", "torch", "ray", "nccl", "python"):
+    for key in VERSION_KEYS:
         seen = {n.name: _comparable(key, n.versions.get(key)) for n in nodes}
         measured[key] = sorted({v or "missing" for v in seen.values()})
         if len(set(seen.values())) <= 1:

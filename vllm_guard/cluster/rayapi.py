@@ -43,13 +43,6 @@ class RayUnreachable(GuardError):
     exit_code = ExitCode.PREFLIGHT_FAILED
 
 
-def installed() -> bool:
-    """Whether ``ray`` can be imported, without importing it (importing Ray takes about a second)."""
-    import importlib.util
-
-    return importlib.util.find_spec("ray") is not None
-
-
 def _ray() -> Any:
     try:
         import ray
