@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard import classify as classify_module  # noqa: E402
-from vllm_guard.classify import classify, stage_of  # noqa: E402
+from vllm_guard.diagnose import classify as classify_module  # noqa: E402
+from vllm_guard.diagnose.classify import classify, stage_of  # noqa: E402
 
 
 def every_pattern() -> list[object]:

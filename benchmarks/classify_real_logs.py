@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard.classify import classify  # noqa: E402
+from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 

@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard import classify, ladder  # noqa: E402
+from vllm_guard.diagnose import classify, ladder  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 STAGE_SECONDS = {"before_start": 10, "weight_loading": 60, "profiling": 90, "kv_cache": 100, "cuda_graph": 130,

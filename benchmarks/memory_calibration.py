@@ -2,7 +2,7 @@
 
 Reads ``../shared/data/real-logs/startups/index.json`` (27 successful start-ups from public reports,
 each with vLLM's own figures and the settings it ran with), runs the guard's memory model
-(`vllm_guard.memory.estimate`) on the bundled facts of each start-up's model, and prints, per
+(`vllm_guard.preflight.memory.estimate`) on the bundled facts of each start-up's model, and prints, per
 quantity, predicted against reported with the error in percent, the median and the worst, and the
 vLLM version of each figure. Run: python benchmarks/memory_calibration.py
 
@@ -34,8 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard import memory, model_config  # noqa: E402
-from vllm_guard.facts import Gpu, ModelFacts  # noqa: E402
+from vllm_guard.facts.machine import Gpu, ModelFacts  # noqa: E402
+from vllm_guard.preflight import memory  # noqa: E402
+from vllm_guard.probes import model_config  # noqa: E402
 from vllm_guard.probes.model import _bundled  # noqa: E402
 
 GIB = 2**30

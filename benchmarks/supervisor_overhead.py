@@ -34,7 +34,7 @@ KEEPER_IDLE: list[float] = []  # the keeper's CPU % while vLLM is idle and ready
 
 
 def keeper_of(guard_pid: int) -> int:
-    """The guard's keeper (vllm_guard/keeper.py): its child whose command line names it."""
+    """The guard's keeper (vllm_guard/launch/keeper.py): its child whose command line names it."""
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:

@@ -6,7 +6,7 @@ Run it with the target vLLM's interpreter (the tests never need vLLM installed):
 
 For each entry it records the namespace vLLM parses (only the options that differ from
 a plain `vllm serve m`, the model under "model"), or vLLM's error; then it parses the
-command line the guard would hand vLLM (vllm_guard.options, this checkout) with the same
+command line the guard would hand vLLM (vllm_guard.options.table, this checkout) with the same
 vLLM parser and records whether that namespace is the same.
 """
 
@@ -51,8 +51,8 @@ def vllm_namespace(top: Any, argv: list[str], baseline: dict[str, Any]) -> dict[
 
 
 def main() -> None:
-    from vllm_guard.options import ArgvProblem, load_table, parse_command_line
-    from vllm_guard.vllm_config import read_config
+    from vllm_guard.options.table import ArgvProblem, load_table, parse_command_line
+    from vllm_guard.profile.vllm_config import read_config
 
     version = importlib.metadata.version("vllm").split("+")[0]
     top, _ = build_serve_parser(["serve", "m"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_guard import cli
+from vllm_guard.cli import main as cli
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from vllm_guard import memory, model_config
-from vllm_guard.facts import ModelFacts
+from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.preflight import memory
+from vllm_guard.probes import model_config
 from vllm_guard.probes.model import _bundled, _from_bundled, bundled_models
 
 GIB = 2**30

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from vllm_guard import checkids, checks
+from vllm_guard import checkids
+from vllm_guard.preflight import checks
 
 ROOT = Path(__file__).resolve().parents[1] / "vllm_guard"
 
@@ -16,8 +17,8 @@ def _imports(module: str) -> set[str]:
 
 
 def test_profile_does_not_import_checks() -> None:
-    assert "vllm_guard.checks" not in _imports("profile")
-    assert "vllm_guard.checkids" in _imports("profile") and "vllm_guard.checkids" in _imports("checks")
+    assert "vllm_guard.preflight.checks" not in _imports("profile/load")
+    assert "vllm_guard.checkids" in _imports("profile/load") and "vllm_guard.checkids" in _imports("preflight/checks")
 
 
 def test_checkids_import_nothing_of_the_guard() -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, MACHINES, run_cli
-from vllm_guard import checks
-from vllm_guard.facts import Facts, GpuProcess, Machine
-from vllm_guard.memory import GIB, MIB, Params, estimate
+from vllm_guard.facts.machine import Facts, GpuProcess, Machine
+from vllm_guard.preflight import checks
+from vllm_guard.preflight.memory import GIB, MIB, Params, estimate
 from vllm_guard.probes import gather, load_machine
-from vllm_guard.profile import load_profile
+from vllm_guard.profile.load import load_profile
 
 ENV = {"HF_HUB_OFFLINE": "1", "HOME": "/nonexistent-home"}
 

@@ -53,7 +53,7 @@ def test_exit_codes_are_the_documented_table() -> None:
 
 def test_python_m_works_and_import_has_no_side_effects() -> None:
     heavy = "('pynvml', 'psutil', 'huggingface_hub', 'rich', 'sh')"
-    code = f"import sys, vllm_guard.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
+    code = f"import sys, vllm_guard.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     r = subprocess.run([sys.executable, "-m", "vllm_guard", "--version"], capture_output=True, text=True)
@@ -66,8 +66,8 @@ COMMANDS = ["serve", "check", "snapshot", "explain", "init", "attempts", "checks
 def test_every_option_has_help() -> None:
     import argparse
 
-    from vllm_guard.cli import build_parser
-    from vllm_guard.completion import commands
+    from vllm_guard.cli.completion import commands
+    from vllm_guard.cli.main import build_parser
 
     parser = build_parser()
     assert set(commands(parser)) >= set(COMMANDS)
@@ -85,12 +85,12 @@ def test_command_help_has_examples_and_points_to_the_exit_codes_once(command: st
 
 
 def test_every_command_has_examples() -> None:
-    from vllm_guard.cli import build_parser
-    from vllm_guard.completion import commands
-    from vllm_guard.helptext import EXAMPLES
+    from vllm_guard.cli.completion import commands
+    from vllm_guard.cli.helptext import EXAMPLES
+    from vllm_guard.cli.main import build_parser
 
     missing = set(commands(build_parser())) - set(EXAMPLES)
-    assert not missing, f"add examples for {sorted(missing)} to vllm_guard/helptext.py"
+    assert not missing, f"add examples for {sorted(missing)} to vllm_guard/cli/helptext.py"
 
 
 def test_short_version_flag() -> None:
@@ -117,8 +117,8 @@ def test_bash_completion_completes_commands_and_options() -> None:
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
 def test_zsh_and_fish_completion_name_every_command_and_option(shell: str) -> None:
-    from vllm_guard.cli import build_parser
-    from vllm_guard.completion import commands
+    from vllm_guard.cli.completion import commands
+    from vllm_guard.cli.main import build_parser
 
     script = run_cli("completion", shell).out
     for name, (_, options) in commands(build_parser()).items():

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MACHINES, ROOT, run_cli
-from vllm_guard.checks import FAIL, PASS, WARN, Finding
 from vllm_guard.cluster.checks import ClusterContext, run_cluster_checks
-from vllm_guard.cluster.facts import NODE_ENV_NAMES, ClusterFacts, NodeFacts
 from vllm_guard.cluster.placement import place
 from vllm_guard.cluster.target import ray_target
 from vllm_guard.errors import SnapshotError
-from vllm_guard.facts import GpuProcess, Machine
-from vllm_guard.memory import Params
+from vllm_guard.facts.cluster import NODE_ENV_NAMES, ClusterFacts, NodeFacts
+from vllm_guard.facts.machine import GpuProcess, Machine
+from vllm_guard.preflight.checks import FAIL, PASS, WARN, Finding
+from vllm_guard.preflight.memory import Params
 from vllm_guard.probes.model import probe_model
-from vllm_guard.profile import Profile, load_profile
+from vllm_guard.profile.load import Profile, load_profile
 
 GIB = 2**30
 LLAMA = ROOT / "tests" / "data" / "models" / "llama-3.1-8b"
@@ -299,8 +299,8 @@ def test_offline_a_snapshot_answers_only_for_what_it_recorded(tmp_path: Path) ->
 def test_a_ray_profile_without_ray_says_how_to_install_it(tmp_path: Path) -> None:
     p = profile(tmp_path)
     # None in sys.modules is how Python itself spells "this module cannot be imported".
-    code = ("import sys; sys.modules['ray'] = None; from vllm_guard import cli; "
-            f"sys.exit(cli.main(['check', {str(p.path)!r}], environ={{'HF_HUB_OFFLINE': '1', 'PATH': '/usr/bin'}}))")
+    code = ("import sys; sys.modules['ray'] = None; from vllm_guard.cli.main import main; "
+            f"sys.exit(main(['check', {str(p.path)!r}], environ={{'HF_HUB_OFFLINE': '1', 'PATH': '/usr/bin'}}))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 4, r.stderr
     assert "Ray is not installed" in r.stderr and "pip install 'vllm-guard[ray]'" in r.stderr, r.stderr
@@ -317,8 +317,8 @@ def test_ray_has_one_doorway_and_is_imported_only_when_a_profile_needs_it() -> N
             if any(name == "ray" or name.startswith("ray.") for name in names):
                 importers.add(path.relative_to(ROOT).as_posix())
     assert importers == {"vllm_guard/cluster/rayapi.py"}
-    code = ("import sys; from vllm_guard import cli, commands, report; from vllm_guard.cluster import preflight, "
-            "locks, gather; print('ray' in sys.modules)")
+    code = ("import sys; from vllm_guard.cli import commands; from vllm_guard.report import render; "
+            "from vllm_guard.cluster import preflight, locks, gather; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "False"
 

@@ -11,9 +11,9 @@ import pytest
 import tomllib
 
 from tests.conftest import ROOT
-from vllm_guard.cli import build_parser
-from vllm_guard.options import load_table
-from vllm_guard.profile import load_profile
+from vllm_guard.cli.main import build_parser
+from vllm_guard.options.table import load_table
+from vllm_guard.profile.load import load_profile
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TOP_LEVEL = {"--help", "-h", "--version", "-V", "--debug"}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from vllm_guard.commands import GUARD_OPTIONS
-from vllm_guard.options import choose_table, load_table, table_versions
+from vllm_guard.cli.commands import GUARD_OPTIONS
+from vllm_guard.options.table import choose_table, load_table, table_versions
 
 MACHINE = str(ROOT / "profiles" / "machines" / "l4-24gb.json")
 

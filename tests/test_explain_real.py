@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, run_cli
-from vllm_guard import cli, logread
-from vllm_guard.classify import classify, starts
+from vllm_guard.cli import main as cli
+from vllm_guard.diagnose import logread
+from vllm_guard.diagnose.classify import classify, starts
 
 LOGS = DATA / "logs"
 SHARED = Path(__file__).resolve().parents[2] / "shared"

@@ -17,12 +17,12 @@ import pytest
 import tomli_w
 
 from tests.conftest import MACHINES, ROOT, run_cli
-from vllm_guard import checks
-from vllm_guard.facts import GpuProcess, Machine
-from vllm_guard.fix import Fix, find_fix
-from vllm_guard.memory import GIB
+from vllm_guard.facts.machine import GpuProcess, Machine
+from vllm_guard.preflight import checks
+from vllm_guard.preflight.fix import Fix, find_fix
+from vllm_guard.preflight.memory import GIB
 from vllm_guard.probes import gather, load_machine
-from vllm_guard.profile import load_profile
+from vllm_guard.profile.load import load_profile
 
 if sys.version_info >= (3, 11):
     import tomllib

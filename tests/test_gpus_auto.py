@@ -19,11 +19,11 @@ import pytest
 from tests.conftest import MACHINES
 from tests.test_serve import Rig, no_leftovers  # noqa: F401 (the fixture checks for leftover processes)
 from vllm_guard.errors import UsageError
-from vllm_guard.facts import GpuProcess
-from vllm_guard.lock import GpuLocks
-from vllm_guard.plan import select_gpus
+from vllm_guard.facts.machine import GpuProcess
+from vllm_guard.launch.lock import GpuLocks
+from vllm_guard.launch.plan import select_gpus
 from vllm_guard.probes import load_machine
-from vllm_guard.profile import AUTO_GPUS, apply_environment, load_profile, parse_gpus
+from vllm_guard.profile.load import AUTO_GPUS, apply_environment, load_profile, parse_gpus
 
 GIB = 2**30
 A100X2 = MACHINES / "a100-80gb-x2.json"
@@ -96,7 +96,7 @@ def test_gpus_from_profile_and_environment(tmp_path: Path) -> None:
 CHOOSER = """
 import json, sys, time
 from pathlib import Path
-from vllm_guard.lock import GpuLocks
+from vllm_guard.launch.lock import GpuLocks
 locks = GpuLocks.idlest(Path(sys.argv[1]), lambda: ["GPU-a", "GPU-b"], 1, on_wait=lambda why: None)
 print(json.dumps(locks.uuids), flush=True)
 time.sleep(float(sys.argv[2]))
@@ -283,7 +283,7 @@ def test_fewer_gpus_than_the_layout_needs_takes_them_all_at_once(tmp_path: Path)
 
 @pytest.mark.parametrize("value", ["auto,0", ["auto"], [0, "AUTO"]])
 def test_auto_stands_alone(value: object) -> None:
-    from vllm_guard.options import ValueProblem
+    from vllm_guard.options.table import ValueProblem
 
     with pytest.raises(ValueProblem, match="stands alone"):
         parse_gpus(value)

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from vllm_guard import attempts, lock
 from vllm_guard.errors import GuardError
+from vllm_guard.launch import lock
+from vllm_guard.state import attempts
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
@@ -186,7 +187,7 @@ def test_a_squatter_of_another_user_is_named_by_the_kernel_not_by_its_file(share
 @as_root
 def test_two_users_on_one_gpu_are_serialized(shared_dir: Path) -> None:
     """root holds the GPU's lock; nobody's guard waits for it, then takes it the moment root lets go."""
-    code = ("import sys, time\nfrom pathlib import Path\nfrom vllm_guard import lock\n"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom vllm_guard.launch import lock\n"
             "l = lock.GpuLocks(Path(sys.argv[1]), ['GPU-1'], {})\n"
             "l.acquire(on_wait=lambda u, who: print('waiting for', who, flush=True), poll_s=0.02)\n"
             "print('locked', time.time(), flush=True)\n")
@@ -290,7 +291,7 @@ def test_attempts_refuses_a_fifo(tmp_path: Path) -> None:
 
 
 def test_hostile_lines_are_read_with_cut_evidence_and_no_control_characters() -> None:
-    from vllm_guard.classify import EVIDENCE_CHARS, classify, clean_lines, stage_of
+    from vllm_guard.diagnose.classify import EVIDENCE_CHARS, classify, clean_lines, stage_of
 
     d = classify("y" * (8 * 2**20) + " RuntimeError: boom")  # one huge line without a newline
     assert d.cls == "unknown" and all(len(e) <= EVIDENCE_CHARS + 20 for e in d.evidence)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from vllm_guard import health
+from vllm_guard.launch import health
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

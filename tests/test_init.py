@@ -86,7 +86,7 @@ def _busy_gpu0(tmp_path: Path, free_gib: float = 9.0) -> str:
     import json
     from dataclasses import replace
 
-    from vllm_guard.facts import GpuProcess
+    from vllm_guard.facts.machine import GpuProcess
     from vllm_guard.probes import load_machine
 
     m = load_machine(A100X2)
@@ -133,7 +133,7 @@ def test_init_says_which_layouts_it_tried(tmp_path: Path) -> None:
 def test_tp_sizes_that_split_the_heads() -> None:
     from dataclasses import replace
 
-    from vllm_guard.generate import tp_splits
+    from vllm_guard.preflight.generate import tp_splits
     from vllm_guard.probes.model import probe_model
 
     model = probe_model("meta-llama/Llama-2-13b-hf", revision=None, environ={"HF_HUB_OFFLINE": "1"}, cache_dir=None)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import DATA, L4, ROOT, run_cli
-from vllm_guard import attempts, schemas
+from vllm_guard import schemas
+from vllm_guard.state import attempts
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 TYPES: dict[str, Any] = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float),
@@ -100,7 +101,7 @@ def test_documents_match_their_schema(index: int, tmp_path: Path) -> None:
 
 
 def test_a_registry_entry_matches_its_schema(tmp_path: Path) -> None:
-    from vllm_guard import registry
+    from vllm_guard.state import registry
 
     entry = registry.Entry(guard_pid=4242, guard_started=1.5, profile="/p.toml", model=MODEL, state="relaxed",
                            since="2026-11-30T10:00:00+00:00", attempt=2, gpus=(1,), port=8000, keeper_pid=4243,

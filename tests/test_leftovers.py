@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from vllm_guard import leftovers
+from vllm_guard.launch import leftovers
 
 
 def test_only_the_launchs_own_unheld_files_are_removed(tmp_path: Path) -> None:

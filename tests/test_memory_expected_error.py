@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vllm_guard import memory
-from vllm_guard.facts import Gpu
+from vllm_guard.facts.machine import Gpu
+from vllm_guard.preflight import memory
 from vllm_guard.probes.model import probe_model
 
 GIB = 2**30

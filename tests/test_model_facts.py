@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA
-from vllm_guard.memory import Params, kv_bytes_for_length, kv_bytes_per_token
-from vllm_guard.model_config import normalize
+from vllm_guard.preflight.memory import Params, kv_bytes_for_length, kv_bytes_per_token
 from vllm_guard.probes.model import bundled_models, probe_model
+from vllm_guard.probes.model_config import normalize
 
 MODELS = DATA / "models"
 

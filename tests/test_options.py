@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_guard.options import (
+from vllm_guard.options.table import (
     ArgvProblem,
     ValueProblem,
     coerce_profile_value,

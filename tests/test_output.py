@@ -128,7 +128,7 @@ def test_gpu_count_fix_for_one_gpu_says_no_or_fewer() -> None:
 
 
 def test_attempts_read_at_100_columns(tmp_path: Path) -> None:
-    from vllm_guard import attempts
+    from vllm_guard.state import attempts
 
     log = tmp_path / "p.jsonl"
     attempts.append(log, {"attempt": 1, "started_at": "2026-11-30T10:00:00+00:00", "duration_s": 12.4,

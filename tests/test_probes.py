@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import MACHINES, run_cli
 from tests.fake_nvml import GIB, MIB, NOT_SUPPORTED, Device, FakeNvml, NVMLError_LibraryNotFound, a100, l4
-from vllm_guard.facts import Machine
+from vllm_guard.facts.machine import Machine
 from vllm_guard.probes import load_machine, probe_machine
 from vllm_guard.probes.gpu import probe_gpus
 from vllm_guard.probes.host import cgroup_memory, gpu_process_info, is_orphaned_vllm, port_free

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import L4, run_cli
-from vllm_guard.profile import load_profile
+from vllm_guard.profile.load import load_profile
 
 GOOD = """\
 [model]

@@ -21,11 +21,11 @@ import pytest
 
 from tests.test_gpus_auto import two_a100
 from tests.test_serve import L4, Rig, no_leftovers  # noqa: F401 (the fixture checks for leftover processes)
-from vllm_guard import registry
-from vllm_guard.facts import HostProcess
-from vllm_guard.instances import find_instances, from_snapshot
+from vllm_guard.facts.machine import HostProcess
 from vllm_guard.probes import load_machine
 from vllm_guard.proctitles import vllm_command
+from vllm_guard.state import registry
+from vllm_guard.state.instances import find_instances, from_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -230,7 +230,7 @@ def proc(pid: int, ppid: int, title: str, argv: tuple[str, ...] = (), uid: int =
 HOST = [
     proc(1, 0, "systemd"),
     proc(50, 1, "python3", ("/usr/bin/python3", "/opt/venv/bin/vllm-guard", "serve", "p.toml")),  # a guard
-    proc(51, 50, "python3", ("/usr/bin/python3", "-c", "... from vllm_guard.keeper import main ...")),  # keeper
+    proc(51, 50, "python3", ("/usr/bin/python3", "-c", "... from vllm_guard.launch.keeper import main ...")),  # keeper
     proc(52, 51, "python3", ("/usr/bin/python3", "/opt/venv/bin/vllm", "serve", "m")),
     proc(53, 52, "VLLM::EngineCore"),
     proc(60, 1, "VLLM::EngineCore"),  # orphaned under init

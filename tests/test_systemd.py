@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.test_serve import Rig, fake_processes, gone_soon
-from vllm_guard.notify import Notifier
+from vllm_guard.launch.notify import Notifier
 
 UNITS = [ROOT / "systemd" / "vllm-guard@.service", ROOT / "systemd" / "vllm-guard.service"]
 
@@ -119,7 +119,7 @@ def _seconds(value: str) -> float:
 
 
 def test_stop_timeout_outlasts_the_guards_grace() -> None:
-    from vllm_guard.profile import GUARD_SETTINGS
+    from vllm_guard.profile.load import GUARD_SETTINGS
 
     for unit in UNITS:
         stop = next(r.split("=", 1)[1] for r in unit.read_text().splitlines() if r.startswith("TimeoutStopSec="))

@@ -1,3 +1,3 @@
-from vllm_guard.cli import main
+from vllm_guard.cli.main import main
 
 raise SystemExit(main())

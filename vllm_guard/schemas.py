@@ -6,11 +6,11 @@ while added keys keep the version.
 
 from __future__ import annotations
 
-from vllm_guard.attempts import ATTEMPT_SCHEMA
-from vllm_guard.cluster.facts import CLUSTER_CHECK_SCHEMA, CLUSTER_SCHEMA
-from vllm_guard.facts import MACHINE_SCHEMA
-from vllm_guard.instances import SCHEMA as PS_SCHEMA
-from vllm_guard.registry import SCHEMA as INSTANCE_SCHEMA
+from vllm_guard.facts.cluster import CLUSTER_CHECK_SCHEMA, CLUSTER_SCHEMA
+from vllm_guard.facts.machine import MACHINE_SCHEMA
+from vllm_guard.state.attempts import ATTEMPT_SCHEMA
+from vllm_guard.state.instances import SCHEMA as PS_SCHEMA
+from vllm_guard.state.registry import SCHEMA as INSTANCE_SCHEMA
 
 CHECK = "vllm-guard.check/1"  # check --json
 EXPLAIN = "vllm-guard.explain/1"  # explain --json (with --all: a list of these)

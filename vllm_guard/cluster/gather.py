@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.cluster.facts import NODE_ENV_NAMES, ClusterFacts, NodeFacts, is_cluster_snapshot
 from vllm_guard.cluster.nodeprobe import probe_node, probe_node_machine
 from vllm_guard.cluster.rayapi import Answer, Connection, NodeEntry
 from vllm_guard.errors import SnapshotError
-from vllm_guard.facts import Gpu, Machine
+from vllm_guard.facts.cluster import NODE_ENV_NAMES, ClusterFacts, NodeFacts, is_cluster_snapshot
+from vllm_guard.facts.machine import Gpu, Machine
 
 
 def node_names(entries: Sequence[NodeEntry]) -> dict[str, str]:

@@ -31,7 +31,7 @@ class NodeLockHolder:
 
     def try_acquire(self) -> tuple[bool, str, str]:
         """Take every lock now, or none: (True, the lock directory, "") or (False, the busy GPU, who holds it)."""
-        from vllm_guard import lock
+        from vllm_guard.launch import lock
 
         if self.locks is not None:
             return True, str(self.locks.directory), ""

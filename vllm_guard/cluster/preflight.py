@@ -13,15 +13,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard import checks
-from vllm_guard.checks import SKIP, Finding, Preflight
 from vllm_guard.cluster.checks import IFNAME_VARS, ClusterContext, run_cluster_checks
-from vllm_guard.cluster.facts import ClusterFacts
 from vllm_guard.cluster.placement import Placement, place
 from vllm_guard.cluster.target import RAY, RayTarget
-from vllm_guard.facts import Facts, Host, Machine, ModelFacts
-from vllm_guard.memory import Params
-from vllm_guard.profile import Profile
+from vllm_guard.facts.cluster import ClusterFacts
+from vllm_guard.facts.machine import Facts, Host, Machine, ModelFacts
+from vllm_guard.preflight import checks
+from vllm_guard.preflight.checks import SKIP, Finding, Preflight
+from vllm_guard.preflight.memory import Params
+from vllm_guard.profile.load import Profile
 
 # Single-machine check -> the cluster check that judges it on every node.
 PER_NODE = {"gpu.present": "cluster.gpus", "gpu.count": "cluster.gpus", "gpu.free_memory": "cluster.free_memory",

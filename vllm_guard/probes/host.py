@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.facts import Disk, Host, HostProcess
+from vllm_guard.facts.machine import Disk, Host, HostProcess
 from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, VLLM_CHILD_PREFIXES, vllm_command
 
 # Above this a cgroup v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX pages).

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.facts import Gpu, GpuProcess
+from vllm_guard.facts.machine import Gpu, GpuProcess
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vllm_guard.facts import Gpu, GpuProcess
+from vllm_guard.facts.machine import Gpu, GpuProcess
 from vllm_guard.probes.nvml import GpuProbe
 from vllm_guard.shell import ShellError, run
 

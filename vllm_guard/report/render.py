@@ -12,20 +12,20 @@ from rich.table import Table
 from rich.text import Text
 
 from vllm_guard import schemas
-from vllm_guard.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
-from vllm_guard.classify import Diagnosis
-from vllm_guard.cluster.facts import CLUSTER_CHECK_SCHEMA, ClusterFacts
 from vllm_guard.cluster.placement import Placement
 from vllm_guard.cluster.preflight import ClusterPreflight
-from vllm_guard.facts import Facts, Machine
-from vllm_guard.fix import Fix
-from vllm_guard.instances import SCHEMA as PS_SCHEMA
-from vllm_guard.instances import Instance
-from vllm_guard.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
-from vllm_guard.ladder import Step, Stop
-from vllm_guard.memory import GIB, MIB
-from vllm_guard.plan import LaunchPlan
+from vllm_guard.diagnose.classify import Diagnosis
+from vllm_guard.diagnose.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
+from vllm_guard.diagnose.ladder import Step, Stop
+from vllm_guard.facts.cluster import CLUSTER_CHECK_SCHEMA, ClusterFacts
+from vllm_guard.facts.machine import Facts, Machine
+from vllm_guard.launch.plan import LaunchPlan
+from vllm_guard.preflight.checks import FAIL, PASS, SKIP, WARN, Finding, Preflight
+from vllm_guard.preflight.fix import Fix
+from vllm_guard.preflight.memory import GIB, MIB
 from vllm_guard.redact import mask_url_credentials, printable
+from vllm_guard.state.instances import SCHEMA as PS_SCHEMA
+from vllm_guard.state.instances import Instance
 from vllm_guard.suggest import as_written, flag, previous, toml_line
 
 STATUS_STYLE = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}

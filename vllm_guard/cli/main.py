@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
-        from vllm_guard.helptext import epilog
+        from vllm_guard.cli.helptext import epilog
 
         # The exit-code table is printed once, by `vllm-guard --help`; each command shows its examples.
         p = sub.add_parser(name, help=help_text, description=description or help_text, parents=[common],
@@ -200,7 +200,7 @@ def main(
     stdin: TextIO | None = None,
 ) -> int:
     """Run the CLI and return the exit code. Tests call this directly."""
-    from vllm_guard.pipes import PipeSafe
+    from vllm_guard.cli.pipes import PipeSafe
 
     env = dict(os.environ if environ is None else environ)
     # A reader that leaves early (`| head -1`) must not turn the command's exit status into 1.
@@ -219,7 +219,7 @@ def main(
         if args.command is None:
             build_parser().print_help(out)
             return ExitCode.USAGE
-        from vllm_guard import commands
+        from vllm_guard.cli import commands
 
         return int(commands.dispatch(args, env=env, stdout=out, stderr=err, stdin=stdin))
     except GuardError as e:

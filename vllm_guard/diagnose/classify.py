@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard import logread
-from vllm_guard.logread import MAX_LINE_CHARS, LogLine
+from vllm_guard.diagnose import logread
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 # Stages, in the order vLLM 0.33 goes through them (vllm-reference §3).
 BEFORE_START, LOADING, PROFILING, KV_CACHE, CUDA_GRAPH, API_SERVER = (

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.attempts import state_dir
+from vllm_guard.state.attempts import state_dir
 
 SCHEMA = "vllm-guard.remembered/1"
 MAX_BYTES = 65536

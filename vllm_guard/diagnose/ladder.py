@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.classify import Diagnosis
+from vllm_guard.diagnose.classify import Diagnosis
 
 BLOCK = 16  # vLLM 0.33's default block size: lengths are rounded down to it
 GPU_BUSY_MARGIN_GIB = 0.5  # vLLM measures free memory after its own CUDA context

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.facts import Gpu, ModelFacts
+from vllm_guard.facts.machine import Gpu, ModelFacts
 
 GIB = 2**30
 MIB = 2**20

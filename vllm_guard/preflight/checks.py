@@ -15,10 +15,10 @@ from functools import partial
 from typing import Any
 
 from vllm_guard.checkids import CHECK_IDS, GPU_DEPENDENT
-from vllm_guard.facts import Facts, Gpu
-from vllm_guard.memory import DEFAULT_UTILIZATION, GIB, MIB, Estimate, Params, estimate
+from vllm_guard.facts.machine import Facts, Gpu
+from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, GIB, MIB, Estimate, Params, estimate
 from vllm_guard.proctitles import PRELOAD_NAME
-from vllm_guard.profile import Profile, world_size
+from vllm_guard.profile.load import Profile, world_size
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 

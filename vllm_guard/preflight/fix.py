@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vllm_guard.checks import (
+from vllm_guard.facts.machine import Facts
+from vllm_guard.preflight.checks import (
     DEFAULT_UTILIZATION,
     FAIL,
     Preflight,
@@ -22,9 +23,8 @@ from vllm_guard.checks import (
     preflight,
     world_size,
 )
-from vllm_guard.facts import Facts
-from vllm_guard.memory import GIB, MIB
-from vllm_guard.profile import Profile
+from vllm_guard.preflight.memory import GIB, MIB
+from vllm_guard.profile.load import Profile
 from vllm_guard.suggest import flag, toml_line
 
 # Failures the values below can mend; any other failed check (the port, host RAM, the executable ...)

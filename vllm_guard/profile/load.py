@@ -19,7 +19,7 @@ from typing import Any
 
 from vllm_guard.checkids import ALL_CHECK_IDS
 from vllm_guard.errors import ProfileError, UsageError
-from vllm_guard.options import (
+from vllm_guard.options.table import (
     COMMAND_LINE,
     GUARD,
     PROFILE,

@@ -22,11 +22,14 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from vllm_guard.facts import Gpu, GpuProcess, HostProcess, Machine
+from vllm_guard.facts.machine import Gpu, GpuProcess, HostProcess, Machine
 from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, vllm_command
-from vllm_guard.registry import Entry
+from vllm_guard.state.registry import Entry
 
 SCHEMA = "vllm-guard.ps/1"
+# The keeper's module path in its command line (process._KEEPER_MAIN): today's, and the flat layout's before
+# the packages per stage (vllm_guard.keeper), so that `ps` still knows keepers started before an upgrade.
+KEEPER_MODULES = ("vllm_guard.launch.keeper", "vllm_guard.keeper")
 # A registry entry's start time and the process table's are the same clock, rounded differently.
 STARTED_TOLERANCE_S = 1.0
 ENGINE_PREFIXES = ("VLLM::EngineCor", "VLLM::Worker", "VLLM::DPCoord")
@@ -137,7 +140,7 @@ def _reparented(p: HostProcess, parent: HostProcess | None) -> bool:
 
 def _is_guard(p: HostProcess) -> bool:
     """A guard (`vllm-guard ...`, `python -m vllm_guard ...`) or its keeper (process._KEEPER_MAIN)."""
-    return any(os.path.basename(w) == "vllm-guard" or w == "vllm_guard" or "vllm_guard.keeper" in w
+    return any(os.path.basename(w) == "vllm-guard" or w == "vllm_guard" or any(k in w for k in KEEPER_MODULES)
                for w in p.argv[:4])
 
 

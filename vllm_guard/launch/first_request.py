@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard import health
-from vllm_guard.classify import API_SERVER, Diagnosis
+from vllm_guard.diagnose.classify import API_SERVER, Diagnosis
+from vllm_guard.launch import health
 
 ERROR_CHARS = 500
 _TASKS = re.compile(r"Supported tasks: \[(?P<tasks>[^\]]{0,200})\]")

@@ -9,9 +9,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vllm_guard.facts import Gpu
-from vllm_guard.options import VllmArg
-from vllm_guard.profile import AUTO_GPUS, ENV_PREFIX, Profile
+from vllm_guard.facts.machine import Gpu
+from vllm_guard.options.table import VllmArg
+from vllm_guard.profile.load import AUTO_GPUS, ENV_PREFIX, Profile
 from vllm_guard.redact import (
     MASK,
     SECRET_OPTION_DESTS,

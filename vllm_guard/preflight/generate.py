@@ -14,8 +14,8 @@ from typing import Any
 
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.facts import Facts, Gpu, ModelFacts
-from vllm_guard.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
+from vllm_guard.facts.machine import Facts, Gpu, ModelFacts
+from vllm_guard.preflight.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
 
 CORRIDOR = (0.85, 0.92)
 MIN_USEFUL_LEN = 1024  # ladder.min-max-model-len's default: the shortest context the ladder would accept

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vllm_guard import leftovers, process
+from vllm_guard.launch import leftovers, process
 from vllm_guard.probes.host import descendants, files_held_by
 
 POLL_S = 0.1

@@ -11,11 +11,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from vllm_guard import listings
+from vllm_guard.cli import listings
 from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.options import OptionTable, TableChoice
-from vllm_guard.profile import GUARD_SETTINGS, Profile, apply_cli, drop_in_command_line, drop_in_profile, load_profile
+from vllm_guard.options.table import OptionTable, TableChoice
+from vllm_guard.profile.load import (
+    GUARD_SETTINGS,
+    Profile,
+    apply_cli,
+    drop_in_command_line,
+    drop_in_profile,
+    load_profile,
+)
 
 
 def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
@@ -45,7 +52,7 @@ def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, s
     The option table is the one of the vLLM the guard will run (``pick_table``). Guard
     options found among the vLLM options (``take_trailing_guard_options``) are set on ``args``.
     """
-    from vllm_guard.vllm_config import read_config
+    from vllm_guard.profile.vllm_config import read_config
 
     tokens = ([target] if target is not None else []) + list(vllm_args)
     if not tokens or (tokens[0].startswith("-") and not _names_model(tokens)):
@@ -88,7 +95,7 @@ def _names_model(tokens: list[str]) -> bool:
 def pick_table(executable: str, env: Mapping[str, str], machine_file: str | None) -> TableChoice:
     """The option table for the vLLM that will run: read from its package metadata (fast, no import);
     under --machine, the version the snapshot recorded; otherwise the newest table."""
-    from vllm_guard.options import choose_table
+    from vllm_guard.options.table import choose_table
 
     if machine_file:
         recorded = _snapshot_vllm_version(machine_file)
@@ -164,10 +171,11 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
                ) -> tuple[Any, Any, str, Any]:
     """facts, preflight, the target's name, and the Ray cluster's preflight (None on one machine). With
     ``keep_connection`` a live cluster's connection stays open (the caller closes it): serve holds locks with it."""
-    from vllm_guard import checks, probes
+    from vllm_guard import probes
     from vllm_guard.cluster import rayapi
     from vllm_guard.cluster.preflight import read_cluster_snapshot, run_cluster_preflight
     from vllm_guard.cluster.target import ray_target
+    from vllm_guard.preflight import checks
 
     profile = resolve_target(args.target, args.vllm_args, env, args=args,
                              machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
@@ -195,8 +203,8 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
 
 def with_gpus(profile: Profile, spec: str) -> Profile:
     """--gpus before TARGET: guard.gpus, over the profile and VLLMGUARD_GPUS."""
-    from vllm_guard.options import ValueProblem
-    from vllm_guard.profile import parse_gpus
+    from vllm_guard.options.table import ValueProblem
+    from vllm_guard.profile.load import parse_gpus
 
     try:
         gpus = parse_gpus(spec)
@@ -230,8 +238,8 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
 def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, stderr: TextIO, facts: Any, pre: Any,
            target: str, cp: Any) -> int:
-    from vllm_guard import plan as plan_mod
-    from vllm_guard import report
+    from vllm_guard.launch import plan as plan_mod
+    from vllm_guard.report import render as report
 
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     if args.json and not args.dry_run:  # after _preflight: --json may also follow TARGET
@@ -243,7 +251,7 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
         if cp is not None:
             report.print_cluster_check(cp, target, stdout)
         else:
-            from vllm_guard.fix import find_fix
+            from vllm_guard.preflight.fix import find_fix
 
             fix = find_fix(pre.profile, facts, pre)
             if args.json:
@@ -262,7 +270,7 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
         report.print_cluster_check(cp, target, stderr)
     else:
         report.print_check(pre, facts, target, stderr)
-    from vllm_guard.lock import sharing_note
+    from vllm_guard.launch.lock import sharing_note
 
     for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
         if note:
@@ -273,12 +281,12 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
     if args.exec or pre.profile.setting("mode") == "exec":
-        from vllm_guard.supervise import run_exec
+        from vllm_guard.launch.supervisor import run_exec
 
         stderr.write(f"vllm-guard: exec {plan.command_line()}\n")
         stderr.flush()
         run_exec(plan, env)
-    from vllm_guard.supervise import Supervisor
+    from vllm_guard.launch.supervisor import Supervisor
 
     gpu_probe = None
     if facts.live is not False and not (args.machine or env.get("VLLMGUARD_MACHINE")):
@@ -310,7 +318,7 @@ def _supervise_on_ray(pre: Any, facts: Any, env: Mapping[str, str], status: Any,
 
     from vllm_guard.cluster.gather import gpu_prober
     from vllm_guard.cluster.locks import ClusterLocks, per_node_gpus
-    from vllm_guard.supervise import Supervisor
+    from vllm_guard.launch.supervisor import Supervisor
 
     if cp.connection is None:
         raise UsageError("a cluster snapshot plans a Ray start but cannot launch one: the launch locks are taken on "
@@ -342,8 +350,8 @@ def _require_executable(name: str, env: Mapping[str, str]) -> None:
 
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    from vllm_guard import report
-    from vllm_guard.fix import find_fix
+    from vllm_guard.preflight.fix import find_fix
+    from vllm_guard.report import render as report
 
     if args.list:
         return listings.list_checks(args, env=env, stdout=stdout, stderr=stderr)
@@ -370,7 +378,8 @@ def refuse_existing(output: str | None, force: bool) -> None:
 
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
 
-    from vllm_guard import probes, report
+    from vllm_guard import probes
+    from vllm_guard.report import render as report
 
     refuse_existing(args.output, args.force)
     if args.cluster:
@@ -404,9 +413,9 @@ def _write_snapshot(args: argparse.Namespace, doc: dict[str, Any], stdout: TextI
 
 def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO) -> int:
 
-    from vllm_guard import report
     from vllm_guard.cluster import rayapi
     from vllm_guard.cluster.gather import gather_cluster
+    from vllm_guard.report import render as report
 
     address = args.address or env.get("RAY_ADDRESS") or "auto"
     if address == "auto" and rayapi.local_cluster_address(env) is None:
@@ -427,8 +436,9 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             stdin: TextIO | None = None) -> int:
     import json
 
-    from vllm_guard import classify, ladder, report
-    from vllm_guard.knowledge import STAGE_NAMES
+    from vllm_guard.diagnose import classify, ladder
+    from vllm_guard.diagnose.knowledge import STAGE_NAMES
+    from vllm_guard.report import render as report
     from vllm_guard.suggest import toml_line
 
     if args.unit and args.log is not None:
@@ -534,8 +544,9 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
 
     import tomli_w
 
-    from vllm_guard import __version__, generate, probes
-    from vllm_guard.options import ValueProblem, parse_human_int
+    from vllm_guard import __version__, probes
+    from vllm_guard.options.table import ValueProblem, parse_human_int
+    from vllm_guard.preflight import generate
 
     refuse_existing(args.output, args.force)
     for name in ("tensor_parallel_size", "users"):
@@ -609,7 +620,8 @@ def _check_fitted(body: str, env: Mapping[str, str], machine_file: str | None) -
     """The preflight of the profile init is about to write, on the machine it was fitted to."""
     import tempfile
 
-    from vllm_guard import checks, probes
+    from vllm_guard import probes
+    from vllm_guard.preflight import checks
 
     with tempfile.TemporaryDirectory(prefix="vllm-guard-init-") as tmp:
         path = Path(tmp) / "fitted.toml"
@@ -637,16 +649,16 @@ def _starts_like_json(path: Path) -> bool:
 
 
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    from vllm_guard import attempts as attempt_log
-    from vllm_guard import report
+    from vllm_guard.report import render as report
     from vllm_guard.safefile import FileProblem
+    from vllm_guard.state import attempts as attempt_log
 
     source = args.source or env.get("VLLMGUARD_PROFILE")
     if not source:
         raise UsageError("give a profile, a profile name or an attempt log", hint="vllm-guard attempts PROFILE.toml")
     path = Path(source)
     if args.forget:
-        from vllm_guard import remember
+        from vllm_guard.state import remember
 
         name = load_profile(path, environ=env).name if is_profile_path(source) else source
         where = remember.path_for(name, env)
@@ -690,7 +702,10 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
 
 def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     """Every vLLM on this host: the guards' registry, the process table and NVML's process lists."""
-    from vllm_guard import instances, lock, probes, registry, report
+    from vllm_guard import probes
+    from vllm_guard.launch import lock
+    from vllm_guard.report import render as report
+    from vllm_guard.state import instances, registry
 
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
     notes: list[str] = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_guard.errors import SnapshotError
-from vllm_guard.facts import Gpu, Machine
+from vllm_guard.facts.machine import Gpu, Machine
 
 CLUSTER_SCHEMA = "vllm-guard.cluster/1"
 CLUSTER_CHECK_SCHEMA = "vllm-guard.cluster-check/1"  # check --json on a cluster

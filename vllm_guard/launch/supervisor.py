@@ -20,19 +20,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard import attempts as attempt_log
-from vllm_guard import classify, first_request, health, ladder, lock, process, registry, remember
-from vllm_guard.checks import Preflight, world_size
+from vllm_guard.diagnose import classify, ladder
+from vllm_guard.diagnose.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.facts import Facts, Gpu
-from vllm_guard.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
-from vllm_guard.lock import LaunchLocks
-from vllm_guard.notify import Notifier
-from vllm_guard.plan import LaunchPlan, build_plan, describe_choice, select_gpus
-from vllm_guard.profile import AUTO_GPUS, Profile
+from vllm_guard.facts.machine import Facts, Gpu
+from vllm_guard.launch import first_request, health, lock, process
+from vllm_guard.launch.lock import LaunchLocks
+from vllm_guard.launch.notify import Notifier
+from vllm_guard.launch.plan import LaunchPlan, build_plan, describe_choice, select_gpus
+from vllm_guard.preflight.checks import Preflight, world_size
+from vllm_guard.profile.load import AUTO_GPUS, Profile
 from vllm_guard.redact import mask_url_credentials, printable, redact_text
-from vllm_guard.report import LaunchStatus
+from vllm_guard.report.render import LaunchStatus
+from vllm_guard.state import attempts as attempt_log
+from vllm_guard.state import registry, remember
 
 HEALTH_POLL_S = 0.5
 HEARTBEAT_S = 10.0

@@ -7,7 +7,7 @@ has no parent-death watch (vllm-reference §5). So neither a signal to the proce
 PR_SET_PDEATHSIG(SIGTERM) stops a vLLM whose guard was SIGKILLed while it started: it came up and served
 unsupervised.
 
-Hence the keeper (vllm_guard/keeper.py): a small process in a new session between the guard and vLLM. It
+Hence the keeper (vllm_guard/launch/keeper.py): a small process in a new session between the guard and vLLM. It
 is a child subreaper, so descendants that call setsid() or double-fork stay below it; it notices the
 guard's death as EOF on a socket only the guard holds (SIGKILL and the OOM killer included); and it stops
 the whole tree itself. This module holds the primitives of both sides: the guard's ``spawn`` and
@@ -46,8 +46,10 @@ LineSink = Callable[[bytes, str], None]  # (raw line, "stdout" | "stderr")
 EventSink = Callable[[str], None]
 
 # The keeper runs the very vllm_guard the guard runs, wherever it was imported from.
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_KEEPER_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from vllm_guard.keeper import main; sys.exit(main())"
+# This file is vllm_guard/launch/process.py: three levels up is the directory that holds vllm_guard.
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_KEEPER_MAIN = ("import sys; sys.path.insert(0, sys.argv[1]); from vllm_guard.launch.keeper import main; "
+                "sys.exit(main())")
 
 SIGTERM, SIGINT, SIGKILL, SIGHUP = int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGKILL), int(signal.SIGHUP)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

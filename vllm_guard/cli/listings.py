@@ -33,8 +33,8 @@ def models(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, 
 
 
 def completion(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    from vllm_guard.cli import build_parser
-    from vllm_guard.completion import SHELLS
+    from vllm_guard.cli.completion import SHELLS
+    from vllm_guard.cli.main import build_parser
 
     stdout.write(SHELLS[args.shell](build_parser()))
     return ExitCode.OK
