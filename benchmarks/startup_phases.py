@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from vllm_guard.diagnose.classify import PHASES  # noqa: E402
-from vllm_guard.report.render import phases_line  # noqa: E402
+from vllm_guard.report.live import phases_line  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 VENV = Path(os.environ.get("REAL_VLLM_VENV") or Path.home() / ".cache" / "vllm-guard-real" / "venv")

@@ -112,7 +112,7 @@ def test_rich_markup_in_a_snapshot_is_shown_as_text(tmp_path: Path, where: str) 
 
 def test_the_machine_table_shows_markup_and_control_characters_as_text(tmp_path: Path) -> None:
     from vllm_guard.facts.machine import Machine
-    from vllm_guard.report.render import print_machine
+    from vllm_guard.report.tables import print_machine
 
     hostile = MARKUP + "\x1b[2J\x07"
     data = json.loads(Path(L4).read_text())

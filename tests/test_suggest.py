@@ -11,7 +11,7 @@ import tomllib
 
 from tests.conftest import DATA, run_cli
 from vllm_guard.profile.load import load_profile
-from vllm_guard.report.render import LaunchStatus, ready_line
+from vllm_guard.report.live import LaunchStatus, ready_line
 from vllm_guard.suggest import as_written, flag, previous, toml_line
 
 # (key, value, the profile line, the flag)

@@ -239,7 +239,9 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, stderr: TextIO, facts: Any, pre: Any,
            target: str, cp: Any) -> int:
     from vllm_guard.launch import plan as plan_mod
-    from vllm_guard.report import render as report
+    from vllm_guard.report.check import print_check, print_cluster_check, print_plan
+    from vllm_guard.report.docs import dry_run_json
+    from vllm_guard.report.live import LaunchStatus
 
     plan = plan_mod.build_plan(pre.profile, environ=env, cuda_visible_devices=facts.cuda_visible_devices)
     if args.json and not args.dry_run:  # after _preflight: --json may also follow TARGET
@@ -249,16 +251,16 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
         plan = _ray_plan(plan, cp)
     if args.dry_run:
         if cp is not None:
-            report.print_cluster_check(cp, target, stdout)
+            print_cluster_check(cp, target, stdout)
         else:
             from vllm_guard.preflight.fix import find_fix
 
             fix = find_fix(pre.profile, facts, pre)
             if args.json:
-                stdout.write(report.dry_run_json(pre, facts, target, fix, plan, forced=args.force) + "\n")
+                stdout.write(dry_run_json(pre, facts, target, fix, plan, forced=args.force) + "\n")
                 return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" and not args.force else ExitCode.OK
-            report.print_check(pre, facts, target, stdout, fix)
-        report.print_plan(plan, stdout)
+            print_check(pre, facts, target, stdout, fix)
+        print_plan(plan, stdout)
         if pre.verdict == "fail":
             if args.force:
                 stdout.write("preflight failed; --force: a launch would go ahead anyway\n")
@@ -267,9 +269,9 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
         return ExitCode.OK
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
     if cp is not None:
-        report.print_cluster_check(cp, target, stderr)
+        print_cluster_check(cp, target, stderr)
     else:
-        report.print_check(pre, facts, target, stderr)
+        print_check(pre, facts, target, stderr)
     from vllm_guard.launch.lock import sharing_note
 
     for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
@@ -296,8 +298,8 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO, std
             return probe_gpus().gpus
 
     if cp is not None:
-        return _supervise_on_ray(pre, facts, env, report.LaunchStatus(stdout, stderr), cp)
-    supervisor = Supervisor(pre, facts, environ=env, status=report.LaunchStatus(stdout, stderr),
+        return _supervise_on_ray(pre, facts, env, LaunchStatus(stdout, stderr), cp)
+    supervisor = Supervisor(pre, facts, environ=env, status=LaunchStatus(stdout, stderr),
                             forced=pre.verdict == "fail", gpu_probe=gpu_probe)
     return supervisor.run()
 
@@ -351,22 +353,23 @@ def _require_executable(name: str, env: Mapping[str, str]) -> None:
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard.preflight.fix import find_fix
-    from vllm_guard.report import render as report
+    from vllm_guard.report.check import print_check, print_cluster_check
+    from vllm_guard.report.docs import check_json, cluster_check_json
 
     if args.list:
         return listings.list_checks(args, env=env, stdout=stdout, stderr=stderr)
     facts, pre, target, cp = _preflight(args, env)
     if cp is not None:
         if args.json:
-            stdout.write(report.cluster_check_json(cp, target) + "\n")
+            stdout.write(cluster_check_json(cp, target) + "\n")
         else:
-            report.print_cluster_check(cp, target, stdout)
+            print_cluster_check(cp, target, stdout)
         return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
     fix = find_fix(pre.profile, facts, pre)
     if args.json:
-        stdout.write(report.check_json(pre, facts, target, fix) + "\n")
+        stdout.write(check_json(pre, facts, target, fix) + "\n")
     else:
-        report.print_check(pre, facts, target, stdout, fix)
+        print_check(pre, facts, target, stdout, fix)
     return ExitCode.PREFLIGHT_FAILED if pre.verdict == "fail" else ExitCode.OK
 
 
@@ -379,7 +382,7 @@ def refuse_existing(output: str | None, force: bool) -> None:
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
 
     from vllm_guard import probes
-    from vllm_guard.report import render as report
+    from vllm_guard.report.tables import print_machine
 
     refuse_existing(args.output, args.force)
     if args.cluster:
@@ -388,7 +391,7 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
     doc["vllm_version"] = pick_table(env.get("VLLMGUARD_VLLM_BIN") or "vllm", env, None).vllm_version
-    return _write_snapshot(args, doc, stdout, lambda: report.print_machine(machine, stdout), "snapshot")
+    return _write_snapshot(args, doc, stdout, lambda: print_machine(machine, stdout), "snapshot")
 
 
 def _write_snapshot(args: argparse.Namespace, doc: dict[str, Any], stdout: TextIO, show: Callable[[], None],
@@ -415,7 +418,7 @@ def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: 
 
     from vllm_guard.cluster import rayapi
     from vllm_guard.cluster.gather import gather_cluster
-    from vllm_guard.report import render as report
+    from vllm_guard.report.cluster import print_cluster
 
     address = args.address or env.get("RAY_ADDRESS") or "auto"
     if address == "auto" and rayapi.local_cluster_address(env) is None:
@@ -429,7 +432,7 @@ def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: 
     head = cluster.head
     # The head's vLLM picks the option table when planning against this file elsewhere (--machine).
     doc["vllm_version"] = head.versions.get("vllm") if head is not None else None
-    return _write_snapshot(args, doc, stdout, lambda: report.print_cluster(cluster, stdout), "cluster snapshot")
+    return _write_snapshot(args, doc, stdout, lambda: print_cluster(cluster, stdout), "cluster snapshot")
 
 
 def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
@@ -438,7 +441,8 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
 
     from vllm_guard.diagnose import classify, ladder
     from vllm_guard.diagnose.knowledge import STAGE_NAMES
-    from vllm_guard.report import render as report
+    from vllm_guard.report.docs import explain_json
+    from vllm_guard.report.explain import print_explain
     from vllm_guard.suggest import toml_line
 
     if args.unit and args.log is not None:
@@ -458,7 +462,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
     docs = []
     for start in starts:
         step = ladder.next_step(start.diagnosis, ladder.settings_from_log(start.diagnosis))
-        doc = json.loads(report.explain_json(start.diagnosis, step))
+        doc = json.loads(explain_json(start.diagnosis, step))
         doc.update({"start": start.number, "starts": len(starts), "lines": [start.first_line, start.last_line],
                     "failed": start.failed, "diagnosed": start is chosen})
         docs.append((start, step, doc))
@@ -477,7 +481,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
                              f"{state} during {STAGE_NAMES.get(d.stage, d.stage)}; {change}{mark}\n")
             stdout.write("\n")
         step = next(step for s, step, _ in docs if s is chosen)
-        report.print_explain(chosen.diagnosis, step, stdout)
+        print_explain(chosen.diagnosis, step, stdout)
     return ExitCode.EXPLAIN_UNKNOWN if chosen.diagnosis.cls == "unknown" else ExitCode.OK
 
 
@@ -649,7 +653,7 @@ def _starts_like_json(path: Path) -> bool:
 
 
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    from vllm_guard.report import render as report
+    from vllm_guard.report.tables import print_attempts
     from vllm_guard.safefile import FileProblem
     from vllm_guard.state import attempts as attempt_log
 
@@ -696,7 +700,7 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         stdout.write(json.dumps({"schema": schemas.ATTEMPTS, "log": str(log), "records": records,
                                  "warnings": warnings}, indent=2, default=str) + "\n")
         return ExitCode.OK
-    report.print_attempts(records, str(log), stdout)
+    print_attempts(records, str(log), stdout)
     return ExitCode.OK
 
 
@@ -704,7 +708,8 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
     """Every vLLM on this host: the guards' registry, the process table and NVML's process lists."""
     from vllm_guard import probes
     from vllm_guard.launch import lock
-    from vllm_guard.report import render as report
+    from vllm_guard.report.docs import ps_json
+    from vllm_guard.report.tables import print_ps
     from vllm_guard.state import instances, registry
 
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
@@ -732,7 +737,7 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
         if not gpus:
             notes.append("no GPU visible here: GPU memory per process is not known")
     if args.json:
-        stdout.write(report.ps_json(found, source, notes) + "\n")
+        stdout.write(ps_json(found, source, notes) + "\n")
     else:
-        report.print_ps(found, source, notes, stdout)
+        print_ps(found, source, notes, stdout)
     return ExitCode.OK

@@ -32,7 +32,7 @@ from vllm_guard.launch.plan import LaunchPlan, build_plan, describe_choice, sele
 from vllm_guard.preflight.checks import Preflight, world_size
 from vllm_guard.profile.load import AUTO_GPUS, Profile
 from vllm_guard.redact import mask_url_credentials, printable, redact_text
-from vllm_guard.report.render import LaunchStatus
+from vllm_guard.report.live import LaunchStatus
 from vllm_guard.state import attempts as attempt_log
 from vllm_guard.state import registry, remember
 
