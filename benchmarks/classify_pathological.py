@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from vllm_guard.diagnose import classify as classify_module  # noqa: E402
-from vllm_guard.diagnose.classify import classify, stage_of  # noqa: E402
+from vllm_guard.diagnose import markers, rules  # noqa: E402
+from vllm_guard.diagnose.classify import classify  # noqa: E402
+from vllm_guard.diagnose.markers import stage_of  # noqa: E402
 
 
 def every_pattern() -> list[object]:
@@ -35,8 +37,9 @@ def every_pattern() -> list[object]:
             for item in value:
                 walk(item)
 
-    for name in dir(classify_module):
-        walk(getattr(classify_module, name))
+    for module in (classify_module, markers, rules):
+        for name in dir(module):
+            walk(getattr(module, name))
     return found
 
 K64 = 64 * 1024

@@ -2,7 +2,7 @@
 
 Each strategy drives the fake vLLM of the tests (vLLM 0.33's messages over a simulated
 24 GB GPU) through the same misfit scenarios. The guard's ladder is the real one:
-classify.classify() on vLLM's output, then ladder.next_step(). The blind ladder is
+classify() on vLLM's output, then ladder.next_step(). The blind ladder is
 what existing launchers do: enforce-eager, then halve max-num-seqs, then
 max-model-len - 512 per start, then utilization - 0.05 per start. The restart loop
 starts again unchanged. Simulated start-up time charges each start by the stage it
@@ -25,7 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard.diagnose import classify, ladder  # noqa: E402
+from vllm_guard.diagnose import ladder  # noqa: E402
+from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_vllm.py"
 STAGE_SECONDS = {"before_start": 10, "weight_loading": 60, "profiling": 90, "kv_cache": 100, "cuda_graph": 130,
@@ -72,7 +73,7 @@ def start(work: Path, gpu: dict[str, Any], opts: dict[str, Any]) -> tuple[bool, 
 
 
 def guard_next(text: str, code: int, opts: dict[str, Any], unchanged: int) -> dict[str, Any] | None:
-    d = classify.classify(text, exit_status=code)
+    d = classify(text, exit_status=code)
     s = ladder.Settings(max_model_len=opts.get("max_model_len"), gpu_memory_utilization=opts["gpu_memory_utilization"],
                         max_num_batched_tokens=opts["max_num_batched_tokens"], max_num_seqs=opts["max_num_seqs"],
                         enforce_eager=opts["enforce_eager"], kv_cache_dtype=opts["kv_cache_dtype"])
@@ -102,7 +103,7 @@ def run(strategy: str, gpu: dict[str, Any], first: dict[str, Any], work: Path) -
     unchanged = 0
     for n in range(1, CAP[strategy] + 1):
         ok, text, code = start(work, gpu, opts)
-        stage = classify.classify(text).stage if not ok else "api_server"
+        stage = classify(text).stage if not ok else "api_server"
         seconds += STAGE_SECONDS.get(stage, 60)
         if ok:
             return n, seconds, True

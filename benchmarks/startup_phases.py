@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard.diagnose.classify import PHASES  # noqa: E402
+from vllm_guard.diagnose.markers import PHASES  # noqa: E402
 from vllm_guard.report.live import phases_line  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_vllm.py"

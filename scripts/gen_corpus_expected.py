@@ -51,7 +51,8 @@ def vllm_namespace(top: Any, argv: list[str], baseline: dict[str, Any]) -> dict[
 
 
 def main() -> None:
-    from vllm_guard.options.table import ArgvProblem, load_table, parse_command_line
+    from vllm_guard.options.argv import ArgvProblem, parse_command_line
+    from vllm_guard.options.table import load_table
     from vllm_guard.profile.vllm_config import read_config
 
     version = importlib.metadata.version("vllm").split("+")[0]

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, MACHINES, run_cli
+from vllm_guard.checkids import CHECK_IDS
 from vllm_guard.facts.machine import Facts, GpuProcess, Machine
-from vllm_guard.preflight import checks
+from vllm_guard.preflight.findings import Finding
 from vllm_guard.preflight.memory import GIB, MIB, Params, estimate
+from vllm_guard.preflight.run import preflight
 from vllm_guard.probes import gather, load_machine
 from vllm_guard.profile.load import load_profile
 
@@ -35,12 +37,12 @@ def run(tmp_path: Path, machine_name: str, vllm: str = "", *, model: str = "meta
     facts = gather(profile, environ={**ENV, **(env or {})}, machine_file=str(snap))
     if facts_changes:
         facts = replace(facts, **facts_changes)
-    pre = checks.preflight(profile, facts)
+    pre = preflight(profile, facts)
     run.last = pre  # type: ignore[attr-defined]
     return {f.id: f.status for f in pre.findings}
 
 
-def finding(check_id: str) -> checks.Finding:
+def finding(check_id: str) -> Finding:
     return next(f for f in run.last.findings if f.id == check_id)  # type: ignore[attr-defined]
 
 
@@ -129,7 +131,7 @@ def test_check_table(tmp_path: Path, case: str, name: str, vllm: str, model: str
 
 
 def test_every_check_id_is_covered_by_the_table() -> None:
-    assert {c[5] for c in CASES} | {"gpu.present", "host.nofile"} >= set(checks.CHECK_IDS)
+    assert {c[5] for c in CASES} | {"gpu.present", "host.nofile"} >= set(CHECK_IDS)
 
 
 def test_kv_misfit_gives_the_length_that_fits(tmp_path: Path) -> None:
@@ -210,7 +212,7 @@ def test_disk_fails_when_weights_surely_missing(tmp_path: Path) -> None:
     run(tmp_path, "l4-24gb", "", edit_machine=edit)
     facts = _facts(tmp_path, edit)
     facts = replace(facts, model=replace(facts.model, weights_local=False))
-    pre = checks.preflight(load_profile(tmp_path / "p.toml"), facts)
+    pre = preflight(load_profile(tmp_path / "p.toml"), facts)
     assert {f.id: f.status for f in pre.findings}["host.disk"] == "fail"
 
 

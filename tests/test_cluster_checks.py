@@ -19,10 +19,11 @@ from vllm_guard.cluster.target import ray_target
 from vllm_guard.errors import SnapshotError
 from vllm_guard.facts.cluster import NODE_ENV_NAMES, ClusterFacts, NodeFacts
 from vllm_guard.facts.machine import GpuProcess, Machine
-from vllm_guard.preflight.checks import FAIL, PASS, WARN, Finding
+from vllm_guard.preflight.findings import FAIL, PASS, WARN, Finding
 from vllm_guard.preflight.memory import Params
 from vllm_guard.probes.model import probe_model
-from vllm_guard.profile.load import Profile, load_profile
+from vllm_guard.profile.load import load_profile
+from vllm_guard.profile.model import Profile
 
 GIB = 2**30
 LLAMA = ROOT / "tests" / "data" / "models" / "llama-3.1-8b"

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from vllm_guard.errors import GuardError
-from vllm_guard.options.table import ArgvProblem, CommandLine, OptionTable, load_table, namespace, parse_command_line
+from vllm_guard.options.argv import ArgvProblem, CommandLine, namespace, parse_command_line
+from vllm_guard.options.table import OptionTable, load_table
 from vllm_guard.profile.vllm_config import read_config
 
 CORPUS = Path(__file__).parent / "data" / "corpus"

@@ -168,7 +168,7 @@ def test_a_missing_local_path_is_named() -> None:
 ])
 def test_the_cpu_builds_start_up_lines(name: str, stages: list[str], figures: dict) -> None:
     """The CPU build prints no CUDA-graph phase and its own KV lines; the guard follows them."""
-    from vllm_guard.diagnose.classify import reported, stage_of
+    from vllm_guard.diagnose.markers import reported, stage_of
 
     lines = (LOGS / name).read_text().splitlines()
     seen: list[str] = []

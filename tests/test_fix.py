@@ -18,9 +18,10 @@ import tomli_w
 
 from tests.conftest import MACHINES, ROOT, run_cli
 from vllm_guard.facts.machine import GpuProcess, Machine
-from vllm_guard.preflight import checks
+from vllm_guard.preflight.findings import FAIL
 from vllm_guard.preflight.fix import Fix, find_fix
 from vllm_guard.preflight.memory import GIB
+from vllm_guard.preflight.run import Preflight, preflight
 from vllm_guard.probes import gather, load_machine
 from vllm_guard.profile.load import load_profile
 
@@ -55,10 +56,10 @@ def shared(m: Machine, free_gib: dict[int, float]) -> Machine:
     return replace(m, gpus=tuple(gpus))
 
 
-def preflight_of(profile_path: Path, machine_path: Path) -> tuple[checks.Preflight, Fix | None]:
+def preflight_of(profile_path: Path, machine_path: Path) -> tuple[Preflight, Fix | None]:
     profile = load_profile(profile_path)
     facts = gather(profile, environ=ENV, machine_file=str(machine_path))
-    pre = checks.preflight(profile, facts)
+    pre = preflight(profile, facts)
     return pre, find_fix(pre.profile, facts, pre)
 
 
@@ -74,14 +75,14 @@ def apply(profile_path: Path, fix: Fix, tmp_path: Path) -> Path:
 
 def assert_fix_holds(profile_path: Path, machine_path: Path, tmp_path: Path) -> Fix | None:
     pre, fix = preflight_of(profile_path, machine_path)
-    if pre.verdict != checks.FAIL:
+    if pre.verdict != FAIL:
         assert fix is None
         return None
     assert fix is not None and fix.reason, "a failed check always says what fixes it, or why nothing does"
     if fix.exists:
         fixed, fixed_fix = preflight_of(apply(profile_path, fix, tmp_path), machine_path)
-        failing = [(f.id, f.message) for f in fixed.findings if f.status == checks.FAIL]
-        assert fixed.verdict != checks.FAIL, (fix, failing)
+        failing = [(f.id, f.message) for f in fixed.findings if f.status == FAIL]
+        assert fixed.verdict != FAIL, (fix, failing)
         assert fixed_fix is None
     else:
         assert "does not fit" in fix.reason or "no values" in fix.reason
@@ -129,7 +130,7 @@ def test_shared_h100_gets_utilization_and_length_together(tmp_path: Path) -> Non
     machine_path = write_machine(tmp_path, shared(h100, {0: 18.0}))
     pre, _ = preflight_of(L4_PROFILE, machine_path)
     kv = next(f for f in pre.findings if f.id == "model.kv_fit")
-    assert kv.status == checks.FAIL  # judged at what is free, not at 0.92 x 80 GiB
+    assert kv.status == FAIL  # judged at what is free, not at 0.92 x 80 GiB
     assert any("utilization 0.21" in n for n in pre.notes)
     fix = assert_fix_holds(L4_PROFILE, machine_path, tmp_path)
     assert fix is not None and fix.vllm is not None
@@ -168,7 +169,7 @@ def test_a_failure_the_guard_cannot_mend_gets_no_values(tmp_path: Path) -> None:
     profile = tmp_path / "p.toml"
     profile.write_text('[model]\nid = "meta-llama/Llama-3.1-8B-Instruct"\n[vllm]\ntensor-parallel-size = 2\n')
     pre, fix = preflight_of(profile, MACHINES / "l4-24gb.json")
-    assert pre.verdict == checks.FAIL and fix is not None and not fix.exists and "gpu.count" in fix.reason
+    assert pre.verdict == FAIL and fix is not None and not fix.exists and "gpu.count" in fix.reason
 
 
 def test_passing_check_has_no_fix() -> None:

@@ -23,7 +23,8 @@ from vllm_guard.facts.machine import GpuProcess
 from vllm_guard.launch.lock import GpuLocks
 from vllm_guard.launch.plan import select_gpus
 from vllm_guard.probes import load_machine
-from vllm_guard.profile.load import AUTO_GPUS, apply_environment, load_profile, parse_gpus
+from vllm_guard.profile.load import apply_environment, load_profile
+from vllm_guard.profile.settings import AUTO_GPUS, parse_gpus
 
 GIB = 2**30
 A100X2 = MACHINES / "a100-80gb-x2.json"
@@ -283,7 +284,7 @@ def test_fewer_gpus_than_the_layout_needs_takes_them_all_at_once(tmp_path: Path)
 
 @pytest.mark.parametrize("value", ["auto,0", ["auto"], [0, "AUTO"]])
 def test_auto_stands_alone(value: object) -> None:
-    from vllm_guard.options.table import ValueProblem
+    from vllm_guard.options.values import ValueProblem
 
     with pytest.raises(ValueProblem, match="stands alone"):
         parse_gpus(value)

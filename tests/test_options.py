@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_guard.options.table import (
-    ArgvProblem,
-    ValueProblem,
-    coerce_profile_value,
-    load_table,
-    parse_argv,
-    parse_human_int,
-    render,
-)
+from vllm_guard.options.argv import ArgvProblem, parse_argv
+from vllm_guard.options.table import load_table
+from vllm_guard.options.values import ValueProblem, coerce_profile_value, parse_human_int, render
 
 T = load_table()
 

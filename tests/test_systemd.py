@@ -119,7 +119,7 @@ def _seconds(value: str) -> float:
 
 
 def test_stop_timeout_outlasts_the_guards_grace() -> None:
-    from vllm_guard.profile.load import GUARD_SETTINGS
+    from vllm_guard.profile.settings import GUARD_SETTINGS
 
     for unit in UNITS:
         stop = next(r.split("=", 1)[1] for r in unit.read_text().splitlines() if r.startswith("TimeoutStopSec="))

@@ -15,14 +15,9 @@ from vllm_guard.cli import listings
 from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.options.table import OptionTable, TableChoice
-from vllm_guard.profile.load import (
-    GUARD_SETTINGS,
-    Profile,
-    apply_cli,
-    drop_in_command_line,
-    drop_in_profile,
-    load_profile,
-)
+from vllm_guard.profile.load import apply_cli, drop_in_command_line, drop_in_profile, load_profile
+from vllm_guard.profile.model import Profile
+from vllm_guard.profile.settings import GUARD_SETTINGS
 
 
 def dispatch(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
@@ -175,7 +170,7 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
     from vllm_guard.cluster import rayapi
     from vllm_guard.cluster.preflight import read_cluster_snapshot, run_cluster_preflight
     from vllm_guard.cluster.target import ray_target
-    from vllm_guard.preflight import checks
+    from vllm_guard.preflight.run import preflight
 
     profile = resolve_target(args.target, args.vllm_args, env, args=args,
                              machine_file=args.machine or env.get("VLLMGUARD_MACHINE") or None)
@@ -194,7 +189,7 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
         if not machine_file:
             ray = ray_target(profile, env, local_gpus=len(facts.gpus), local_cluster=local_cluster)
     if ray is None and cluster_file is None and facts is not None:
-        pre = checks.preflight(profile, facts)
+        pre = preflight(profile, facts)
         return facts, replace(pre, notes=(*table_notes(profile), *profile.notes, *pre.notes)), target, None
     cp = run_cluster_preflight(profile, env, ray, machine_file, cluster_file, keep_connection=keep_connection)
     pre = replace(cp.pre, notes=(*table_notes(profile), *profile.notes, *cp.pre.notes))
@@ -203,8 +198,8 @@ def _preflight(args: argparse.Namespace, env: Mapping[str, str], *, keep_connect
 
 def with_gpus(profile: Profile, spec: str) -> Profile:
     """--gpus before TARGET: guard.gpus, over the profile and VLLMGUARD_GPUS."""
-    from vllm_guard.options.table import ValueProblem
-    from vllm_guard.profile.load import parse_gpus
+    from vllm_guard.options.values import ValueProblem
+    from vllm_guard.profile.settings import parse_gpus
 
     try:
         gpus = parse_gpus(spec)
@@ -439,7 +434,9 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             stdin: TextIO | None = None) -> int:
     import json
 
-    from vllm_guard.diagnose import classify, ladder
+    from vllm_guard.diagnose import ladder
+    from vllm_guard.diagnose.classify import last_failed
+    from vllm_guard.diagnose.classify import starts as split_starts
     from vllm_guard.diagnose.knowledge import STAGE_NAMES
     from vllm_guard.report.docs import explain_json
     from vllm_guard.report.explain import print_explain
@@ -457,27 +454,27 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
                          "or as a member of the systemd-journal group")
     if not text.strip():
         raise UsageError("the log is empty: nothing to diagnose")
-    starts = classify.starts(text, exit_status=args.exit_status)
-    chosen = classify.last_failed(starts)
+    found = split_starts(text, exit_status=args.exit_status)
+    chosen = last_failed(found)
     docs = []
-    for start in starts:
+    for start in found:
         step = ladder.next_step(start.diagnosis, ladder.settings_from_log(start.diagnosis))
         doc = json.loads(explain_json(start.diagnosis, step))
-        doc.update({"start": start.number, "starts": len(starts), "lines": [start.first_line, start.last_line],
+        doc.update({"start": start.number, "starts": len(found), "lines": [start.first_line, start.last_line],
                     "failed": start.failed, "diagnosed": start is chosen})
         docs.append((start, step, doc))
     if args.json:
         out = [doc for _, _, doc in docs] if args.all else next(doc for s, _, doc in docs if s is chosen)
         stdout.write(json.dumps(out, indent=2) + "\n")
     else:
-        if args.all or len(starts) > 1:
+        if args.all or len(found) > 1:
             for start, step, _ in docs:
                 d = start.diagnosis
                 state = d.cls if start.failed or d.cls != "unknown" else "no failure seen"
                 change = (f"next: {toml_line(step.param, step.value)}" if isinstance(step, ladder.Step) and step.param
                           else "next: no change" if isinstance(step, ladder.Step) else "next: none")
                 mark = "  <- diagnosed below" if start is chosen else ""
-                stdout.write(f"start {start.number}/{len(starts)} (lines {start.first_line}-{start.last_line}): "
+                stdout.write(f"start {start.number}/{len(found)} (lines {start.first_line}-{start.last_line}): "
                              f"{state} during {STAGE_NAMES.get(d.stage, d.stage)}; {change}{mark}\n")
             stdout.write("\n")
         step = next(step for s, step, _ in docs if s is chosen)
@@ -549,7 +546,7 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     import tomli_w
 
     from vllm_guard import __version__, probes
-    from vllm_guard.options.table import ValueProblem, parse_human_int
+    from vllm_guard.options.values import ValueProblem, parse_human_int
     from vllm_guard.preflight import generate
 
     refuse_existing(args.output, args.force)
@@ -625,14 +622,14 @@ def _check_fitted(body: str, env: Mapping[str, str], machine_file: str | None) -
     import tempfile
 
     from vllm_guard import probes
-    from vllm_guard.preflight import checks
+    from vllm_guard.preflight.run import preflight
 
     with tempfile.TemporaryDirectory(prefix="vllm-guard-init-") as tmp:
         path = Path(tmp) / "fitted.toml"
         path.write_text(body)
         profile = load_profile(path, environ=env, pick_table=lambda exe: pick_table(exe, env, machine_file))
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
-    return checks.preflight(profile, facts)
+    return preflight(profile, facts)
 
 
 def _starts_with(path: Path, magic: bytes) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vllm_guard.profile.load import Profile
+from vllm_guard.profile.model import Profile
 
 RAY = "ray"
 

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose.classify import API_SERVER, Diagnosis
+from vllm_guard.diagnose.classify import Diagnosis
+from vllm_guard.diagnose.markers import API_SERVER
 from vllm_guard.launch import health
 
 ERROR_CHARS = 500

@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vllm_guard.facts.machine import Gpu
-from vllm_guard.options.table import VllmArg
-from vllm_guard.profile.load import AUTO_GPUS, ENV_PREFIX, Profile
+from vllm_guard.options.argv import VllmArg
+from vllm_guard.profile.model import Profile
+from vllm_guard.profile.settings import AUTO_GPUS, ENV_PREFIX
 from vllm_guard.redact import (
     MASK,
     SECRET_OPTION_DESTS,

@@ -20,8 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.diagnose import classify, ladder
+from vllm_guard.diagnose import ladder
+from vllm_guard.diagnose.classify import Diagnosis, classify
 from vllm_guard.diagnose.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
+from vllm_guard.diagnose.markers import BEFORE_START, PHASES, STAGES, phases_of, rendezvous_file, reported, stage_of
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts.machine import Facts, Gpu
@@ -29,8 +31,9 @@ from vllm_guard.launch import first_request, health, lock, process
 from vllm_guard.launch.lock import LaunchLocks
 from vllm_guard.launch.notify import Notifier
 from vllm_guard.launch.plan import LaunchPlan, build_plan, describe_choice, select_gpus
-from vllm_guard.preflight.checks import Preflight, world_size
-from vllm_guard.profile.load import AUTO_GPUS, Profile
+from vllm_guard.preflight.run import Preflight
+from vllm_guard.profile.model import Profile, world_size
+from vllm_guard.profile.settings import AUTO_GPUS
 from vllm_guard.redact import mask_url_credentials, printable, redact_text
 from vllm_guard.report.live import LaunchStatus
 from vllm_guard.state import attempts as attempt_log
@@ -67,7 +70,7 @@ class Attempt:
     started_mono: float = 0.0
     outcome: str = ""  # ready | failed | stopped
     exit_status: int | None = None
-    diagnosis: classify.Diagnosis | None = None
+    diagnosis: Diagnosis | None = None
     step: ladder.Step | ladder.Stop | None = None
     reported: dict[str, Any] = field(default_factory=dict)
     label: str = ""
@@ -442,7 +445,7 @@ class Supervisor:
                 if code is not None:
                     attempt.exit_status = self._stop_child(child)
                     attempt.outcome = "failed"
-                    attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
+                    attempt.diagnosis = classify("\n".join(child.tail), exit_status=code)
                     return None
                 if self.ready(plan.health_url):
                     tracker.mark("health")
@@ -452,14 +455,14 @@ class Supervisor:
                         tracker.mark("first_request")
                     child.mark_ready()
                     attempt.outcome = "ready"
-                    attempt.reported = {**classify.reported(list(child.tail)),
+                    attempt.reported = {**reported(list(child.tail)),
                                         "time_to_ready_s": round(self.clock() - start, 1)}
                     return child
                 now = self.clock()
                 if now - start > timeout:
                     attempt.exit_status = self._stop_child(child)
                     attempt.outcome = "failed"
-                    attempt.diagnosis = classify.Diagnosis(
+                    attempt.diagnosis = Diagnosis(
                         "startup_timeout", tracker.stage, {"startup_timeout_s": timeout},
                         tuple(list(child.tail)[-3:]))
                     return None
@@ -500,7 +503,7 @@ class Supervisor:
         if code is not None:  # vLLM died on its first request: its log says why
             attempt.exit_status = self._stop_child(child)
             attempt.outcome = "failed"
-            attempt.diagnosis = classify.classify("\n".join(child.tail), exit_status=code)
+            attempt.diagnosis = classify("\n".join(child.tail), exit_status=code)
             return False
         if results and all(r.ok for r in results):
             return True
@@ -539,7 +542,7 @@ class Supervisor:
         self._wait_memory_released()
         return code
 
-    def _recheck_free_memory(self, profile: Profile) -> classify.Diagnosis | None:
+    def _recheck_free_memory(self, profile: Profile) -> Diagnosis | None:
         """Under the lock, look again: another start may have taken the memory since preflight."""
         if self.gpu_probe is None:
             return None
@@ -550,8 +553,8 @@ class Supervisor:
                 need = math.ceil(g.memory_total_bytes * util)
                 if g.memory_free_bytes < need:
                     gib = 2**30
-                    return classify.Diagnosis(
-                        "gpu_busy", classify.BEFORE_START,
+                    return Diagnosis(
+                        "gpu_busy", BEFORE_START,
                         {"free_gib": round(g.memory_free_bytes / gib, 2), "total_gib": round(g.memory_total_bytes / gib,
                                                                                               2),
                          "utilization": util, "requested_gib": round(need / gib, 2)},
@@ -660,7 +663,7 @@ class Supervisor:
 
     def _point_to_explain(self, child: process.Child, status: int | None) -> None:
         """Exit 6: vLLM's last error lines, and where the whole diagnosis is."""
-        diagnosis = classify.classify("\n".join(child.tail), exit_status=status)
+        diagnosis = classify("\n".join(child.tail), exit_status=status)
         for line in diagnosis.evidence[-5:]:
             # vLLM's output: no control characters, no credentials of a URL.
             self.status.message(f"  {printable(mask_url_credentials(line), 500)}", style="")
@@ -728,7 +731,7 @@ class _PhaseTracker:
         self.label = label
         self.clock = clock
         self.start = self.last_output = clock()
-        self.stage = classify.BEFORE_START
+        self.stage = BEFORE_START
 
     @property
     def stage_name(self) -> str:
@@ -741,14 +744,14 @@ class _PhaseTracker:
             line = raw.decode(errors="replace")
             if not self._phase_times:
                 self.mark("first_line")
-            for phase in classify.phases_of(line):
+            for phase in phases_of(line):
                 self.mark(phase)
             if self.claim is not None and "file://" in line:
-                path = classify.rendezvous_file(line)
+                path = rendezvous_file(line)
                 if path is not None:
                     self.claim(path)
-            stage = classify.stage_of(line)
-            if stage is not None and classify.STAGES.index(stage) > classify.STAGES.index(self.stage):
+            stage = stage_of(line)
+            if stage is not None and STAGES.index(stage) > STAGES.index(self.stage):
                 self.stage = stage
                 self._report(heartbeat=False)
         return on_line
@@ -758,7 +761,7 @@ class _PhaseTracker:
         self._phase_times.setdefault(phase, round(self.clock() - self.start, 2))
 
     def phases(self) -> dict[str, float | None]:
-        return {name: self._phase_times.get(name) for name in classify.PHASES}
+        return {name: self._phase_times.get(name) for name in PHASES}
 
     def heartbeat(self) -> None:
         self._report(heartbeat=True)

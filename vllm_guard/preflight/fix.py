@@ -15,16 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_guard.facts.machine import Facts
-from vllm_guard.preflight.checks import (
-    DEFAULT_UTILIZATION,
-    FAIL,
-    Preflight,
-    available_utilization,
-    preflight,
-    world_size,
-)
-from vllm_guard.preflight.memory import GIB, MIB
-from vllm_guard.profile.load import Profile
+from vllm_guard.preflight.findings import FAIL
+from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, GIB, MIB
+from vllm_guard.preflight.run import Preflight, available_utilization, preflight
+from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.suggest import flag, toml_line
 
 # Failures the values below can mend; any other failed check (the port, host RAM, the executable ...)

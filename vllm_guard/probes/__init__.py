@@ -18,7 +18,7 @@ from typing import Any
 from vllm_guard.errors import SnapshotError
 from vllm_guard.facts.machine import Facts, Machine, ModelFacts
 from vllm_guard.launch.plan import select_gpus
-from vllm_guard.profile.load import Profile, world_size
+from vllm_guard.profile.model import Profile, world_size
 
 
 def probe_machine(

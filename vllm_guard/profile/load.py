@@ -13,193 +13,43 @@ import math
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from vllm_guard.checkids import ALL_CHECK_IDS
 from vllm_guard.errors import ProfileError, UsageError
-from vllm_guard.options.table import (
+from vllm_guard.options.argv import (
     COMMAND_LINE,
-    GUARD,
     PROFILE,
     ArgvProblem,
     ConfigReader,
-    OptionTable,
-    TableChoice,
-    ValueProblem,
     VllmArg,
-    choose_table,
-    coerce_profile_value,
-    load_table,
-    not_a_bool,
     parse_argv,
     parse_command_line,
-    parse_human_int,
+)
+from vllm_guard.options.table import OptionTable, TableChoice, choose_table
+from vllm_guard.options.values import ValueProblem, coerce_profile_value, not_a_bool, parse_human_int
+from vllm_guard.profile.model import Profile, TablePicker, newest_table
+from vllm_guard.profile.settings import (
+    CHECK_SETTINGS,
+    ENV_PREFIX,
+    GUARD_SETTINGS,
+    LADDER_SETTINGS,
+    SUBTABLES,
+    Setting,
+    parse_duration,
+    parse_gpus,
 )
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-ENV_PREFIX = "VLLMGUARD_"
 # No path (PATH_MAX) and no Hugging Face id is longer: a longer "model" is a mistake, and the file system
 # would answer it with ENAMETOOLONG deep inside a probe.
 MODEL_ID_MAX_CHARS = 4096
 TOP_LEVEL_TABLES = ("model", "vllm", "env", "guard")
-_MISSING: Any = object()
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One key of ``[guard]`` or its sub-tables: its type, default and meaning."""
-
-    kind: str  # str | bool | int | float | gpus | str_list | len | duration | choice
-    default: Any
-    help: str
-    env: str | None = None
-    minimum: float | None = None
-    choices: tuple[str, ...] = ()
-    maximum: float | None = None
-
-
-# The guard's own settings. Each later capability adds the keys it uses, here.
-GUARD_SETTINGS: dict[str, Setting] = {
-    "vllm": Setting("str", "vllm", "vLLM executable: a name on PATH or a path", env="VLLMGUARD_VLLM_BIN"),
-    "gpus": Setting("gpus", None, 'GPUs to use: NVML indices or UUIDs, or "auto" (the idlest the layout needs, '
-                    "chosen under the launch locks); default: all that vLLM would see", env="VLLMGUARD_GPUS"),
-    "allow-unknown-vllm-options": Setting(
-        "bool", False, "pass [vllm] keys that vLLM 0.33 does not know (for a newer vLLM)"
-    ),
-    "max-model-len-cap": Setting("len", None, 'upper bound for max-model-len = "auto"', minimum=1),
-    "mode": Setting("choice", "supervise", "supervise (ladder, supervision) or exec (replace the guard by vLLM)",
-                    choices=("supervise", "exec")),
-    "startup-timeout": Setting("duration", 1800.0, "seconds (or \"30m\") from launch until /health must answer",
-                               minimum=1),
-    "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
-    "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
-    "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),
-    "first-request": Setting("bool", True, "ready only once a first real request (one token) is answered"),
-    "first-request-timeout": Setting("duration", 120.0, "seconds the first request may take", minimum=1),
-    "health-interval": Setting("duration", 10.0, "while ready: seconds between looks at /health", minimum=0.1),
-    "health-failures": Setting("int", 3, "while ready: /health misses in a row after which vLLM is stopped "
-                               "(exit 6, so systemd restarts it); never fewer than 2", minimum=2),
-    # Ray (docs/ray.md). The guard's own key, never env VLLMGUARD_*: RAY_ADDRESS is already Ray's own variable.
-    "ray-address": Setting("str", None, "the Ray cluster (host:port or ray://...); default RAY_ADDRESS, else the "
-                           "cluster started on this machine"),
-    "ray-node-timeout": Setting("duration", 5.0, "seconds each Ray node has to answer the preflight probe",
-                                minimum=0.1),
-    "ray-tensor-parallel-across-nodes": Setting("bool", False, "let a tensor-parallel group span nodes (slow "
-                                                "without a fast interconnect); default: within a node"),
-}
-LADDER_SETTINGS: dict[str, Setting] = {
-    "max-attempts": Setting("int", 5, "starts in all, the first included", minimum=1),
-    "min-max-model-len": Setting("len", 1024, "never lower max-model-len below this", minimum=1),
-    "min-gpu-memory-utilization": Setting("float", 0.5, "never lower utilization below this", minimum=0.01,
-                                          maximum=1),
-    "max-gpu-memory-utilization": Setting("float", 0.95, "never raise utilization above this", minimum=0.01,
-                                          maximum=1),
-    "allow-lower-utilization": Setting("bool", True, "gpu_busy: lower utilization to what is free"),
-    "allow-fp8-kv-cache": Setting("bool", True, "kv_cache_too_small at the floor: try kv-cache-dtype fp8"),
-    "allow-enforce-eager": Setting("bool", True, "OOM in graph capture or profiling: try enforce-eager"),
-    "wait-for-gpu": Setting("duration", 600.0, "gpu_busy: how long to wait for the GPU to free up", minimum=0),
-    "gpu-poll-interval": Setting("duration", 5.0, "gpu_busy: seconds between looks at the GPU", minimum=0.05),
-    "remember": Setting("bool", True, "start from the relaxations that worked last time (same profile, GPUs "
-                        "and vLLM); `vllm-guard attempts --forget PROFILE` drops them"),
-}
-CHECK_SETTINGS: dict[str, Setting] = {
-    "skip": Setting("str_list", (), "check ids not to run"),
-    "warn-only": Setting("str_list", (), "check ids whose failure is only a warning"),
-    "min-concurrency": Setting("float", None, "warn when full-length requests that fit at once are fewer", minimum=0),
-    "host-ram-factor": Setting("float", 2.0, "host memory needed, as a multiple of the weight size", minimum=0),
-    "free-memory-margin-mib": Setting(
-        "int", 512, "free GPU memory wanted above the budget: vLLM measures after its own CUDA context",
-        minimum=0,
-    ),
-    "shm-fail-mib": Setting("int", 200, "/dev/shm free below this fails with tensor parallel > 1", minimum=0),
-    "shm-warn-mib": Setting("int", 1024, "/dev/shm free below this warns", minimum=0),
-    "disk-headroom": Setting("float", 0.10, "free disk wanted above the weight size, as a fraction", minimum=0),
-    "nofile-min": Setting("int", 65536, "warn when the open-files soft limit is below this", minimum=0),
-}
-SUBTABLES: dict[str, dict[str, Setting]] = {"checks": CHECK_SETTINGS, "ladder": LADDER_SETTINGS}
-
-
-@dataclass(frozen=True)
-class Profile:
-    """Everything the guard needs to know about one model deployment."""
-
-    model: str
-    revision: str | None = None
-    args: tuple[VllmArg, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    guard: Mapping[str, Any] = field(default_factory=dict)
-    checks: Mapping[str, Any] = field(default_factory=dict)
-    ladder: Mapping[str, Any] = field(default_factory=dict)
-    path: Path | None = None
-    sha256: str | None = None
-    overridden: tuple[str, ...] = ()  # keys set by the command line or the environment
-    table_choice: TableChoice | None = field(default=None, compare=False, repr=False)
-    config_file: str | None = None  # `--config FILE` of a drop-in command line, handed to vLLM as given
-    model_origin: str = COMMAND_LINE  # where the model came from: the command line, a profile or a --config file
-    notes: tuple[str, ...] = ()
-
-    @property
-    def options(self) -> OptionTable:
-        """The option table of the vLLM this profile will run (the newest when not chosen)."""
-        return self.table_choice.table if self.table_choice is not None else load_table()
-
-    @property
-    def name(self) -> str:
-        if self.path is not None:
-            return self.path.stem
-        return self.model.rstrip("/").rsplit("/", 1)[-1]
-
-    def value(self, dest: str, default: Any = _MISSING) -> Any:
-        """The effective value of a vLLM option: the last one given, else vLLM's default."""
-        for arg in reversed(self.args):
-            if arg.identity == dest:
-                return arg.value
-        if default is not _MISSING:
-            return default
-        spec = self.options.by_dest.get(dest)
-        return spec.default if spec is not None else None
-
-    def is_set(self, dest: str) -> bool:
-        return any(arg.identity == dest for arg in self.args)
-
-    def with_value(self, dest: str, value: Any) -> Profile:
-        """A copy with one vLLM option set, keeping the position of the old one."""
-        spec = self.options.by_dest[dest]
-        new = VllmArg(spec.name, value, spec, origin=GUARD)
-        args = list(self.args)
-        for i, arg in enumerate(args):
-            if arg.identity == dest:
-                args[i] = new
-                break
-        else:
-            args.append(new)
-        return replace(self, args=tuple(args))
-
-    def setting(self, key: str) -> Any:
-        return self.guard.get(key, GUARD_SETTINGS[key].default)
-
-    def check_setting(self, key: str) -> Any:
-        return self.checks.get(key, CHECK_SETTINGS[key].default)
-
-    def ladder_setting(self, key: str) -> Any:
-        return self.ladder.get(key, LADDER_SETTINGS[key].default)
-
-
-# --- loading ---------------------------------------------------------------
-
-
-TablePicker = Callable[[str], TableChoice]  # the vLLM executable -> the option table of the vLLM it runs
-
-
-def newest_table(executable: str) -> TableChoice:
-    """No installed vLLM consulted: the newest table."""
-    return choose_table(None, "none consulted")
 
 
 def load_profile(path: Path, *, environ: Mapping[str, str] | None = None,
@@ -542,39 +392,3 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
     if setting.maximum is not None and number > setting.maximum:
         raise ValueProblem(f"must be at most {setting.maximum:g}, got {value!r}")
     return float(number) if kind in ("float", "duration") else int(number)
-
-
-AUTO_GPUS = "auto"
-
-
-def world_size(profile: Profile) -> int:
-    """GPUs one vLLM instance uses: tensor x pipeline x data parallel."""
-    sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
-    return math.prod(max(int(v or 1), 1) for v in sizes)
-
-
-def parse_gpus(value: Any) -> tuple[int | str, ...] | str:
-    """guard.gpus: "auto", a list of NVML indices or UUIDs, or one string read as CUDA_VISIBLE_DEVICES is
-    ("0,1"); the same rule for the profile, VLLMGUARD_GPUS and --gpus."""
-    if isinstance(value, str) and value.strip().lower() == AUTO_GPUS:
-        return AUTO_GPUS
-    if isinstance(value, str):
-        value = [int(v) if v.isdigit() else v for v in (part.strip() for part in value.split(","))]
-    items = value if isinstance(value, list) else [value]
-    shown = ", ".join(repr(v) for v in items)
-    if any(isinstance(v, str) and v.strip().lower() == AUTO_GPUS for v in items):
-        raise ValueProblem(f'"auto" stands alone (gpus = "auto"), not in a list of GPUs: got {shown}')
-    if not items or not all(
-        (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, str) and v)
-        for v in items
-    ):
-        raise ValueProblem(f'expected "auto", or a list of GPU indices (0, 1, ...) or UUIDs, got {shown}')
-    return tuple(items)
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from "90", "90s", "30m" or "1h"."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if m is None:
-        raise ValueProblem(f'expected seconds, or a duration such as "90s", "30m" or "1h", got {text!r}')
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]

@@ -7,8 +7,9 @@ from typing import TextIO
 from vllm_guard.cluster.preflight import ClusterPreflight
 from vllm_guard.facts.machine import Facts
 from vllm_guard.launch.plan import LaunchPlan
-from vllm_guard.preflight.checks import FAIL, WARN, Finding, Preflight
+from vllm_guard.preflight.findings import FAIL, WARN, Finding
 from vllm_guard.preflight.fix import Fix
+from vllm_guard.preflight.run import Preflight
 from vllm_guard.report.cluster import print_cluster, print_placement
 from vllm_guard.report.text import STATUS_STYLE, Console, Table, Text, console_for, fmt, plain
 

@@ -12,8 +12,9 @@ from vllm_guard.diagnose.ladder import Step, Stop
 from vllm_guard.facts.cluster import CLUSTER_CHECK_SCHEMA
 from vllm_guard.facts.machine import Facts
 from vllm_guard.launch.plan import LaunchPlan
-from vllm_guard.preflight.checks import FAIL, Preflight
+from vllm_guard.preflight.findings import FAIL
 from vllm_guard.preflight.fix import Fix
+from vllm_guard.preflight.run import Preflight
 from vllm_guard.redact import mask_url_credentials
 from vllm_guard.report.explain import advice_for
 from vllm_guard.state.instances import SCHEMA as PS_SCHEMA

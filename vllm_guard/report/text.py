@@ -11,7 +11,7 @@ from rich.text import Text
 # The names other report modules take from here, so that rich is imported in this module only.
 __all__ = ["STATUS_STYLE", "UNWRAPPED_WIDTH", "Console", "Table", "Text", "console_for", "fmt", "live_display", "plain",
            "width_for"]
-from vllm_guard.preflight.checks import FAIL, PASS, SKIP, WARN
+from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN
 from vllm_guard.preflight.memory import GIB, MIB
 from vllm_guard.redact import printable
 
