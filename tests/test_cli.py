@@ -67,7 +67,7 @@ def test_every_option_has_help() -> None:
     import argparse
 
     from vllm_guard.cli.completion import commands
-    from vllm_guard.cli.main import build_parser
+    from vllm_guard.cli.parser import build_parser
 
     parser = build_parser()
     assert set(commands(parser)) >= set(COMMANDS)
@@ -87,7 +87,7 @@ def test_command_help_has_examples_and_points_to_the_exit_codes_once(command: st
 def test_every_command_has_examples() -> None:
     from vllm_guard.cli.completion import commands
     from vllm_guard.cli.helptext import EXAMPLES
-    from vllm_guard.cli.main import build_parser
+    from vllm_guard.cli.parser import build_parser
 
     missing = set(commands(build_parser())) - set(EXAMPLES)
     assert not missing, f"add examples for {sorted(missing)} to vllm_guard/cli/helptext.py"
@@ -118,7 +118,7 @@ def test_bash_completion_completes_commands_and_options() -> None:
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
 def test_zsh_and_fish_completion_name_every_command_and_option(shell: str) -> None:
     from vllm_guard.cli.completion import commands
-    from vllm_guard.cli.main import build_parser
+    from vllm_guard.cli.parser import build_parser
 
     script = run_cli("completion", shell).out
     for name, (_, options) in commands(build_parser()).items():

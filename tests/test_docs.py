@@ -11,7 +11,7 @@ import pytest
 import tomllib
 
 from tests.conftest import ROOT
-from vllm_guard.cli.main import build_parser
+from vllm_guard.cli.parser import build_parser
 from vllm_guard.options.table import load_table
 from vllm_guard.profile.load import load_profile
 

@@ -45,7 +45,7 @@ def test_a_profile_is_known_by_being_a_file(name: str, write_profile) -> None:
 
 
 def test_a_gguf_file_stays_a_model(tmp_path: Path) -> None:
-    from vllm_guard.cli.commands import is_profile_path
+    from vllm_guard.cli.target import is_profile_path
 
     gguf = tmp_path / "tiny"
     gguf.write_bytes(b"GGUF\x03\x00\x00\x00")

@@ -21,8 +21,8 @@ from tests.test_serve import Rig, no_leftovers  # noqa: F401 (the fixture checks
 from vllm_guard.errors import UsageError
 from vllm_guard.facts.machine import GpuProcess
 from vllm_guard.launch.lock import GpuLocks
-from vllm_guard.launch.plan import select_gpus
 from vllm_guard.probes import load_machine
+from vllm_guard.probes.select import select_gpus
 from vllm_guard.profile.load import apply_environment, load_profile
 from vllm_guard.profile.settings import AUTO_GPUS, parse_gpus
 

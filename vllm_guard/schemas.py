@@ -6,12 +6,6 @@ while added keys keep the version.
 
 from __future__ import annotations
 
-from vllm_guard.facts.cluster import CLUSTER_CHECK_SCHEMA, CLUSTER_SCHEMA
-from vllm_guard.facts.machine import MACHINE_SCHEMA
-from vllm_guard.state.attempts import ATTEMPT_SCHEMA
-from vllm_guard.state.instances import SCHEMA as PS_SCHEMA
-from vllm_guard.state.registry import SCHEMA as INSTANCE_SCHEMA
-
 CHECK = "vllm-guard.check/1"  # check --json
 EXPLAIN = "vllm-guard.explain/1"  # explain --json (with --all: a list of these)
 ATTEMPTS = "vllm-guard.attempts/1"  # attempts --json
@@ -19,13 +13,16 @@ INIT = "vllm-guard.init/1"  # init --json
 DRY_RUN = "vllm-guard.dry-run/1"  # serve --dry-run --json
 CHECKS = "vllm-guard.checks/1"  # checks --json
 MODELS = "vllm-guard.models/1"  # models --json
-PS = PS_SCHEMA  # ps --json
-INSTANCE = INSTANCE_SCHEMA  # a running guard's registry entry, read by ps (registry.py)
+PS = "vllm-guard.ps/1"  # ps --json
+INSTANCE = "vllm-guard.instance/1"  # a running guard's registry entry, read by ps (registry.py)
 ERROR = "vllm-guard.error/1"  # any command's error under --json
-MACHINE = MACHINE_SCHEMA  # snapshot --json and the snapshot file
-CLUSTER = CLUSTER_SCHEMA  # snapshot --cluster: every node of a Ray cluster (docs/ray.md)
-CLUSTER_CHECK = CLUSTER_CHECK_SCHEMA  # check --json when the target runs on a Ray cluster
-ATTEMPT = ATTEMPT_SCHEMA  # one line of the attempt log
+MACHINE = "vllm-guard.machine/1"  # snapshot --json and the snapshot file
+CLUSTER = "vllm-guard.cluster/1"  # snapshot --cluster: every node of a Ray cluster (docs/ray.md)
+CLUSTER_CHECK = "vllm-guard.cluster-check/1"  # check --json when the target runs on a Ray cluster
+ATTEMPT = "vllm-guard.attempt/1"  # one line of the attempt log
+# The guard's own state file of remembered relaxations (remember.py, docs/serve.md): read back by the guard only,
+# so not among the documents of docs/json.md.
+REMEMBERED = "vllm-guard.remembered/1"
 
 ALL = (CHECK, EXPLAIN, ATTEMPTS, INIT, DRY_RUN, CHECKS, MODELS, PS, INSTANCE, ERROR, MACHINE, ATTEMPT, CLUSTER,
        CLUSTER_CHECK)

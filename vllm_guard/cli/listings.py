@@ -1,6 +1,6 @@
 """The commands that list what the guard knows: check ids, bundled models, shell completion.
 
-Each returns an exit code, like the commands in commands.py.
+Each returns an exit code, like every command under cli/.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def models(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, 
 
 def completion(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard.cli.completion import SHELLS
-    from vllm_guard.cli.main import build_parser
+    from vllm_guard.cli.parser import build_parser
 
     stdout.write(SHELLS[args.shell](build_parser()))
     return ExitCode.OK

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from vllm_guard.cluster.nodeprobe import probe_node, probe_node_machine
 from vllm_guard.cluster.rayapi import Answer, Connection, NodeEntry
 from vllm_guard.errors import SnapshotError
-from vllm_guard.facts.cluster import NODE_ENV_NAMES, ClusterFacts, NodeFacts, is_cluster_snapshot
+from vllm_guard.facts.cluster import NODE_ENV_NAMES, ClusterFacts, NodeFacts
 from vllm_guard.facts.machine import Gpu, Machine
 
 
@@ -68,18 +66,6 @@ def gather_cluster(conn: Connection, *, model: str, revision: str | None, env_na
     return ClusterFacts(address=conn.address, taken_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
                         model=model, nodes=nodes, driver_ray_version=conn.ray_version(),
                         env_names=tuple(dict.fromkeys((*NODE_ENV_NAMES, *env_names))))
-
-
-def read_snapshot_file(path: Path) -> Any:
-    """The JSON of a snapshot file, or None when it is not a cluster snapshot (a machine one, unreadable, ...);
-    load_machine reports those with its own messages."""
-    from vllm_guard.safefile import SNAPSHOT_MAX_BYTES, FileProblem, read_limited
-
-    try:
-        data = json.loads(read_limited(path, SNAPSHOT_MAX_BYTES))
-    except (OSError, FileProblem, ValueError, RecursionError):
-        return None
-    return data if is_cluster_snapshot(data) else None
 
 
 def gpu_prober(conn: Connection, node_ids: Sequence[str], timeout_s: float) -> Callable[[], tuple[Gpu, ...]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from vllm_guard.cluster.checks import IFNAME_VARS, ClusterContext, run_cluster_checks
@@ -36,7 +35,6 @@ class ClusterPreflight:
     cluster: ClusterFacts
     placement: Placement
     target: RayTarget
-    connection: Any = None  # the live cluster's rayapi.Connection while serve holds it; None otherwise
 
 
 def ray_profile(profile: Profile, target: RayTarget) -> Profile:
@@ -77,53 +75,3 @@ def cluster_preflight(profile: Profile, cluster: ClusterFacts, model: ModelFacts
         notes.append("the guard adds --distributed-executor-backend ray to vLLM's command line")
     pre = replace(pre, findings=head_findings + run_cluster_checks(ctx), notes=(*notes, *pre.notes))
     return ClusterPreflight(pre, facts, cluster, placement, target)
-
-
-def read_cluster_snapshot(machine_file: str | None) -> ClusterFacts | None:
-    """The cluster snapshot ``--machine`` names, or None when it names none (or a single machine's snapshot).
-
-    Raises:
-        SnapshotError: a cluster snapshot that is malformed (exit 3).
-    """
-    if not machine_file:
-        return None
-    from vllm_guard.cluster.gather import read_snapshot_file
-
-    data = read_snapshot_file(Path(machine_file))
-    return ClusterFacts.from_dict(data, origin=machine_file) if data is not None else None
-
-
-def run_cluster_preflight(profile: Profile, environ: Mapping[str, str], target: RayTarget | None,
-                          machine_file: str | None, cluster_file: ClusterFacts | None, *,
-                          keep_connection: bool = False) -> ClusterPreflight:
-    """The preflight on a Ray cluster: live (every node probed by a Ray task pinned to it) or from a cluster
-    snapshot. With ``keep_connection`` the live connection stays open in the result (serve holds locks with it).
-
-    Raises:
-        RayMissing, RayUnreachable: no ray here, or no cluster at the address (exit 4).
-    """
-    from vllm_guard import probes
-    from vllm_guard.cluster.gather import gather_cluster
-    from vllm_guard.cluster.rayapi import Connection, local_cluster_address
-
-    model = probes.probe_model_for(profile, environ)
-    if cluster_file is not None:
-        backend_added = profile.value("distributed_executor_backend") != RAY
-        target = RayTarget(cluster_file.address, f"snapshot {machine_file}", f"the cluster snapshot {machine_file}",
-                           backend_added)
-        return cluster_preflight(profile, cluster_file, model, target, origin=f"cluster snapshot {machine_file}",
-                                 environ=environ, live=None)
-    assert target is not None
-    conn = Connection(target.address, local_cluster=local_cluster_address(environ)).open()
-    try:
-        cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
-                                 env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))
-        cp = cluster_preflight(profile, cluster, model, target, origin=f"Ray cluster at {target.address}",
-                               environ=environ, live=probes.live_facts(profile, environ))
-    except BaseException:
-        conn.close()
-        raise
-    if keep_connection:
-        return replace(cp, connection=conn)
-    conn.close()
-    return cp

@@ -13,8 +13,9 @@ from typing import Any
 from vllm_guard.errors import SnapshotError
 from vllm_guard.facts.machine import Gpu, Machine
 
-CLUSTER_SCHEMA = "vllm-guard.cluster/1"
-CLUSTER_CHECK_SCHEMA = "vllm-guard.cluster-check/1"  # check --json on a cluster
+# The schema names live in vllm_guard/schemas.py, the one table of every document the guard writes.
+from vllm_guard.schemas import CLUSTER as CLUSTER_SCHEMA
+
 # The variables every node reports (set or not), besides the profile's [env] names.
 NODE_ENV_NAMES = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_IB_DISABLE",
                   "CUDA_VISIBLE_DEVICES", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN")

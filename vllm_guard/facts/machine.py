@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from vllm_guard.errors import SnapshotError
+from vllm_guard.schemas import MACHINE as MACHINE_SCHEMA
 
-MACHINE_SCHEMA = "vllm-guard.machine/1"
 _SCHEMA_NAME, _, _SCHEMA_VERSION = MACHINE_SCHEMA.rpartition("/")
 
 

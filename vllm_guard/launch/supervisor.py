@@ -30,8 +30,9 @@ from vllm_guard.facts.machine import Facts, Gpu
 from vllm_guard.launch import first_request, health, lock, process
 from vllm_guard.launch.lock import LaunchLocks
 from vllm_guard.launch.notify import Notifier
-from vllm_guard.launch.plan import LaunchPlan, build_plan, describe_choice, select_gpus
+from vllm_guard.launch.plan import LaunchPlan, build_plan
 from vllm_guard.preflight.run import Preflight
+from vllm_guard.probes.select import describe_choice, select_gpus
 from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.profile.settings import AUTO_GPUS
 from vllm_guard.redact import mask_url_credentials, printable, redact_text

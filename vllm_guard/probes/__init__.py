@@ -7,7 +7,6 @@ describes a machine, not a model.
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Mapping
 from dataclasses import replace
@@ -15,9 +14,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.errors import SnapshotError
 from vllm_guard.facts.machine import Facts, Machine, ModelFacts
-from vllm_guard.launch.plan import select_gpus
+from vllm_guard.probes.select import select_gpus
+from vllm_guard.probes.snapshot import load_machine
 from vllm_guard.profile.model import Profile, world_size
 
 
@@ -42,35 +41,6 @@ def probe_machine(
         host=h,
         notes=g.notes,
     )
-
-
-def load_machine(path: Path) -> Machine:
-    """Read a snapshot file.
-
-    Raises:
-        SnapshotError: unreadable, not JSON, foreign, malformed or from a newer schema (exit 3).
-    """
-    from vllm_guard.safefile import SNAPSHOT_MAX_BYTES, FileProblem, read_limited
-
-    try:
-        data = json.loads(read_limited(path, SNAPSHOT_MAX_BYTES).decode("utf-8"))
-    except FileNotFoundError:
-        raise SnapshotError(f"{path}: no such machine snapshot",
-                            hint="take one with `vllm-guard snapshot -o FILE` on the GPU machine") from None
-    except FileProblem as e:  # a FIFO, /dev/zero, a directory, a file of gigabytes
-        raise SnapshotError(f"cannot read the machine snapshot: {e}",
-                            hint=f"a snapshot is a regular JSON file of at most {SNAPSHOT_MAX_BYTES // 2**20} MiB, "
-                            "written by `vllm-guard snapshot -o FILE`") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SnapshotError(f"{path}: cannot read the machine snapshot: {e}") from None
-    except json.JSONDecodeError as e:
-        raise SnapshotError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}",
-                            hint="--machine takes a snapshot written by `vllm-guard snapshot -o FILE` on the machine "
-                            "to plan for") from None
-    except (ValueError, RecursionError) as e:  # a 5,000-digit integer, arrays nested thousands deep
-        raise SnapshotError(f"{path}: a value the guard will not read: {str(e)[:200] or type(e).__name__}",
-                            hint="take the snapshot again with `vllm-guard snapshot -o FILE`") from None
-    return Machine.from_dict(data, origin=str(path))
 
 
 def hf_cache_dir(environ: Mapping[str, str]) -> str:

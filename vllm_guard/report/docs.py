@@ -9,7 +9,6 @@ from vllm_guard import schemas
 from vllm_guard.cluster.preflight import ClusterPreflight
 from vllm_guard.diagnose.classify import Diagnosis
 from vllm_guard.diagnose.ladder import Step, Stop
-from vllm_guard.facts.cluster import CLUSTER_CHECK_SCHEMA
 from vllm_guard.facts.machine import Facts
 from vllm_guard.launch.plan import LaunchPlan
 from vllm_guard.preflight.findings import FAIL
@@ -17,15 +16,14 @@ from vllm_guard.preflight.fix import Fix
 from vllm_guard.preflight.run import Preflight
 from vllm_guard.redact import mask_url_credentials
 from vllm_guard.report.explain import advice_for
-from vllm_guard.state.instances import SCHEMA as PS_SCHEMA
 from vllm_guard.state.instances import Instance
 from vllm_guard.suggest import flag, toml_line
 
 
-def cluster_check_json(cp: ClusterPreflight, target: str) -> str:
+def cluster_check_doc(cp: ClusterPreflight, target: str) -> dict[str, Any]:
     pre, e = cp.pre, cp.pre.estimate
     doc = {
-        "schema": CLUSTER_CHECK_SCHEMA,
+        "schema": schemas.CLUSTER_CHECK,
         "verdict": pre.verdict, "target": target, "machine": cp.facts.machine_origin,
         "vllm": pre.profile.table_choice.to_dict() if pre.profile.table_choice else None,
         "model": cp.facts.model.to_dict(), "checks": [f.to_dict() for f in pre.findings],
@@ -38,7 +36,7 @@ def cluster_check_json(cp: ClusterPreflight, target: str) -> str:
                                 for r in cp.placement.ranks]},
         "fix": None, "fix_reason": None, "notes": list(pre.notes),
     }
-    return json.dumps(doc, indent=2)
+    return doc
 
 
 def check_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None) -> str:
@@ -66,8 +64,7 @@ def check_doc(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None)
     return doc
 
 
-def dry_run_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None, plan: LaunchPlan, *,
-                 forced: bool) -> str:
+def dry_run_json(pre: Preflight, plan: LaunchPlan, check: dict[str, Any], *, forced: bool) -> str:
     """What `serve` would do, secrets masked: the command line, the environment changes, the verdict."""
     doc = {
         "schema": schemas.DRY_RUN,
@@ -79,7 +76,7 @@ def dry_run_json(pre: Preflight, facts: Facts, target: str, fix: Fix | None, pla
         "env_reasons": dict(plan.env_reasons),
         "env_unset": list(plan.env_unset),
         "notes": list(plan.notes),
-        "check": check_doc(pre, facts, target, fix),
+        "check": check,
     }
     return json.dumps(doc, indent=2)
 
@@ -112,5 +109,5 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
 
 
 def ps_json(instances: list[Instance], source: str, notes: list[str]) -> str:
-    return json.dumps({"schema": PS_SCHEMA, "source": source, "instances": [i.to_dict() for i in instances],
+    return json.dumps({"schema": schemas.PS, "source": source, "instances": [i.to_dict() for i in instances],
                        "notes": notes}, indent=2)

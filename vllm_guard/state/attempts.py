@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_guard.safefile import LOG_TAIL_BYTES, check_dir, describe_mode, make_dirs, read_tail
-
-ATTEMPT_SCHEMA = "vllm-guard.attempt/1"
+from vllm_guard.schemas import ATTEMPT as ATTEMPT_SCHEMA
 
 
 def state_dir(environ: Mapping[str, str]) -> Path:

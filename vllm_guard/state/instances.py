@@ -26,7 +26,6 @@ from vllm_guard.facts.machine import Gpu, GpuProcess, HostProcess, Machine
 from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, vllm_command
 from vllm_guard.state.registry import Entry
 
-SCHEMA = "vllm-guard.ps/1"
 # The keeper's module path in its command line (process._KEEPER_MAIN): today's, and the flat layout's before
 # the packages per stage (vllm_guard.keeper), so that `ps` still knows keepers started before an upgrade.
 KEEPER_MODULES = ("vllm_guard.launch.keeper", "vllm_guard.keeper")

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from vllm_guard.safefile import FileProblem, read_limited
+from vllm_guard.schemas import INSTANCE as SCHEMA
 
-SCHEMA = "vllm-guard.instance/1"
 ENTRY_MAX_BYTES = 64 * 1024
 MAX_ENTRIES = 4096  # a directory flooded with files is read this far, no further
 PREFIX = "instance-"

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_guard.schemas import REMEMBERED as SCHEMA
 from vllm_guard.state.attempts import state_dir
 
-SCHEMA = "vllm-guard.remembered/1"
 MAX_BYTES = 65536
 
 

@@ -1,0 +1,74 @@
+"""`attempts`: the attempt history of a profile, a profile name or an attempt log; --forget drops relaxations."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from vllm_guard.cli.target import is_profile_path
+from vllm_guard.errors import UsageError
+from vllm_guard.exit_codes import ExitCode
+from vllm_guard.profile.load import load_profile
+
+
+def _starts_like_json(path: Path) -> bool:
+    """Whether a file's first non-blank byte opens a JSON object (an attempt log), not a TOML profile."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4096).lstrip()[:1] == b"{"
+    except OSError:
+        return False
+
+
+def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    from vllm_guard.report.tables import print_attempts
+    from vllm_guard.safefile import FileProblem
+    from vllm_guard.state import attempts as attempt_log
+
+    source = args.source or env.get("VLLMGUARD_PROFILE")
+    if not source:
+        raise UsageError("give a profile, a profile name or an attempt log", hint="vllm-guard attempts PROFILE.toml")
+    path = Path(source)
+    if args.forget:
+        from vllm_guard.state import remember
+
+        name = load_profile(path, environ=env).name if is_profile_path(source) else source
+        where = remember.path_for(name, env)
+        dropped = remember.forget(where)
+        stdout.write(f"vllm-guard: {'forgot the relaxations remembered' if dropped else 'nothing remembered'} "
+                     f"for {name} ({where})\n")
+        return ExitCode.OK
+    if path.suffix.lower() == ".toml" or (path.is_file() and not _starts_like_json(path)):
+        profile = load_profile(path, environ=env)
+        log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)
+    elif path.exists() and not path.is_dir():
+        log = path
+    else:
+        log = attempt_log.log_path(env.get("VLLMGUARD_ATTEMPT_LOG"), source, env)
+    try:
+        records, warnings = attempt_log.read(log)
+    except FileNotFoundError:
+        raise UsageError(f"no attempt log at {log}",
+                         hint="the guard writes it when `vllm-guard serve` starts vLLM") from None
+    except FileProblem as e:
+        raise UsageError(f"cannot read the attempt log: {e}") from None
+    if not records and warnings:
+        # Not one attempt record: a different file, not a damaged log; one line says so, not a warning per line.
+        raise UsageError(f"{log} is not an attempt log: none of its lines is an attempt record "
+                         f"(schema {attempt_log.ATTEMPT_SCHEMA})",
+                         hint="give a profile, a profile name, or the log `vllm-guard serve` writes "
+                         "(guard.attempt-log, VLLMGUARD_ATTEMPT_LOG)")
+    for warning in warnings:
+        stderr.write(f"vllm-guard: warning: {warning}\n")
+    if args.json:
+        import json
+
+        from vllm_guard import schemas
+
+        stdout.write(json.dumps({"schema": schemas.ATTEMPTS, "log": str(log), "records": records,
+                                 "warnings": warnings}, indent=2, default=str) + "\n")
+        return ExitCode.OK
+    print_attempts(records, str(log), stdout)
+    return ExitCode.OK

@@ -1,0 +1,102 @@
+"""`serve` and `check`: the target where it runs (sites), its preflight, then a dry run, exec, or the supervisor."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import TextIO
+
+from vllm_guard.cli.target import machine_file, target_profile
+from vllm_guard.errors import GuardError, UsageError
+from vllm_guard.exit_codes import ExitCode
+from vllm_guard.sites import Site, open_site
+
+
+def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    if args.list:
+        from vllm_guard.cli.listings import list_checks
+
+        return list_checks(args, env=env, stdout=stdout, stderr=stderr)
+    with _open(args, env, keep_connection=False) as site:
+        if args.json:
+            stdout.write(site.check_json() + "\n")
+        else:
+            site.print_report(stdout, with_fix=True)
+        return ExitCode.PREFLIGHT_FAILED if site.pre.verdict == "fail" else ExitCode.OK
+
+
+def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    with _open(args, env, keep_connection=not args.dry_run) as site:
+        if args.json and not args.dry_run:  # after the target is read: --json may also follow TARGET
+            raise UsageError("--json goes with --dry-run: a running vLLM's output is its own log",
+                             hint="vllm-guard serve --dry-run --json TARGET ...")
+        from vllm_guard.launch.plan import build_plan
+
+        plan = site.plan(build_plan(site.pre.profile, environ=env,
+                                    cuda_visible_devices=site.facts.cuda_visible_devices))
+        if args.dry_run:
+            return _dry_run(site, plan, args, stdout)
+        return _launch(site, plan, args, env, stdout, stderr)
+
+
+def _open(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: bool) -> Site:
+    profile = target_profile(args, env)
+    target = str(profile.path) if profile.path is not None else profile.model
+    return open_site(profile, env, machine_file(args, env), keep_connection=keep_connection, target=target)
+
+
+def _dry_run(site: Site, plan: object, args: argparse.Namespace, stdout: TextIO) -> int:
+    from vllm_guard.launch.plan import LaunchPlan
+    from vllm_guard.report.check import print_plan
+
+    assert isinstance(plan, LaunchPlan)
+    failed = site.pre.verdict == "fail"
+    if args.json:
+        stdout.write(site.dry_run_json(plan, forced=args.force) + "\n")
+        return ExitCode.PREFLIGHT_FAILED if failed and not args.force else ExitCode.OK
+    site.print_report(stdout, with_fix=True)
+    print_plan(plan, stdout)
+    if failed and args.force:
+        stdout.write("preflight failed; --force: a launch would go ahead anyway\n")
+        return ExitCode.OK
+    return ExitCode.PREFLIGHT_FAILED if failed else ExitCode.OK
+
+
+def _launch(site: Site, plan: object, args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO,
+            stderr: TextIO) -> int:
+    from vllm_guard.launch.lock import sharing_note
+    from vllm_guard.launch.plan import LaunchPlan
+
+    assert isinstance(plan, LaunchPlan)
+    pre = site.pre
+    # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
+    site.print_report(stderr, with_fix=False)
+    for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
+        if note:
+            stderr.write(f"vllm-guard: note: {note}\n")
+    if pre.verdict == "fail" and not args.force:
+        stderr.write("vllm-guard: preflight failed: vLLM was not started (the fixes are above; --force starts it "
+                     "anyway)\n")
+        return ExitCode.PREFLIGHT_FAILED
+    _require_executable(str(pre.profile.setting("vllm")), env)
+    if args.exec or pre.profile.setting("mode") == "exec":
+        from vllm_guard.launch.supervisor import run_exec
+
+        stderr.write(f"vllm-guard: exec {plan.command_line()}\n")
+        stderr.flush()
+        run_exec(plan, env)
+    from vllm_guard.launch.supervisor import Supervisor
+    from vllm_guard.report.live import LaunchStatus
+
+    hooks = site.launch_hooks()
+    return Supervisor(pre, site.facts, environ=env, status=LaunchStatus(stdout, stderr), forced=pre.verdict == "fail",
+                      gpu_probe=hooks.gpu_probe, launch_locks=hooks.launch_locks, gpu_label=hooks.gpu_label).run()
+
+
+def _require_executable(name: str, env: Mapping[str, str]) -> None:
+    from vllm_guard.probes.host import find_executable
+
+    if find_executable(name, env.get("PATH")) is None:
+        raise GuardError(f"the vLLM executable {name!r} was not found",
+                         hint="pip install vllm, or set guard.vllm (or VLLMGUARD_VLLM_BIN) to its path",
+                         exit_code=ExitCode.PREFLIGHT_FAILED)
