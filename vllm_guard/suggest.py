@@ -18,6 +18,11 @@ def toml_value(value: Any) -> str:
     return tomli_w.dumps({"v": value}).partition("=")[2].strip()
 
 
+def toml_document(doc: dict[str, Any]) -> str:
+    """A whole profile (init writes one): tables and values as a profile's parser reads them back."""
+    return tomli_w.dumps(doc)
+
+
 def toml_line(key: str, value: Any) -> str:
     """``enforce-eager = true``: one line for a profile's [vllm] table."""
     return f"{key} = {toml_value(value)}"

@@ -13,12 +13,11 @@ from vllm_guard.errors import UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.probes.vllm_build import pick_table
 from vllm_guard.profile.load import drop_in_profile, load_profile
+from vllm_guard.suggest import toml_document
 
 
 def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from datetime import date
-
-    import tomli_w
 
     from vllm_guard import __version__, probes
     from vllm_guard.options.values import ValueProblem, parse_human_int
@@ -58,7 +57,7 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
         doc["guard"] = {"gpus": fitted.guard_gpus}
     if args.users:
         doc.setdefault("guard", {})["checks"] = {"min-concurrency": args.users}
-    body = tomli_w.dumps(doc)
+    body = toml_document(doc)
     # What init writes must pass `check` on the machine it was fitted to, host RAM and /dev/shm included:
     # the fit judges the GPU only. When a check fails, the profile says so at the top and the exit is 4.
     failed = [f for f in _check_fitted(body, env, machine_file).findings if f.status == "fail"]
