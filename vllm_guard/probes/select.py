@@ -78,3 +78,8 @@ def _find_gpu(gpus: tuple[Gpu, ...], key: str) -> Gpu | None:
         return next((g for g in gpus if g.index == int(key)), None)
     matches = [g for g in gpus if g.uuid.startswith(key) or g.uuid.removeprefix("GPU-").startswith(key)]
     return matches[0] if len(matches) == 1 else None
+
+
+def gpu_kind(g: Gpu) -> tuple[str | None, int | None, tuple[int, int] | None]:
+    """What the preflight's verdict on a GPU rests on: its model, its memory and its compute capability."""
+    return g.name, g.memory_total_bytes, g.compute_capability
