@@ -22,7 +22,7 @@ from vllm_guard.facts.machine import Facts, Gpu
 from vllm_guard.launch import lock
 from vllm_guard.launch.context import Host, LaunchContext
 from vllm_guard.launch.notify import Notifier
-from vllm_guard.preflight import checks
+from vllm_guard.preflight.run import Preflight, preflight
 from vllm_guard.probes import gather
 from vllm_guard.profile.load import load_profile
 
@@ -249,13 +249,13 @@ class World:
         return Path(self.env["VLLMGUARD_ATTEMPT_LOG"])
 
     def preflight(self, vllm: str = "max-model-len = 32768", guard: str = "first-request = false",
-                  ladder: str = "") -> tuple[checks.Preflight, Facts]:
+                  ladder: str = "") -> tuple[Preflight, Facts]:
         path = self.tmp / "p.toml"
         path.write_text(f'[model]\nid = "{MODEL}"\n[vllm]\nport = 8123\n{vllm}\n[guard]\n{guard}\n'
                         f"[guard.ladder]\n{ladder}\n")
         profile = load_profile(path, environ=self.env)
         facts = gather(profile, environ=self.env, machine_file=str(L4))
-        return checks.preflight(profile, facts), facts
+        return preflight(profile, facts), facts
 
     def records(self) -> list[dict[str, Any]]:
         import json
@@ -268,7 +268,7 @@ def with_free(gpus: Sequence[Gpu], fraction: float) -> tuple[Gpu, ...]:
     return tuple(replace(g, memory_free_bytes=int((g.memory_total_bytes or 0) * fraction)) for g in gpus)
 
 
-def context(world: World, pre: checks.Preflight, facts: Facts, *,
+def context(world: World, pre: Preflight, facts: Facts, *,
             gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None) -> LaunchContext:
     """A launch's shared context for testing one piece (the Relaxer, the first request) on its own."""
     clock = FakeClock()
