@@ -328,3 +328,14 @@ def test_ps_survives_what_it_reads(tmp_path: Path, sleeper: int) -> None:
                            timeout=60)
         assert r.returncode == 0 and "2 file(s)" in r.stdout, r.stdout + r.stderr
     assert "does not exist" in " ".join(ps(tmp_path / "nowhere")["notes"])
+
+
+@pytest.mark.parametrize("keeper_module", ["vllm_guard.launch.keeper", "vllm_guard.keeper"])
+def test_a_keeper_of_either_layout_is_known(keeper_module: str) -> None:
+    """An upgrade must not lose running guards: a keeper started before the packages per stage runs
+    `from vllm_guard.keeper import main`. Its EngineCore, left under it once its API server died, is flagged
+    as orphaned either way; under a process ps did not know as the guard's, it would pass as started by it."""
+    keeper = proc(51, 50, "python3", ("/usr/bin/python3", "-c", f"... from {keeper_module} import main ..."))
+    host = [proc(1, 0, "systemd"), HOST[1], keeper, proc(53, 51, "VLLM::EngineCore")]
+    found = find_instances(host, [], {53: [(0, 20 * GIB)]}).instances
+    assert kinds(found) == [("vllm", "orphaned", 53, None)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vllm_guard.profile.model import Profile
+from vllm_guard.profile.model import Profile, model_parallel_size
 
 RAY = "ray"
 
@@ -23,12 +23,6 @@ class RayTarget:
     origin: str  # where the address came from, for the report
     reason: str  # why this profile runs on Ray
     backend_added: bool  # the guard adds --distributed-executor-backend ray to vLLM's command line
-
-
-def world_size(profile: Profile) -> int:
-    tp = max(int(profile.value("tensor_parallel_size") or 1), 1)
-    pp = max(int(profile.value("pipeline_parallel_size") or 1), 1)
-    return tp * pp
 
 
 def ray_address(profile: Profile, environ: Mapping[str, str], local_cluster: str | None) -> tuple[str, str] | None:
@@ -56,7 +50,7 @@ def ray_target(profile: Profile, environ: Mapping[str, str], *, local_gpus: int 
         return RayTarget(address, origin, "distributed-executor-backend = ray", backend_added=False)
     if backend not in (None, "") or found is None or local_gpus is None:
         return None
-    need = world_size(profile)
+    need = model_parallel_size(profile)
     if need <= local_gpus:
         return None
     address, origin = found

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vllm_guard.diagnose.classify import Diagnosis
 
 
 @dataclass(frozen=True)
@@ -172,3 +176,8 @@ RAY_HEAD_WITHOUT_GPU = Advice(
 
 DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
                                     "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU}
+
+
+def advice_for(d: Diagnosis) -> Advice:
+    """The advice for a more specific reading within the class when there is one (a bare SIGKILL)."""
+    return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])

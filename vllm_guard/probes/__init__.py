@@ -7,7 +7,7 @@ describes a machine, not a model.
 
 from __future__ import annotations
 
-import socket
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -33,7 +33,7 @@ def probe_machine(
     h = host.probe_host(disk_paths=(hf_cache_dir(environ), *extra_disk_paths))
     return Machine(
         taken_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-        hostname=socket.gethostname(),
+        hostname=os.uname().nodename,  # what socket.gethostname() answers, without importing socket
         source=g.source,
         driver_version=g.driver_version,
         cuda_driver_version=g.cuda_driver_version,

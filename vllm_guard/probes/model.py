@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import socket
 import struct
 from collections.abc import Mapping
 from functools import cache
@@ -171,8 +170,21 @@ def safetensors_data_bytes(path: Path) -> int | None:
     return max(ends) if ends else 0
 
 
+def _cache_holds(model: str, cache_dir: str | None) -> bool:
+    """Whether the Hugging Face cache may hold this model repo: False only when it has no ``models--ORG--NAME``
+    folder, the layout huggingface_hub writes (``file_download.repo_folder_name``, stable since 0.10). Then
+    nothing of the repo is cached, and huggingface_hub (about 0.1 s to import) is not needed to say so. With no
+    cache directory given, huggingface_hub's own default decides."""
+    if cache_dir is None:
+        return True
+    try:
+        return (Path(cache_dir) / ("models--" + model.replace("/", "--"))).is_dir()
+    except (OSError, ValueError):  # a path too long for the file system, a NUL byte: nothing cached there
+        return False
+
+
 def _from_cache(model: str, revision: str | None, cache_dir: str) -> _Found | None:
-    if not _looks_like_repo_id(model):
+    if not _looks_like_repo_id(model) or not _cache_holds(model, cache_dir):
         return None
     from huggingface_hub import try_to_load_from_cache
 
@@ -208,6 +220,8 @@ def _hub_reachable(environ: Mapping[str, str]) -> bool:
     url = urlparse(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
+        import socket  # only when the Hub is asked: the offline check never opens one
+
         with socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT_S):
             return True
     except OSError:
@@ -344,12 +358,14 @@ def readable_here(model: str, revision: str | None, cache_dir: str, *, offline: 
         if (path / "config.json").is_file():
             return True, f"local directory {path}"
         return False, f"{path} is not a directory with config.json here"
-    from huggingface_hub import try_to_load_from_cache
+    hit = None
+    if _cache_holds(model, cache_dir):
+        from huggingface_hub import try_to_load_from_cache
 
-    try:
-        hit = try_to_load_from_cache(model, "config.json", cache_dir=cache_dir, revision=revision)
-    except (ValueError, OSError):
-        hit = None
+        try:
+            hit = try_to_load_from_cache(model, "config.json", cache_dir=cache_dir, revision=revision)
+        except (ValueError, OSError):
+            hit = None
     if isinstance(hit, str):
         return True, f"Hugging Face cache {cache_dir}"
     if offline:

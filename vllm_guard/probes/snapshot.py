@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vllm_guard import schemas
 from vllm_guard.errors import SnapshotError
 from vllm_guard.facts.machine import Machine
 
@@ -67,10 +68,12 @@ def read_cluster_snapshot(machine_file: str | None) -> ClusterFacts | None:
     """
     if not machine_file:
         return None
-    from vllm_guard.facts.cluster import ClusterFacts, is_cluster_snapshot
-
     data = _read_quietly(machine_file)
-    return ClusterFacts.from_dict(data, origin=machine_file) if is_cluster_snapshot(data) else None
+    if not (isinstance(data, dict) and data.get("schema") == schemas.CLUSTER):
+        return None  # a machine snapshot (or one load_machine will refuse, with its own message)
+    from vllm_guard.facts.cluster import ClusterFacts
+
+    return ClusterFacts.from_dict(data, origin=machine_file)
 
 
 def snapshot_vllm_version(machine_file: str) -> str | None:

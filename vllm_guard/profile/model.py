@@ -94,10 +94,15 @@ def newest_table(executable: str) -> TableChoice:
     return choose_table(None, "none consulted")
 
 
-def world_size(profile: Profile) -> int:
-    """GPUs one vLLM instance uses: tensor x pipeline x data parallel."""
-    sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
+def model_parallel_size(profile: Profile) -> int:
+    """GPUs of one engine replica: tensor x pipeline parallel (what vLLM's Ray executor places on a cluster)."""
+    sizes = (profile.value(d) for d in ("tensor_parallel_size", "pipeline_parallel_size"))
     return math.prod(max(int(v or 1), 1) for v in sizes)
+
+
+def world_size(profile: Profile) -> int:
+    """GPUs one vLLM instance uses: tensor x pipeline x data parallel (every replica of a data-parallel launch)."""
+    return model_parallel_size(profile) * max(int(profile.value("data_parallel_size") or 1), 1)
 
 
 def table_notes(profile: Profile) -> list[str]:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from vllm_guard.cluster.preflight import ClusterPreflight
-from vllm_guard.facts.machine import Facts
-from vllm_guard.launch.plan import LaunchPlan
 from vllm_guard.preflight.findings import FAIL, WARN, Finding
-from vllm_guard.preflight.fix import Fix
-from vllm_guard.preflight.run import Preflight
-from vllm_guard.report.cluster import print_cluster, print_placement
 from vllm_guard.report.text import STATUS_STYLE, Console, Table, Text, console_for, fmt, plain
+
+if TYPE_CHECKING:  # types only: the offline check imports no more than it renders
+    from vllm_guard.facts.machine import Facts
+    from vllm_guard.launch.plan import LaunchPlan
+    from vllm_guard.preflight.fix import Fix
+    from vllm_guard.preflight.run import Preflight
 
 
 def print_plan(plan: LaunchPlan, stream: TextIO) -> None:
@@ -40,12 +40,12 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
         cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
         c.print(plain(f"GPU {g.index}  {g.name or '?'}: {fmt(g.memory_free_bytes, '_bytes')} free of "
                    f"{fmt(g.memory_total_bytes, '_bytes')}, compute capability {cc}"))
-    _print_findings(c, pre.findings)
+    print_findings(c, pre.findings)
     if pre.estimate is not None and not _layout_missing(pre):
-        _print_budget(c, pre)
+        print_budget(c, pre)
     for note in (*pre.notes, *facts.notes, *m.notes, *facts.machine.notes):
         c.print(plain(f"note: {note}", "dim"))
-    _print_verdict(c, pre.verdict, pre.findings, fix, pre.profile.path)
+    print_verdict(c, pre.verdict, pre.findings, fix, pre.profile.path)
 
 
 # weights, non-torch, activations, CUDA graphs, KV cache, rest of the budget
@@ -57,7 +57,7 @@ def _layout_missing(pre: Preflight) -> bool:
     return any(f.id == "gpu.count" and f.status == FAIL for f in pre.findings)
 
 
-def _print_findings(c: Console, findings: list[Finding]) -> None:
+def print_findings(c: Console, findings: list[Finding]) -> None:
     """The sentence of each check, never its key: value dump (the numbers stay in --json); a skipped check says
     why it was skipped. The verdict below lists the failures with their fixes."""
     table = Table(show_lines=False, header_style="bold")
@@ -71,24 +71,7 @@ def _print_findings(c: Console, findings: list[Finding]) -> None:
     c.print(table)
 
 
-def print_cluster_check(cp: ClusterPreflight, target: str, stream: TextIO) -> None:
-    c = console_for(stream)
-    pre, m = cp.pre, cp.facts.model
-    c.print(Text.assemble(("vllm-guard check ", "bold"), plain(target, "bold cyan"),
-                          plain(f" on {cp.facts.machine_origin}")))
-    weights = f"weights {fmt(m.weights_bytes, '_bytes')} ({m.weights_source})" if m.weights_bytes else "weights unknown"
-    c.print(plain(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}"))
-    print_cluster(cp.cluster, stream)
-    print_placement(cp.placement, stream)
-    _print_findings(c, pre.findings)
-    if pre.estimate is not None:
-        _print_budget(c, pre)
-    for note in (*pre.notes, *m.notes):
-        c.print(plain(f"note: {note}", "dim"))
-    _print_verdict(c, pre.verdict, pre.findings)
-
-
-def _print_budget(c: Console, pre: Preflight) -> None:
+def print_budget(c: Console, pre: Preflight) -> None:
     e = pre.estimate
     assert e is not None
     parts = [("weights", e.weights_bytes_per_gpu, "blue"), ("non-torch", e.non_torch_bytes, "magenta"),
@@ -131,7 +114,7 @@ def _print_budget(c: Console, pre: Preflight) -> None:
                 markup=False, style="dim")
 
 
-def _print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None,
+def print_verdict(c: Console, verdict: str, findings: list[Finding], fix: Fix | None = None,
                    profile_path: object = None) -> None:
     """The verdict, how many checks failed or warned, and the fix of each one (not only the first)."""
     fails = [f for f in findings if f.status == FAIL]

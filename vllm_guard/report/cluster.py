@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TextIO
 
 from vllm_guard.cluster.placement import Placement
+from vllm_guard.cluster.preflight import ClusterPreflight
 from vllm_guard.facts.cluster import ClusterFacts
 from vllm_guard.preflight.memory import GIB
+from vllm_guard.report.check import print_budget, print_findings, print_verdict
 from vllm_guard.report.text import Table, Text, console_for, fmt, plain
 
 # --- a Ray cluster ---------------------------------------------------------------------
@@ -57,3 +59,20 @@ def print_placement(placement: Placement, stream: TextIO) -> None:
     for r in placement.ranks:
         t.add_row(*(plain(x) for x in (r.node, r.gpu.index, r.gpu.name or "?", r.rank, r.stage, r.tp_rank)))
     c.print(t)
+
+
+def print_cluster_check(cp: ClusterPreflight, target: str, stream: TextIO) -> None:
+    c = console_for(stream)
+    pre, m = cp.pre, cp.facts.model
+    c.print(Text.assemble(("vllm-guard check ", "bold"), plain(target, "bold cyan"),
+                          plain(f" on {cp.facts.machine_origin}")))
+    weights = f"weights {fmt(m.weights_bytes, '_bytes')} ({m.weights_source})" if m.weights_bytes else "weights unknown"
+    c.print(plain(f"model  {m.model}: {m.architecture or '?'} from {m.source}, {weights}"))
+    print_cluster(cp.cluster, stream)
+    print_placement(cp.placement, stream)
+    print_findings(c, pre.findings)
+    if pre.estimate is not None:
+        print_budget(c, pre)
+    for note in (*pre.notes, *m.notes):
+        c.print(plain(f"note: {note}", "dim"))
+    print_verdict(c, pre.verdict, pre.findings)

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vllm_guard import schemas
-from vllm_guard.cluster.preflight import ClusterPreflight
-from vllm_guard.diagnose.classify import Diagnosis
-from vllm_guard.diagnose.ladder import Step, Stop
-from vllm_guard.facts.machine import Facts
-from vllm_guard.launch.plan import LaunchPlan
+from vllm_guard.diagnose.knowledge import advice_for
 from vllm_guard.preflight.findings import FAIL
-from vllm_guard.preflight.fix import Fix
-from vllm_guard.preflight.run import Preflight
 from vllm_guard.redact import mask_url_credentials
-from vllm_guard.report.explain import advice_for
-from vllm_guard.state.instances import Instance
 from vllm_guard.suggest import flag, toml_line
+
+if TYPE_CHECKING:  # types only: `ps --json` and `check --json` import no classifier, no cluster code
+    from vllm_guard.cluster.preflight import ClusterPreflight
+    from vllm_guard.diagnose.classify import Diagnosis
+    from vllm_guard.diagnose.ladder import Step, Stop
+    from vllm_guard.facts.machine import Facts
+    from vllm_guard.launch.plan import LaunchPlan
+    from vllm_guard.preflight.fix import Fix
+    from vllm_guard.preflight.run import Preflight
+    from vllm_guard.state.instances import Instance
 
 
 def cluster_check_doc(cp: ClusterPreflight, target: str) -> dict[str, Any]:
@@ -90,6 +92,8 @@ def _step_dict(step: Step) -> dict[str, Any]:
 
 
 def explain_json(d: Diagnosis, step: Step | Stop) -> str:
+    from vllm_guard.diagnose.ladder import Step, Stop
+
     advice = advice_for(d)
     doc: dict[str, Any] = {
         "schema": schemas.EXPLAIN,

@@ -5,16 +5,11 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from vllm_guard.diagnose.classify import Diagnosis
-from vllm_guard.diagnose.knowledge import ADVICE, DETAIL_ADVICE, STAGE_NAMES, Advice
+from vllm_guard.diagnose.knowledge import STAGE_NAMES, advice_for
 from vllm_guard.diagnose.ladder import Step, Stop
 from vllm_guard.redact import mask_url_credentials
 from vllm_guard.report.text import Text, console_for, fmt, plain
 from vllm_guard.suggest import flag, toml_line
-
-
-def advice_for(d: Diagnosis) -> Advice:
-    """The advice for a more specific reading within the class when there is one (a bare SIGKILL)."""
-    return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])
 
 
 def _shown_number(key: str, value: Any) -> str:

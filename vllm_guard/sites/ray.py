@@ -110,7 +110,7 @@ class RaySite:
 
     def print_report(self, stream: TextIO, *, with_fix: bool) -> None:
         # No fix on a cluster: the one-fix search runs the one-machine preflight (preflight/fix.py).
-        from vllm_guard.report.check import print_cluster_check
+        from vllm_guard.report.cluster import print_cluster_check
 
         print_cluster_check(self.cp, self.target, stream)
 
