@@ -45,3 +45,13 @@ def test_every_folder_is_a_stage_package() -> None:
     for folder in (p for p in PACKAGE.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")):
         assert (folder / "__init__.py").is_file(), folder
         assert f"`{folder.name}/`" in doc, f"docs/architecture.md does not say what {folder.name}/ owns"
+
+
+def test_serve_and_check_go_through_the_seam() -> None:
+    """One machine or a Ray cluster is decided once, in sites/: `serve` and `check` name neither."""
+    tree = ast.parse((PACKAGE / "cli" / "serve.py").read_text())
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    modules = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in modules if m.startswith("vllm_guard.cluster") or m == "vllm_guard.sites.ray"}
+    assert not {n for n in names if "ray" in n.lower() or "cluster" in n.lower() or n in ("cp", "connection")}

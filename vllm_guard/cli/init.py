@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from vllm_guard.cli.output import refuse_existing
+from vllm_guard.cli.output import refuse_existing, write_file
 from vllm_guard.cli.target import with_gpus
 from vllm_guard.errors import UsageError
 from vllm_guard.exit_codes import ExitCode
@@ -66,10 +66,7 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
                       + "; ".join(f"{f.id}: {f.message.splitlines()[0]}" for f in failed))
     text = "".join(f"# {line}\n" for line in header) + "\n" + body
     if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+        write_file(args.output, text)
     if args.json:
         import json
 

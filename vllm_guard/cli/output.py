@@ -17,17 +17,22 @@ def refuse_existing(output: str | None, force: bool) -> None:
         raise UsageError(f"{output} exists", hint="use --force to overwrite it")
 
 
+def write_file(output: str, text: str) -> None:
+    """-o FILE: the file, or a usage error that says why it cannot be written."""
+    try:
+        Path(output).write_text(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {output}: {e.strerror}") from None
+
+
 def write_output(args: argparse.Namespace, doc: dict[str, Any], stdout: TextIO, show: Callable[[], None],
-                    what: str) -> int:
+                 what: str) -> int:
     """-o FILE and --json for a machine or a cluster snapshot; otherwise ``show`` prints it for a person."""
     import json
 
     text = json.dumps(doc, indent=2) + "\n"
     if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+        write_file(args.output, text)
     if args.json:
         stdout.write(text)
     else:

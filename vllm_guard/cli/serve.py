@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from vllm_guard.cli.target import machine_file, target_profile
 from vllm_guard.errors import GuardError, UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.sites import Site, open_site
+
+if TYPE_CHECKING:
+    from vllm_guard.launch.plan import LaunchPlan
 
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
@@ -45,11 +48,9 @@ def _open(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: 
     return open_site(profile, env, machine_file(args, env), keep_connection=keep_connection, target=target)
 
 
-def _dry_run(site: Site, plan: object, args: argparse.Namespace, stdout: TextIO) -> int:
-    from vllm_guard.launch.plan import LaunchPlan
+def _dry_run(site: Site, plan: LaunchPlan, args: argparse.Namespace, stdout: TextIO) -> int:
     from vllm_guard.report.check import print_plan
 
-    assert isinstance(plan, LaunchPlan)
     failed = site.pre.verdict == "fail"
     if args.json:
         stdout.write(site.dry_run_json(plan, forced=args.force) + "\n")
@@ -62,12 +63,10 @@ def _dry_run(site: Site, plan: object, args: argparse.Namespace, stdout: TextIO)
     return ExitCode.PREFLIGHT_FAILED if failed else ExitCode.OK
 
 
-def _launch(site: Site, plan: object, args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO,
+def _launch(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO,
             stderr: TextIO) -> int:
     from vllm_guard.launch.lock import sharing_note
-    from vllm_guard.launch.plan import LaunchPlan
 
-    assert isinstance(plan, LaunchPlan)
     pre = site.pre
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
     site.print_report(stderr, with_fix=False)
