@@ -341,6 +341,23 @@ def test_serve_dry_run_against_a_cluster_snapshot_adds_the_ray_backend(tmp_path:
     assert r.code == 2 and "cannot launch one" in r.err and "--dry-run" in r.err, r.err
 
 
+def test_serve_dry_run_json_on_a_cluster_is_the_dry_run_document(tmp_path: Path) -> None:
+    """The seam gives a cluster the same --dry-run --json as one machine: the command line, the environment,
+    and the cluster's check document inside (it printed the text report before the seam)."""
+    from tests.test_json_schemas import documented, problems
+
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps(cluster(three()).to_dict()))
+    p = tmp_path / "p.toml"
+    p.write_text(f'[model]\nid = "{LLAMA}"\n[vllm]\ntensor-parallel-size = 2\npipeline-parallel-size = 3\n')
+    r = run_cli("serve", "--dry-run", "--json", "--machine", str(snap), str(p))
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert problems(doc, documented()["vllm-guard.dry-run/1"]) == []
+    assert doc["check"]["schema"] == "vllm-guard.cluster-check/1" and doc["check"]["placement"]["ranks"]
+    assert "--distributed-executor-backend" in doc["argv"]
+
+
 def test_a_leftover_local_cluster_file_fails_fast_not_after_minutes_of_retries(tmp_path: Path) -> None:
     """`ray start --head` leaves its address in $RAY_TMPDIR/ray/ray_current_cluster; after the cluster is gone,
     ray.init("auto") retried that address for minutes. The guard reads it and looks with a quick TCP connect."""
