@@ -14,8 +14,6 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
     """Every vLLM on this host: the guards' registry, the process table and NVML's process lists."""
     from vllm_guard import probes
     from vllm_guard.launch import lock
-    from vllm_guard.report.docs import ps_json
-    from vllm_guard.report.tables import print_ps
     from vllm_guard.state import instances, registry
 
     machine_file = args.machine or env.get("VLLMGUARD_MACHINE") or None
@@ -42,8 +40,12 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
                          "looks (docs/security.md)")
         if not gpus:
             notes.append("no GPU visible here: GPU memory per process is not known")
-    if args.json:
+    if args.json:  # the JSON document needs no renderer: rich is imported for people only
+        from vllm_guard.report.docs import ps_json
+
         stdout.write(ps_json(found, source, notes) + "\n")
     else:
+        from vllm_guard.report.tables import print_ps
+
         print_ps(found, source, notes, stdout)
     return ExitCode.OK

@@ -11,9 +11,7 @@ from vllm_guard.probes.vllm_build import pick_table
 
 
 def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-
     from vllm_guard import probes
-    from vllm_guard.report.tables import print_machine
 
     refuse_existing(args.output, args.force)
     if args.cluster:
@@ -22,11 +20,15 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     doc = machine.to_dict()
     # The vLLM installed here, so that planning elsewhere (--machine) uses its option table.
     doc["vllm_version"] = pick_table(env.get("VLLMGUARD_VLLM_BIN") or "vllm", env, None).vllm_version
-    return write_output(args, doc, stdout, lambda: print_machine(machine, stdout), "snapshot")
+    def show() -> None:  # rich only for a person: --json and -o import no renderer
+        from vllm_guard.report.tables import print_machine
+
+        print_machine(machine, stdout)
+
+    return write_output(args, doc, stdout, show, "snapshot")
 
 
 def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO) -> int:
-
     from vllm_guard.cluster import rayapi
     from vllm_guard.cluster.gather import gather_cluster
     from vllm_guard.report.cluster import print_cluster
