@@ -73,6 +73,12 @@ class Guard:
                                 env={**self.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=self.tmp)
 
+    def serve_to_file(self, err: Path) -> subprocess.Popen[str]:
+        """serve with its stderr in a file, for a test that reads it while the guard runs."""
+        with err.open("w") as sink:
+            return subprocess.Popen([sys.executable, "-m", "vllm_guard", "serve", str(self.profile)], env=self.env,
+                                    stdout=subprocess.DEVNULL, stderr=sink, text=True, cwd=self.tmp)
+
 
 def names(doc: dict) -> dict[str, str]:
     """node id -> the name the guard reports for it."""
@@ -189,7 +195,7 @@ def wait_for(what: str, condition: object, guard: subprocess.Popen[str], timeout
             return
         if guard.poll() is not None:
             _out, err = guard.communicate()
-            raise AssertionError(f"the guard exited ({guard.returncode}) before {what}:\n{err[-3000:]}")
+            raise AssertionError(f"the guard exited ({guard.returncode}) before {what}:\n{(err or '')[-3000:]}")
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -250,21 +256,27 @@ def test_serve_waits_for_a_launch_lock_another_guard_holds_on_one_node(tmp_path:
     held = os.open(b.locks / f"gpu-GPU-{b.name}-1.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(held, fcntl.LOCK_EX)  # as a single-machine guard starting on that GPU holds it
     g = Guard(tmp_path, cluster)
-    guard = g.serve()
+    errors = tmp_path / "guard.err"
+    guard = g.serve_to_file(errors)
     try:
-        time.sleep(4)
+        # Until the guard says it waits: a fixed sleep let a slow preflight (a loaded 2-core machine) reach the
+        # locks only after they were released, and the test then saw no wait at all.
+        wait_for("the guard waiting for the held lock", lambda: "waiting for the launch lock" in errors.read_text(),
+                 guard, timeout=120)
+        time.sleep(2)
         assert guard.poll() is None and not records(g.log), "started past a held launch lock"
         assert not any(ENGINE.name in p for p in _commands())
         fcntl.flock(held, fcntl.LOCK_UN)
         wait_for("vLLM ready once the lock is free", lambda: any(r["outcome"] == "ready" for r in records(g.log)),
                  guard)
         guard.send_signal(signal.SIGTERM)
-        _out, err = guard.communicate(timeout=60)
+        guard.wait(timeout=60)
     finally:
         os.close(held)
         if guard.poll() is None:
             guard.kill()
-            guard.communicate()
+            guard.wait()
+    err = errors.read_text()
     assert f"waiting for the launch lock of GPU GPU-{b.name}-1 on node " in err, err[-3000:]
     assert f"pid {os.getpid()}" in err, err[-3000:]  # who holds it, read from the kernel on that node
 
