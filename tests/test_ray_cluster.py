@@ -288,19 +288,22 @@ def test_memory_taken_on_a_node_after_the_preflight_is_caught_under_the_lock(tmp
     held = os.open(b.locks / f"gpu-GPU-{b.name}-0.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(held, fcntl.LOCK_EX)  # the guard passes its preflight, then waits here
     g = Guard(tmp_path, cluster)
-    guard = g.serve()
+    errors = tmp_path / "guard.err"
+    guard = g.serve_to_file(errors)
     try:
-        time.sleep(5)
+        # Past its preflight only once it says it waits for the lock (a fixed sleep raced a slow preflight).
+        wait_for("the guard waiting for the held lock", lambda: "waiting for the launch lock" in errors.read_text(),
+                 guard, timeout=120)
         with changed(c, busy={0: 30 * 2**30}):  # meanwhile another process takes 30 GiB of node c's GPU 0
             fcntl.flock(held, fcntl.LOCK_UN)
             wait_for("a relaxed start", lambda: any(r["outcome"] == "ready" for r in records(g.log)), guard)
         guard.send_signal(signal.SIGTERM)
-        guard.communicate(timeout=60)
+        guard.wait(timeout=60)
     finally:
         os.close(held)
         if guard.poll() is None:
             guard.kill()
-            guard.communicate()
+            guard.wait()
     first, *_, ready = [r for r in records(g.log) if "attempt" in r and r.get("phase") != "serving"]
     assert first["failure"]["class"] == "gpu_busy", first
     evidence = " ".join(first["failure"]["evidence"])
