@@ -24,6 +24,7 @@ from vllm_guard.launch.context import Host, LaunchContext
 from vllm_guard.launch.notify import Notifier
 from vllm_guard.preflight.run import Preflight, preflight
 from vllm_guard.probes import gather
+from vllm_guard.probes.select import gpu_label
 from vllm_guard.profile.load import load_profile
 
 L4 = MACHINES / "l4-24gb.json"
@@ -275,5 +276,5 @@ def context(world: World, pre: Preflight, facts: Facts, *,
     return LaunchContext(pre=pre, facts=facts, environ=world.env, status=RecordingStatus(),
                          notifier=RecordingNotifier(world.env), clock=clock, spawner=ScriptedVllm(clock).spawn,
                          ready=lambda url: False, gpu_probe=gpu_probe, launch_locks=None,
-                         gpu_label=lambda g: f"GPU {g.index}", lock_dir=lock.lock_dir(None, world.env),
+                         gpu_label=gpu_label, lock_dir=lock.lock_dir(None, world.env),
                          host=FakeHost().host(), pause=clock.pause)

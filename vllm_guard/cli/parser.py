@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from vllm_guard import __version__
@@ -168,14 +169,12 @@ def _reporting_commands(command: Callable[..., argparse.ArgumentParser]) -> None
                             help="bash, zsh or fish")
 
 
+@dataclass(frozen=True)
 class GuardOption:
     """One guard option of `serve` or `check`: whether it takes a value, and whether it may follow TARGET."""
 
-    __slots__ = ("after_target", "takes_value")
-
-    def __init__(self, takes_value: bool, *, after_target: bool = True) -> None:
-        self.takes_value = takes_value
-        self.after_target = after_target
+    takes_value: bool
+    after_target: bool = field(default=True, kw_only=True)
 
 
 # Guard options, by command. Before TARGET they are always the guard's. After it, one is the guard's only

@@ -147,7 +147,3 @@ class ClusterFacts:
 def _opt_str(d: dict[str, Any], key: str) -> str | None:
     value = d.get(key)
     return value if isinstance(value, str) else None
-
-
-def is_cluster_snapshot(data: Any) -> bool:
-    return isinstance(data, dict) and data.get("schema") == CLUSTER_SCHEMA

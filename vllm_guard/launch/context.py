@@ -21,21 +21,10 @@ from vllm_guard.launch.lock import LaunchLocks
 from vllm_guard.launch.notify import Notifier
 from vllm_guard.launch.phases import Status
 from vllm_guard.preflight.run import Preflight
+from vllm_guard.probes.host import adopted_children, zombie_children
 from vllm_guard.profile.model import Profile, world_size
 
 Spawner = Callable[..., Child]  # (argv, env, sink, *, grace_s, on_event, on_progress), as process.spawn
-
-
-def _adopted_children(exclude: tuple[int, ...]) -> list[int]:
-    from vllm_guard.probes.host import adopted_children
-
-    return adopted_children(exclude=exclude)
-
-
-def _zombie_children(exclude: tuple[int, ...]) -> list[int]:
-    from vllm_guard.probes.host import zombie_children
-
-    return zombie_children(exclude=exclude)
 
 
 @dataclass(frozen=True)
@@ -44,8 +33,8 @@ class Host:
 
     become_subreaper: Callable[[], object] = process.set_child_subreaper
     on_stop_signals: Callable[[process.StopHandler], Callable[[], None]] = process.on_stop_signals
-    adopted_children: Callable[[tuple[int, ...]], list[int]] = _adopted_children
-    zombie_children: Callable[[tuple[int, ...]], list[int]] = _zombie_children
+    adopted_children: Callable[[tuple[int, ...]], list[int]] = adopted_children
+    zombie_children: Callable[[tuple[int, ...]], list[int]] = zombie_children
     stop_orphans: Callable[[Sequence[int]], None] = process.stop_orphans
     reap: Callable[[Sequence[int]], None] = process.reap
 

@@ -31,6 +31,7 @@ from vllm_guard.launch.readiness import FirstRequest
 from vllm_guard.launch.relax import LADDER_DESTS, Relaxer
 from vllm_guard.launch.serving import Serving
 from vllm_guard.preflight.run import Preflight
+from vllm_guard.probes.select import gpu_label
 from vllm_guard.profile.model import Profile
 
 
@@ -55,7 +56,7 @@ class Supervisor:
         clock: Callable[[], float] = time.monotonic,
         notifier: Notifier | None = None,
         launch_locks: Callable[[Profile], LaunchLocks] | None = None,
-        gpu_label: Callable[[Gpu], str] = lambda g: f"GPU {g.index}",
+        gpu_label: Callable[[Gpu], str] = gpu_label,
         pause: Callable[[float], object] | None = None,
         host: Host | None = None,
     ) -> None:

@@ -83,3 +83,8 @@ def _find_gpu(gpus: tuple[Gpu, ...], key: str) -> Gpu | None:
 def gpu_kind(g: Gpu) -> tuple[str | None, int | None, tuple[int, int] | None]:
     """What the preflight's verdict on a GPU rests on: its model, its memory and its compute capability."""
     return g.name, g.memory_total_bytes, g.compute_capability
+
+
+def gpu_label(g: Gpu) -> str:
+    """How a GPU is named in messages on one machine (a Ray cluster names its node too)."""
+    return f"GPU {g.index}"

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TextIO
 
+from vllm_guard.probes.select import gpu_label
+
 if TYPE_CHECKING:
     from vllm_guard.facts.machine import Facts, Gpu
     from vllm_guard.launch.lock import LaunchLocks
@@ -25,7 +27,7 @@ class LaunchHooks:
 
     gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None  # None: no live re-checks (a snapshot)
     launch_locks: Callable[[Profile], LaunchLocks] | None = None  # None: this machine's per-GPU flocks
-    gpu_label: Callable[[Gpu], str] = lambda g: f"GPU {g.index}"
+    gpu_label: Callable[[Gpu], str] = gpu_label
 
 
 class Site(Protocol):

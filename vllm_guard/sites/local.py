@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, TextIO
 
 from vllm_guard.sites import LaunchHooks, with_notes
 
@@ -22,7 +23,6 @@ class LocalSite:
     pre: Preflight
     target: str
     machine_file: str | None
-    _fix: list[Fix | None] = field(default_factory=list)  # found once, when a report asks for it
 
     @classmethod
     def open(cls, profile: Profile, environ: Mapping[str, str], machine_file: str | None, *,
@@ -45,28 +45,28 @@ class LocalSite:
     def plan(self, plan: LaunchPlan) -> LaunchPlan:
         return plan
 
+    @cached_property
     def fix(self) -> Fix | None:
-        """The one set of values that passes every check here (preflight/fix.py), or None."""
-        if not self._fix:
-            from vllm_guard.preflight.fix import find_fix
+        """The one set of values that passes every check here (preflight/fix.py), or None; found once, when a
+        report asks for it (it runs the preflight again per candidate)."""
+        from vllm_guard.preflight.fix import find_fix
 
-            self._fix.append(find_fix(self.pre.profile, self.facts, self.pre))
-        return self._fix[0]
+        return find_fix(self.pre.profile, self.facts, self.pre)
 
     def print_report(self, stream: TextIO, *, with_fix: bool) -> None:
         from vllm_guard.report.check import print_check
 
-        print_check(self.pre, self.facts, self.target, stream, self.fix() if with_fix else None)
+        print_check(self.pre, self.facts, self.target, stream, self.fix if with_fix else None)
 
     def check_json(self) -> str:
         from vllm_guard.report.docs import check_json
 
-        return check_json(self.pre, self.facts, self.target, self.fix())
+        return check_json(self.pre, self.facts, self.target, self.fix)
 
     def dry_run_json(self, plan: LaunchPlan, *, forced: bool) -> str:
         from vllm_guard.report.docs import check_doc, dry_run_json
 
-        return dry_run_json(self.pre, plan, check_doc(self.pre, self.facts, self.target, self.fix()), forced=forced)
+        return dry_run_json(self.pre, plan, check_doc(self.pre, self.facts, self.target, self.fix), forced=forced)
 
     def launch_hooks(self) -> LaunchHooks:
         # Live re-checks (free memory under the lock, memory released) only where the machine is this one.
@@ -75,7 +75,6 @@ class LocalSite:
         from vllm_guard.probes.gpu import probe_gpus
 
         def gpu_probe() -> tuple[Gpu, ...]:
-            gpus: Any = probe_gpus().gpus
-            return tuple(gpus)
+            return probe_gpus().gpus
 
         return LaunchHooks(gpu_probe=gpu_probe)
