@@ -192,6 +192,8 @@ def api_server(argv: list[str]) -> int:
         err("    sock.bind(addr)")
         err("OSError: [Errno 98] Address already in use")
         return 1
+    if scenario.get("bound_file"):  # for tests that need the moment the port is bound but not listened on
+        Path(scenario["bound_file"]).write_text(str(os.getpid()))
     read_fd, write_fd = os.pipe()
     engine = subprocess.Popen(
         ["VLLM::EngineCore", str(HERE), "--engine-core", str(write_fd), json.dumps(vars(args)), str(max_len)],
@@ -244,7 +246,16 @@ def api_server(argv: list[str]) -> int:
             time.sleep(3600)
     serving.set()
     log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
-    sock.listen(64)
+    try:
+        sock.listen(64)
+    except OSError:
+        # Linux lets two SO_REUSEADDR sockets bind one address while neither listens: another server that
+        # bound and listened meanwhile takes it, and vLLM's listen (uvicorn's create_server) fails.
+        err("Traceback (most recent call last):")
+        err('  File "/opt/venv/lib/python3.12/site-packages/uvicorn/server.py", line 161, in startup')
+        err("OSError: [Errno 98] Address already in use")
+        engine.terminate()
+        return 1
 
     started = time.monotonic()
     task = scenario.get("task", "generate")
@@ -256,6 +267,15 @@ def api_server(argv: list[str]) -> int:
         def do_GET(self) -> None:
             if self.path == "/v1/models":
                 self._json(200, {"object": "list", "data": [{"id": args.model, "object": "model"}]})
+                return
+            if scenario.get("trickle_health") and self.path == "/health":
+                # A hostile or broken proxy's /health: a byte at a time, never the whole answer.
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                with contextlib.suppress(OSError):
+                    for _ in range(100000):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        time.sleep(0.5)
                 return
             stalled = scenario.get("stall_after_ready_s") is not None and \
                 time.monotonic() - started > float(scenario["stall_after_ready_s"])

@@ -269,6 +269,24 @@ def with_free(gpus: Sequence[Gpu], fraction: float) -> tuple[Gpu, ...]:
     return tuple(replace(g, memory_free_bytes=int((g.memory_total_bytes or 0) * fraction)) for g in gpus)
 
 
+@dataclass
+class FakePort:
+    """Whose socket answers on vLLM's port, scripted: the launch's own unless ``foreign`` names a holder."""
+
+    foreign: str | None = None
+    asked: list[str] = field(default_factory=list)
+
+    def ours(self, url: str, root_pid: int) -> bool:
+        self.asked.append("ours")
+        return self.foreign is None
+
+    def accepts(self, url: str) -> bool:
+        return True
+
+    def holder(self, url: str) -> str:
+        return self.foreign or "nobody"
+
+
 def context(world: World, pre: Preflight, facts: Facts, *,
             gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None) -> LaunchContext:
     """A launch's shared context for testing one piece (the Relaxer, the first request) on its own."""
@@ -277,4 +295,4 @@ def context(world: World, pre: Preflight, facts: Facts, *,
                          notifier=RecordingNotifier(world.env), clock=clock, spawner=ScriptedVllm(clock).spawn,
                          ready=lambda url: False, gpu_probe=gpu_probe, launch_locks=None,
                          gpu_label=gpu_label, lock_dir=lock.lock_dir(None, world.env),
-                         host=FakeHost().host(), pause=clock.pause)
+                         host=FakeHost().host(), port=FakePort(), pause=clock.pause)

@@ -18,6 +18,7 @@ import pytest
 from tests.scripted import (
     FakeClock,
     FakeHost,
+    FakePort,
     RecordingNotifier,
     RecordingStatus,
     Script,
@@ -57,8 +58,9 @@ class Rig:
 
     def __init__(self, world: World, *scripts: Script, vllm: str = "max-model-len = 32768",
                  guard: str = "first-request = false", ladder: str = "", env: dict[str, str] | None = None,
-                 gpu_probe=None) -> None:
+                 gpu_probe=None, port: FakePort | None = None) -> None:
         self.world = world
+        self.port = port or FakePort()
         self.pre, self.facts = world.preflight(vllm, guard, ladder)
         self.clock = FakeClock()
         self.vllm = ScriptedVllm(self.clock, *scripts)
@@ -68,7 +70,7 @@ class Rig:
         self.supervisor = Supervisor(
             self.pre, self.facts, environ=world.env, status=self.status, spawner=self.vllm.spawn,
             ready=self.vllm.ready, gpu_probe=gpu_probe, clock=self.clock, notifier=self.notifier,
-            pause=self.clock.pause, host=self.fake_host.host())
+            pause=self.clock.pause, host=self.fake_host.host(), port=self.port)
 
     def signal_at(self, elapsed: float, signum: int = signal.SIGTERM) -> None:
         self.clock.at(elapsed, lambda: self.fake_host.signal(signum))
@@ -110,6 +112,18 @@ def test_kv_cache_misfit_then_vllms_own_number_becomes_ready(world: World) -> No
     assert ("STOPPING=1", "STATUS=stopping: signal 15") in rig.notifier.sent
     assert rig.vllm.spawned[1].child.ready_marked and not rig.vllm.spawned[0].child.ready_marked
     assert "remembered for the next start of this profile: max-model-len 9200" in rig.status.messages()
+
+
+def test_another_server_on_the_port_is_a_failed_start_never_ready(world: World) -> None:
+    """Issue 23: a colleague's server answers /health on our port while ours loads; the guard must not
+    call that ready (no READY=1, no first request, no key sent), and stops with port_in_use naming it."""
+    holder = "pid 4242 (bob: vllm serve Qwen/Qwen3-8B --port 8123)"
+    rig = Rig(world, Script(SERVING, ready_at=2), port=FakePort(foreign=holder))
+    assert rig.run() == ExitCode.START_FAILED
+    (record,) = world.records()
+    assert record["outcome"] == "failed" and record["failure"]["class"] == "port_in_use"
+    assert holder in record["failure"]["evidence"][0] and "stop" in record["next"]
+    assert rig.notifier.fields("READY=") == [] and not rig.vllm.spawned[0].child.ready_marked
 
 
 def test_remembered_relaxations_are_the_next_starts_first_attempt(world: World) -> None:
@@ -314,16 +328,17 @@ def test_changed_resolves_defaults(world: World) -> None:
 # --- the first request, with a scripted answer --------------------------------------------------------------
 
 
-def _first_request(world: World, answers: list[Result], *, stop_first: bool = False):
+def _first_request(world: World, answers: list[Result], *, stop_first: bool = False, foreign: str | None = None):
     pre, facts = world.preflight(guard="")
     ctx = context(world, pre, facts)
+    ctx.port = FakePort(foreign=foreign)
     child = ScriptedChild(Script(SERVING, ready_at=0), FakeClock(), 7, lambda raw, stream: None)
     plan = build_plan(pre.profile, environ=world.env, cuda_visible_devices=facts.cuda_visible_devices)
     attempt = Attempt(1, plan, pre.profile, {}, label="attempt 1/5")
     asked: list[tuple[str, str | None]] = []
     answered = threading.Event()
 
-    def ask(base: str, lines: list[str], *, api_key: str | None, timeout_s: float) -> list[Result]:
+    def ask(base: str, lines: list[str], *, api_key: str | None, timeout_s: float, **_: object) -> list[Result]:
         asked.append((base, api_key))
         if stop_first:
             answered.wait(5)  # an answer that takes its time
@@ -343,6 +358,13 @@ def test_first_request_answered_is_ready(world: World) -> None:
     assert ok and asked == [("http://127.0.0.1:8123", None)] and child.stopped_with is None
     assert attempt.first_request == [{"endpoint": "/v1/completions", "ok": True, "status": 200, "seconds": 0.4,
                                       "error": None, "answer_chars": 3}]
+
+
+def test_no_first_request_to_a_socket_the_launch_does_not_own(world: World) -> None:
+    ok, attempt, asked, child = _first_request(world, [Result("/v1/completions", True, 200, 0.4)],
+                                               foreign="pid 4242 (bob: python -m http.server 8123)")
+    assert not ok and asked == [] and attempt.diagnosis.cls == "port_in_use"
+    assert child.stopped_with is not None
 
 
 def test_first_request_refused_fails_the_attempt(world: World) -> None:

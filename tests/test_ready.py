@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.foreign_server import ForeignServer
 from tests.test_serve import Rig, gone_soon, kill_running_guards
 from tests.test_systemd import NotifySocket
 
@@ -186,3 +187,65 @@ def test_remember_can_be_turned_off(tmp_path: Path) -> None:
     profile = rig.profile("max-model-len = 32768", extra="[guard.ladder]\nremember = false")
     serve_until_ready(rig, profile, env)
     assert not (tmp_path / "state" / "remembered").exists()
+
+
+def test_a_server_already_on_the_port_is_never_taken_for_ours(tmp_path: Path) -> None:
+    """Under --machine there is no port check: another server answers at once. Not ready, never READY=1,
+    no key sent; the start fails as port_in_use and names the holder (this test's own process)."""
+    import os
+
+    address = str(tmp_path / "notify.sock")
+    listener = NotifySocket(address)
+    rig = Rig(tmp_path, load_s=2)
+    foreign = ForeignServer(rig.port)
+    try:
+        code, _, err = rig.run(rig.profile('max-model-len = 8192\napi-key = "sk-secret-1"'),
+                               env={"NOTIFY_SOCKET": address})
+    finally:
+        foreign.close()
+        listener.close()
+    assert code == 5, err
+    (record,) = rig.records()
+    assert record["failure"]["class"] == "port_in_use" and record["first_request"] is None
+    assert f"pid {os.getpid()}" in record["failure"]["evidence"][0]
+    assert "sk-secret-1" not in " ".join(str(a) for a in foreign.authorizations)
+    assert "/v1/models" not in foreign.paths and listener.fields("READY") == []
+
+
+def test_a_server_that_takes_the_port_during_the_start_is_a_failed_start(tmp_path: Path) -> None:
+    """The issue's case: ours has bound the port (not yet listening, loading weights) when another server
+    binds it and listens. Its /health answers 200; the guard must see that the socket is not the launch's."""
+    bound = tmp_path / "bound"
+    rig = Rig(tmp_path, load_s=4, bound_file=str(bound))
+    guard = rig.start(rig.profile('max-model-len = 8192\napi-key = "sk-secret-2"'))
+    foreign = None
+    try:
+        deadline = time.monotonic() + 20
+        while not bound.exists():
+            assert time.monotonic() < deadline and guard.poll() is None, "the fake never bound its port"
+            time.sleep(0.05)
+        foreign = ForeignServer(rig.port)
+        _, err = guard.communicate(timeout=30)
+    finally:
+        if foreign is not None:
+            foreign.close()
+    assert guard.returncode == 5, err
+    (record,) = rig.records()
+    assert record["failure"]["class"] == "port_in_use" and record["outcome"] == "failed"
+    assert "no process of this launch listens there" in record["failure"]["evidence"][0]
+    assert "sk-secret-2" not in " ".join(str(a) for a in foreign.authorizations if a)
+    assert "ready" not in [r["outcome"] for r in rig.records()]
+
+
+def test_a_trickling_health_neither_blocks_the_start_nor_a_stop(tmp_path: Path) -> None:
+    """Issue 28: /health that sends a byte every half second. The start goes on (each look is a miss
+    after guard.health-timeout) and a SIGTERM is acted on at once: 143 within seconds."""
+    rig = Rig(tmp_path, trickle_health=True)
+    guard = rig.start(rig.profile("max-model-len = 8192", "health-timeout = 30\nstartup-timeout = 120"))
+    time.sleep(3)  # vLLM is up and its /health trickles; the guard is inside a look at it
+    assert guard.poll() is None
+    started = time.monotonic()
+    code, err = stop(guard)
+    assert code == 143, err
+    assert time.monotonic() - started < 5 + 5  # the stop itself, within its stop-timeout of 5 s
+    assert [r["outcome"] for r in rig.records()] == ["stopped"]

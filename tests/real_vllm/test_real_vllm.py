@@ -341,3 +341,27 @@ def test_fp8_quantization_the_cpu_cannot_run_shows_the_root_cause(guard: Guard) 
     assert rec["failure"]["class"] == "unknown"
     assert "static_scaled_fp8_quant" in rec["failure"]["evidence"][0]
     assert "Engine core initialization failed" not in rec["failure"]["evidence"][0]
+
+
+def test_a_server_that_takes_the_port_while_vllm_loads_is_never_ready(guard: Guard) -> None:
+    """Issue 23, against the real engine and a live preflight (no --machine: net.port passes first). vLLM
+    0.32 binds its API socket early with SO_REUSEADDR and listens only once started, so another server can
+    bind and listen meanwhile; its /health answers 200. The guard must not call that ready."""
+    from tests.foreign_server import ForeignServer
+
+    guard.start(guard.profile({"api-key": "sk-real-secret"}, stop_timeout=5))
+    guard.wait_for_process("VLLM::EngineCore")
+    foreign = ForeignServer(guard.port)
+    try:
+        code = guard.finish(120)
+    finally:
+        foreign.close()
+    assert guard.out is not None
+    text = guard.out.text()
+    assert code == 5, text[-3000:]
+    assert "vLLM is ready" not in text
+    (record,) = guard.records()
+    assert record["failure"]["class"] == "port_in_use"
+    assert "no process of this launch listens there" in record["failure"]["evidence"][0]
+    assert not any(a and "sk-real-secret" in a for a in foreign.authorizations)
+    guard.nothing_left()

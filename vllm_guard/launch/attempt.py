@@ -21,6 +21,7 @@ from vllm_guard.launch.child import Child, ChildEnder
 from vllm_guard.launch.context import LaunchContext
 from vllm_guard.launch.journal import Attempt, Journal, now
 from vllm_guard.launch.lock import LaunchLocks
+from vllm_guard.launch.ownership import port_taken
 from vllm_guard.launch.phases import EXTEND_S, PhaseTracker
 from vllm_guard.launch.plan import build_plan
 from vllm_guard.launch.readiness import HEALTH_POLL_S, FirstRequest
@@ -154,7 +155,17 @@ class AttemptRunner:
                 attempt.outcome = "failed"
                 attempt.diagnosis = classify("\n".join(child.tail), exit_status=code)
                 return None
-            if ctx.ready(attempt.plan.health_url):
+            url = attempt.plan.health_url
+            # Only the launch's own socket counts (ownership.py): a poll answered by another server is a
+            # port taken, never ready. A connect that nobody accepts is simply "not yet".
+            ours = ctx.port.ours(url, child.pid)
+            if not ours and ctx.port.accepts(url) and not ctx.port.ours(url, child.pid):
+                attempt.exit_status = self.ender.stop(child)
+                attempt.outcome = "failed"
+                attempt.diagnosis = port_taken(url, ctx.port.holder(url))
+                ctx.status.message(attempt.diagnosis.evidence[0])
+                return None
+            if ours and ctx.ready(url):
                 tracker.mark("health")
                 if attempt.profile.setting("first-request") and not self.first_request.passes(attempt, child, env):
                     return None

@@ -2,7 +2,7 @@
 
 ``LaunchContext``: the preflight, the environment, the live status, systemd's notifier, the clock and how
 to wait, the stop flag, the GPUs this launch uses, and the collaborators that reach vLLM (spawner, ready
-probe, GPU probe, launch locks). ``Host``: the guard's own process as a launch uses it (signals, the
+probe, port owner, GPU probe, launch locks). ``Host``: the guard's own process as a launch uses it (signals, the
 subreaper, adopted children); the real one by default, a fake that touches nothing in tests.
 """
 
@@ -19,6 +19,7 @@ from vllm_guard.launch import process
 from vllm_guard.launch.child import Child
 from vllm_guard.launch.lock import LaunchLocks
 from vllm_guard.launch.notify import Notifier
+from vllm_guard.launch.ownership import PortOwner, PortWatch
 from vllm_guard.launch.phases import Status
 from vllm_guard.preflight.run import Preflight
 from vllm_guard.probes.host import adopted_children, zombie_children
@@ -55,6 +56,7 @@ class LaunchContext:
     gpu_label: Callable[[Gpu], str]  # how a GPU is named in messages ("node b GPU 1" on a cluster)
     lock_dir: Path
     host: Host = field(default_factory=Host)
+    port: PortOwner = field(default_factory=PortWatch)  # whose socket answers on vLLM's port
     pause: Callable[[float], object] | None = None  # None: wait on ``wake``, which a stop signal sets
     stop_signal: int | None = None
     gpu_choice: str | None = None  # guard.gpus = "auto": what was chosen, and why

@@ -26,6 +26,7 @@ from vllm_guard.diagnose.markers import API_SERVER
 from vllm_guard.launch import health
 
 ERROR_CHARS = 500
+WRONG_MODEL = "not the profile's model"
 _TASKS = re.compile(r"Supported tasks: \[(?P<tasks>[^\]]{0,200})\]")
 _CHAT_TEMPLATE = "Detected the chat template content format"
 
@@ -74,30 +75,45 @@ def requests_for(tasks: Sequence[str], chat: bool) -> list[tuple[str, dict[str, 
     return [("/pooling", {"input": "Hello"})]
 
 
-def ask(base: str, log_lines: Sequence[str], *, api_key: str | None, timeout_s: float,
+def ask(base: str, log_lines: Sequence[str], *, api_key: str | None, timeout_s: float, models: Sequence[str] = (),
         call: Call = health.call, clock: Callable[[], float] = time.monotonic) -> list[Result]:
-    """Send the first requests; stop at the first that fails. ``base`` is http://HOST:PORT or http+unix://PATH."""
+    """Send the first requests; stop at the first that fails. ``base`` is http://HOST:PORT or http+unix://PATH.
+
+    ``models``: the names the profile serves (--served-model-name, else the model); the answer of
+    /v1/models must name one of them, or the server is not the one this launch started. ``timeout_s``
+    bounds all the requests together, each answer whole (health.call).
+    """
+    deadline = clock() + timeout_s
+
+    def left() -> float:
+        return max(0.1, deadline - clock())
+
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     start = clock()
     try:
-        status, body = call(base, "GET", "/v1/models", headers=headers, timeout_s=timeout_s)
+        status, body = call(base, "GET", "/v1/models", headers=headers, timeout_s=left())
     except (OSError, http.client.HTTPException) as e:
         return [Result("/v1/models", False, None, clock() - start, _cut(f"no answer: {e}"))]
     if status != 200:
         return [Result("/v1/models", False, status, clock() - start, _error_text(body))]
     try:
-        model = json.loads(body)["data"][0]["id"]
+        served = [str(m["id"]) for m in json.loads(body)["data"]]
+        model = next((m for m in served if m in models), None) if models else served[0]
     except (ValueError, KeyError, IndexError, TypeError):
         return [Result("/v1/models", False, status, clock() - start, "no served model in the answer")]
+    if model is None:
+        return [Result("/v1/models", False, status, clock() - start,
+                       _cut(f"{WRONG_MODEL}: the server serves {', '.join(served[:3]) or 'nothing'}, not "
+                            f"{models[0]}"))]
     results = []
     tasks, chat = what_to_ask(log_lines)
     for path, payload in requests_for(tasks, chat):
         start = clock()
         try:
             status, body = call(base, "POST", path, body=json.dumps({"model": model, **payload}).encode(),
-                                headers=headers, timeout_s=timeout_s)
+                                headers=headers, timeout_s=left())
         except TimeoutError:
             results.append(Result(path, False, None, clock() - start, f"no answer within {timeout_s:g}s"))
             break
@@ -150,6 +166,8 @@ def diagnose(results: Sequence[Result], log_tail: Sequence[str]) -> Diagnosis:
         return Diagnosis("oom_profiling", API_SERVER, numbers, tuple(evidence), detail="first_request")
     if "chat template" in error.lower():
         detail = "chat_template"
+    elif WRONG_MODEL in error:
+        detail = "wrong_model"
     elif failed is not None and failed.status is None and "within" in error:
         detail = "timeout"
     elif failed is not None and failed.status in (401, 403):

@@ -6,8 +6,13 @@ so "connection refused" means "not yet", never "failed".
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import cast
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -31,29 +36,71 @@ def _connection(base: str, timeout_s: float) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout_s)
 
 
-def check(url: str, timeout_s: float = 2.0) -> bool:
-    """True when GET /health answers 200: ``http://HOST:PORT/health`` or ``http+unix://PATH/health``."""
+def check(url: str, timeout_s: float = 5.0, should_stop: Callable[[], bool] | None = None) -> bool:
+    """True when GET /health answers 200 within ``timeout_s``: ``http://HOST:PORT/health`` or
+    ``http+unix://PATH/health``."""
     try:
-        status, _ = call(url, "GET", "/health", timeout_s=timeout_s)
+        status, _ = call(url, "GET", "/health", timeout_s=timeout_s, should_stop=should_stop)
     except (OSError, http.client.HTTPException):
         return False
     return status == 200
 
 
 MAX_BODY_BYTES = 1 << 20  # a first request's answer is small; never hold more of one
+_SLICE_S = 0.1  # how often a caller's wait looks at the stop flag
 
 
 def call(base: str, method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None,
-         timeout_s: float = 30.0) -> tuple[int, bytes]:
-    """One HTTP request to the served vLLM: (status, at most MAX_BODY_BYTES of the body).
+         timeout_s: float = 30.0, should_stop: Callable[[], bool] | None = None) -> tuple[int, bytes]:
+    """One HTTP request to the served vLLM: (status, at most MAX_BODY_BYTES of the body), whole within
+    ``timeout_s``.
+
+    http.client's timeout bounds each recv, not the answer: a server that sends a byte a second never times
+    out. So the request runs in a thread and the caller waits for the whole answer, at most ``timeout_s``
+    and only while ``should_stop`` says no; then the socket is shut down, which ends the thread's recv.
 
     Raises:
-        OSError, http.client.HTTPException: no answer (refused, reset, timed out).
+        OSError, http.client.HTTPException: no answer (refused, reset); TimeoutError past the deadline,
+        InterruptedError when ``should_stop`` said yes first.
     """
     conn = _connection(base, timeout_s)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, response.read(MAX_BODY_BYTES)
-    finally:
-        conn.close()
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            box["answer"] = (response.status, response.read(MAX_BODY_BYTES))
+        except BaseException as e:  # handed to the caller, which raises it in its own thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="vllm-guard-http", daemon=True)
+    deadline = time.monotonic() + timeout_s
+    worker.start()
+    stopped = False
+    while worker.is_alive():
+        left = deadline - time.monotonic()
+        stopped = should_stop is not None and should_stop()
+        if left <= 0 or stopped:
+            break
+        worker.join(min(_SLICE_S, left))
+    if worker.is_alive():
+        _abort(conn)
+        worker.join(1.0)
+        if stopped:
+            raise InterruptedError("a stop was asked for")
+        raise TimeoutError(f"no whole answer within {timeout_s:g}s")
+    conn.close()
+    error = box.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    return cast(tuple[int, bytes], box["answer"])
+
+
+def _abort(conn: http.client.HTTPConnection) -> None:
+    """End a request another thread is blocked in: shut the socket down (close alone may not wake a recv)."""
+    sock = conn.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    conn.close()

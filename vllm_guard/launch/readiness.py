@@ -10,12 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.launch import first_request
+from vllm_guard.launch import first_request, health
 from vllm_guard.launch.child import Child, ChildEnder
 from vllm_guard.launch.journal import Attempt
+from vllm_guard.launch.ownership import port_taken
 
 if TYPE_CHECKING:
     from vllm_guard.launch.context import LaunchContext
+    from vllm_guard.profile.model import Profile
 
 HEALTH_POLL_S = 0.5
 
@@ -37,10 +39,21 @@ class FirstRequest:
         profile = attempt.profile
         api_key = env.get("VLLM_API_KEY") or _first(profile.value("api_key"))
         timeout = float(profile.setting("first-request-timeout"))
-        base = attempt.plan.health_url.rsplit("/health", 1)[0]
+        url = attempt.plan.health_url
+        base = url.rsplit("/health", 1)[0]
+        if not ctx.port.ours(url, child.pid):  # the API key goes only to the launch's own socket
+            return self._taken(attempt, child, url)
+
+        def owned_call(*args: Any, **kwargs: Any) -> tuple[int, bytes]:
+            # Looked at again before each request: the key must never reach a socket the launch lost.
+            if not ctx.port.ours(url, child.pid):
+                raise ConnectionRefusedError(f"{url} is no longer this launch's socket")
+            return health.call(*args, should_stop=lambda: ctx.stop_signal is not None, **kwargs)
+
         results: list[first_request.Result] = []
         thread = threading.Thread(target=lambda: results.extend(self.ask(
-            base, list(child.tail), api_key=api_key, timeout_s=timeout)), daemon=True)
+            base, list(child.tail), api_key=api_key, timeout_s=timeout, models=served_names(profile),
+            call=owned_call)), daemon=True)
         ctx.status.message("vLLM answers /health; sending a first request")
         ctx.notifier.status(f"{attempt.label}: first request")
         thread.start()
@@ -52,7 +65,7 @@ class FirstRequest:
             if child.poll() is not None:
                 break
             thread.join(HEALTH_POLL_S)
-        thread.join(timeout + 5)
+        thread.join(1.0)  # each request is bounded (health.call); the thread ends within its deadline
         attempt.first_request = [r.to_dict() for r in results]
         code = child.poll()
         if code is not None:  # vLLM died on its first request: its log says why
@@ -67,6 +80,24 @@ class FirstRequest:
         attempt.exit_status = self.ender.stop(child)
         attempt.outcome = "failed"
         return False
+
+
+    def _taken(self, attempt: Attempt, child: Child, url: str) -> bool:
+        attempt.diagnosis = port_taken(url, self.ctx.port.holder(url))
+        self.ctx.status.message(attempt.diagnosis.evidence[0])
+        attempt.exit_status = self.ender.stop(child)
+        attempt.outcome = "failed"
+        return False
+
+
+def served_names(profile: Profile) -> tuple[str, ...]:
+    """What /v1/models must list: --served-model-name's names, else the model as given (vLLM 0.33's default)."""
+    names = profile.value("served_model_name")
+    if isinstance(names, (list, tuple)) and names:
+        return tuple(str(n) for n in names)
+    if isinstance(names, str) and names:
+        return (names,)
+    return (str(profile.model),) if profile.model else ()
 
 
 def _first(value: Any) -> str | None:

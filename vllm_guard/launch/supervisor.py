@@ -25,6 +25,7 @@ from vllm_guard.launch.context import Host, LaunchContext, Spawner
 from vllm_guard.launch.journal import Attempt, Journal
 from vllm_guard.launch.lock import LaunchLocks
 from vllm_guard.launch.notify import Notifier
+from vllm_guard.launch.ownership import PortOwner, PortWatch
 from vllm_guard.launch.phases import Status
 from vllm_guard.launch.plan import LaunchPlan, build_plan
 from vllm_guard.launch.readiness import FirstRequest
@@ -51,7 +52,8 @@ class Supervisor:
         status: Status,
         forced: bool = False,
         spawner: Spawner = process.spawn,
-        ready: Callable[[str], bool] = health.check,
+        ready: Callable[[str], bool] | None = None,
+        port: PortOwner | None = None,
         gpu_probe: Callable[[], tuple[Gpu, ...]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         notifier: Notifier | None = None,
@@ -62,14 +64,20 @@ class Supervisor:
     ) -> None:
         self.ctx = LaunchContext(
             pre=pre, facts=facts, environ=environ, status=status, notifier=notifier or Notifier(environ),
-            clock=clock, spawner=spawner, ready=ready, gpu_probe=gpu_probe, launch_locks=launch_locks,
-            gpu_label=gpu_label, lock_dir=lock.lock_dir(pre.profile.setting("lock-dir"), environ),
-            host=host or Host(), pause=pause)
+            clock=clock, spawner=spawner, ready=ready or self._health, gpu_probe=gpu_probe,
+            launch_locks=launch_locks, gpu_label=gpu_label,
+            lock_dir=lock.lock_dir(pre.profile.setting("lock-dir"), environ), host=host or Host(),
+            port=port or PortWatch(), pause=pause)
         self.journal = Journal(self.ctx, forced=forced)
         self.relax = Relaxer(self.ctx)
         ender = ChildEnder(self.ctx)
         self.attempts = AttemptRunner(self.ctx, self.journal, self.relax, ender, FirstRequest(self.ctx, ender))
         self.serving = Serving(self.ctx, self.journal, self.relax, ender)
+
+    def _health(self, url: str) -> bool:
+        """The real readiness probe: /health within guard.health-timeout, given up at once on a stop signal."""
+        return health.check(url, float(self.ctx.pre.profile.setting("health-timeout")),
+                            should_stop=lambda: self.ctx.stop_signal is not None)
 
     # --- signals -------------------------------------------------------------------
 

@@ -101,12 +101,12 @@ def probe_model_for(profile: Profile, environ: Mapping[str, str]) -> ModelFacts:
 
 def live_facts(profile: Profile, environ: Mapping[str, str]) -> dict[str, Any]:
     """What only the machine the guard runs on can say: the API port, the vLLM executable, the user."""
-    from vllm_guard.probes import host
+    from vllm_guard.probes import host, ports
     from vllm_guard.probes.vllm_build import probe_vllm_build
 
     uds = profile.value("uds")
-    port_free = host.unix_socket_free(uds) if uds else host.port_free(profile.value("host"),
-                                                                     int(profile.value("port") or 8000))
+    port_free = ports.unix_socket_free(uds) if uds else ports.port_free(profile.value("host"),
+                                                                       int(profile.value("port") or 8000))
     vllm_path = host.find_executable(str(profile.setting("vllm")), environ.get("PATH"))
     return {"port_free": port_free, "vllm_path": vllm_path,
             "vllm_build": probe_vllm_build(vllm_path, {**environ, **profile.env}),

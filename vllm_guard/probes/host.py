@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import resource
 import shutil
@@ -185,35 +184,52 @@ def is_orphaned_vllm(title: str, ppid: int, parent_name: str | None) -> bool:
     return ppid <= 1 or parent_name is None or parent_name in REAPERS or parent_name.startswith("systemd")
 
 
-def port_free(host: str | None, port: int) -> bool | None:
-    """Whether vLLM could bind host:port now, by binding it ourselves (never by connecting anywhere).
+def listeners_of(pids: Iterable[int]) -> set[tuple[str, int] | str]:
+    """The listening sockets of these processes: (ip, port) for TCP, the path for a unix socket.
 
-    vLLM binds with SO_REUSEADDR (launcher.py:340-379), so a port in TIME_WAIT counts as free.
+    Our own processes are always readable, so this needs no privilege; a process gone meanwhile is skipped.
     """
-    address = host or "0.0.0.0"
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    import psutil
+
+    out: set[tuple[str, int] | str] = set()
+    for pid in pids:
         try:
-            s.bind((address, port))
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                return False
-            return None  # e.g. an address of another machine: unknown here
-        except (TypeError, ValueError):  # a NUL byte, a label too long for IDNA: not an address at all
-            return None
-    return True
+            conns = psutil.Process(pid).net_connections(kind="all")
+        except psutil.Error:
+            continue
+        for c in conns:
+            if c.family == socket.AF_UNIX:
+                if isinstance(c.laddr, str) and c.laddr and c.status in (psutil.CONN_NONE, psutil.CONN_LISTEN):
+                    out.add(c.laddr)
+            elif c.status == psutil.CONN_LISTEN and c.laddr:
+                out.add((str(c.laddr.ip), int(c.laddr.port)))
+    return out
 
 
-def unix_socket_free(path: str) -> bool | None:
-    """Whether nothing exists at the socket path yet (None: the path itself is impossible, e.g. too long)."""
+def port_holders(port: int) -> list[dict[str, Any]]:
+    """Who listens on TCP ``port`` on this host: pid, user and command of each, None where not visible.
+
+    Linux maps a socket to its process through /proc/PID/fd, which only root or the owner can read: for
+    another user's server run without root, the pid is None and the holder is "not visible to us".
+    """
+    import psutil
+
     try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return True
-    except (OSError, ValueError):
-        return None
-    return False
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return []
+    out = []
+    for c in conns:
+        if c.status != psutil.CONN_LISTEN or not c.laddr or c.laddr.port != port:
+            continue
+        holder: dict[str, Any] = {"pid": c.pid, "user": None, "command": None, "address": str(c.laddr.ip)}
+        if c.pid is not None:
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(c.pid)
+                holder["user"] = proc.username()
+                holder["command"] = " ".join(proc.cmdline()[:8])[:300] or proc.name()
+        out.append(holder)
+    return out
 
 
 def find_executable(name: str, search_path: str | None) -> str | None:

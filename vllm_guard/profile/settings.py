@@ -44,6 +44,8 @@ GUARD_SETTINGS: dict[str, Setting] = {
     "first-request": Setting("bool", True, "ready only once a first real request (one token) is answered"),
     "first-request-timeout": Setting("duration", 120.0, "seconds the first request may take", minimum=1),
     "health-interval": Setting("duration", 10.0, "while ready: seconds between looks at /health", minimum=0.1),
+    "health-timeout": Setting("duration", 5.0, "seconds one look at /health may take, the whole answer (a server "
+                              "that trickles bytes is a miss)", minimum=0.1),
     "health-failures": Setting("int", 3, "while ready: /health misses in a row after which vLLM is stopped "
                                "(exit 6, so systemd restarts it); never fewer than 2", minimum=2),
     # Ray (docs/ray.md). The guard's own key, never env VLLMGUARD_*: RAY_ADDRESS is already Ray's own variable.
