@@ -19,9 +19,9 @@ import tomli_w
 from tests.conftest import MACHINES, ROOT, run_cli
 from vllm_guard.facts.machine import GpuProcess, Machine
 from vllm_guard.preflight.findings import FAIL
-from vllm_guard.preflight.fix import Fix, find_fix
+from vllm_guard.preflight.fix import Fix, checked, find_fix
 from vllm_guard.preflight.memory import GIB
-from vllm_guard.preflight.run import Preflight, preflight
+from vllm_guard.preflight.run import Preflight
 from vllm_guard.probes import gather, load_machine
 from vllm_guard.profile.load import load_profile
 
@@ -33,6 +33,9 @@ else:  # pragma: no cover
 ENV = {"HF_HUB_OFFLINE": "1", "HOME": "/nonexistent-home"}
 PROFILES = sorted((ROOT / "profiles").glob("*.toml"))
 MACHINE_FILES = sorted(MACHINES.glob("*.json"))
+
+
+TRIED: list[int] = []  # alternatives tried by the property, so that it is seen not to be vacuous
 
 
 def write_machine(tmp_path: Path, m: Machine, name: str = "m.json") -> Path:
@@ -59,7 +62,7 @@ def shared(m: Machine, free_gib: dict[int, float]) -> Machine:
 def preflight_of(profile_path: Path, machine_path: Path) -> tuple[Preflight, Fix | None]:
     profile = load_profile(profile_path)
     facts = gather(profile, environ=ENV, machine_file=str(machine_path))
-    pre = preflight(profile, facts)
+    pre = checked(profile, facts)
     return pre, find_fix(pre.profile, facts, pre)
 
 
@@ -73,11 +76,30 @@ def apply(profile_path: Path, fix: Fix, tmp_path: Path) -> Path:
     return out
 
 
+def assert_alternatives_hold(pre: Preflight, profile_path: Path, machine_path: Path, tmp_path: Path) -> int:
+    """Issue 23: each alternative a failed check prints mends it when applied alone; where it is the only
+    failure, the profile then passes `check`. Returns how many alternatives were tried."""
+    failing = [f for f in pre.findings if f.status == FAIL]
+    tried = 0
+    for finding in failing:
+        for values, _ in finding.options:
+            spelled = {dest.replace("_", "-"): v for dest, v in values.items()}
+            after, _ = preflight_of(apply(profile_path, Fix(spelled), tmp_path), machine_path)
+            still = {f.id for f in after.findings if f.status == FAIL}
+            assert finding.id not in still, (finding.id, values, still)
+            assert still <= {f.id for f in failing}, (values, still)
+            if len(failing) == 1:
+                assert after.verdict != FAIL, (values, still)
+            tried += 1
+    return tried
+
+
 def assert_fix_holds(profile_path: Path, machine_path: Path, tmp_path: Path) -> Fix | None:
     pre, fix = preflight_of(profile_path, machine_path)
     if pre.verdict != FAIL:
         assert fix is None
         return None
+    TRIED.append(assert_alternatives_hold(pre, profile_path, machine_path, tmp_path))
     assert fix is not None and fix.reason, "a failed check always says what fixes it, or why nothing does"
     if fix.exists:
         fixed, fixed_fix = preflight_of(apply(profile_path, fix, tmp_path), machine_path)
@@ -119,6 +141,25 @@ def test_generated_scenarios_find_fixes_and_refusals(tmp_path: Path) -> None:
         fix = preflight_of(rnd.choice(PROFILES), write_machine(tmp_path, shared(m, free)))[1]
         kinds.add("none" if fix is None else "fix" if fix.exists else "refused")
     assert kinds == {"none", "fix", "refused"}
+    assert sum(TRIED) > 0, "no verdict offered an alternative: the alternatives property would be vacuous"
+
+
+def test_tensor_parallel_2_on_one_gpu_gets_a_fix_that_passes(tmp_path: Path) -> None:
+    """Issue 23: it said "no values the guard can set mend gpu.count" though -tp 1 passes."""
+    profile = tmp_path / "tp2.toml"
+    profile.write_text(L4_PROFILE.read_text().replace("[vllm]", "[vllm]\ntensor-parallel-size = 2", 1))
+    fix = assert_fix_holds(profile, MACHINES / "l4-24gb.json", tmp_path)
+    assert fix is not None and fix.exists and (fix.vllm or {}).get("tensor-parallel-size") == 1
+
+
+def test_two_gpus_of_a_box_that_sees_one_are_offered(tmp_path: Path) -> None:
+    """Issue 23: on a two-GPU box with one GPU chosen, tensor parallel 2 is mended by choosing both."""
+    profile = tmp_path / "tp2.toml"
+    assert "[guard]" not in L4_PROFILE.read_text()
+    profile.write_text(L4_PROFILE.read_text().replace("[vllm]", "[vllm]\ntensor-parallel-size = 2", 1)
+                       + "\n[guard]\ngpus = [0]\n")
+    fix = assert_fix_holds(profile, MACHINES / "a100-80gb-x2.json", tmp_path)
+    assert fix is not None and fix.exists and fix.guard == {"gpus": [0, 1]}, fix
 
 
 L4_PROFILE = ROOT / "profiles" / "llama-3.1-8b-l4.toml"
@@ -166,10 +207,9 @@ def test_no_fix_says_what_would_be_needed(tmp_path: Path) -> None:
 
 
 def test_a_failure_the_guard_cannot_mend_gets_no_values(tmp_path: Path) -> None:
-    profile = tmp_path / "p.toml"
-    profile.write_text('[model]\nid = "meta-llama/Llama-3.1-8B-Instruct"\n[vllm]\ntensor-parallel-size = 2\n')
-    pre, fix = preflight_of(profile, MACHINES / "l4-24gb.json")
-    assert pre.verdict == FAIL and fix is not None and not fix.exists and "gpu.count" in fix.reason
+    """Docker's 64 MiB /dev/shm: only the container's options mend it, never a value of the profile."""
+    pre, fix = preflight_of(ROOT / "profiles" / "qwen2.5-32b-awq-tp2.toml", MACHINES / "docker-2x4090-64m-shm.json")
+    assert pre.verdict == FAIL and fix is not None and not fix.exists and "host.shm" in fix.reason
 
 
 def test_passing_check_has_no_fix() -> None:

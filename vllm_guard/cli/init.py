@@ -93,11 +93,11 @@ def _check_fitted(body: str, env: Mapping[str, str], machine_file: str | None) -
     import tempfile
 
     from vllm_guard import probes
-    from vllm_guard.preflight.run import preflight
+    from vllm_guard.preflight.fix import checked
 
     with tempfile.TemporaryDirectory(prefix="vllm-guard-init-") as tmp:
         path = Path(tmp) / "fitted.toml"
         path.write_text(body)
         profile = load_profile(path, environ=env, pick_table=lambda exe: pick_table(exe, env, machine_file))
     facts = probes.gather(profile, environ=env, machine_file=machine_file)
-    return preflight(profile, facts)
+    return checked(profile, facts)

@@ -18,8 +18,9 @@ from vllm_guard.cluster.target import RAY, RayTarget
 from vllm_guard.facts.cluster import ClusterFacts
 from vllm_guard.facts.machine import Facts, Host, Machine, ModelFacts
 from vllm_guard.preflight.findings import SKIP, Finding
+from vllm_guard.preflight.fix import checked
 from vllm_guard.preflight.memory import Params
-from vllm_guard.preflight.run import Preflight, preflight
+from vllm_guard.preflight.run import Preflight
 from vllm_guard.profile.model import Profile
 
 # Single-machine check -> the cluster check that judges it on every node.
@@ -64,7 +65,7 @@ def cluster_preflight(profile: Profile, cluster: ClusterFacts, model: ModelFacts
     allow_long = "1" in (environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), profile.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     facts = Facts(machine, origin, gpus, None, model, live=live is not None, environ_allows_long_len=allow_long,
                   **(live or {}))
-    pre = preflight(profile, facts)
+    pre = checked(profile, facts)  # alternatives offered only once they pass (fix.verify_alternatives)
     head_findings = [Finding(f.id, SKIP, f"judged per node: see {PER_NODE[f.id]}") if f.id in PER_NODE else f
                      for f in pre.findings]
     names = {**profile.env, **{k: environ[k] for k in IFNAME_VARS if environ.get(k) and k not in profile.env}}

@@ -22,6 +22,9 @@ class Finding:
     measured: dict[str, Any] = field(default_factory=dict)
     required: dict[str, Any] = field(default_factory=dict)
     note: str | None = None  # e.g. "downgraded by guard.checks.warn-only"
+    # Values the check offers as alternative fixes (option dest -> value, why), first the main one. Offered
+    # only once tried through the preflight (fix.verify_alternatives): ``fix`` is then rewritten from them.
+    options: tuple[tuple[dict[str, Any], str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = {"id": self.id, "status": self.status, "message": self.message, "fix": self.fix,

@@ -24,7 +24,10 @@ from vllm_guard.suggest import flag, toml_line
 # Failures the values below can mend; any other failed check (the port, host RAM, the executable ...)
 # needs something the guard cannot set, so no fix is offered for it.
 MENDABLE = frozenset({"gpu.free_memory", "model.weights_fit", "model.kv_fit", "model.max_len", "gpu.dtype",
-                      "gpu.kv_cache_dtype"})
+                      "gpu.kv_cache_dtype", "gpu.count", "model.tp_divisible"})
+# The layout checks: while one fails, no value of memory or length can pass; a layout that fits comes first.
+LAYOUT = frozenset({"gpu.count", "model.tp_divisible"})
+TP_SIZES = (1, 2, 4, 8, 16)
 # A shorter max-model-len is offered only down to this (or the requested length when that is shorter):
 # below it a "fix" serves little more than a greeting.
 MIN_USEFUL_LEN = 1024
@@ -67,26 +70,40 @@ def find_fix(profile: Profile, facts: Facts, pre: Preflight) -> Fix | None:
     if other:
         return Fix(None, reason="no values the guard can set mend " + ", ".join(other)
                    + ": see each check's fix")
-    found = _search(profile, facts)
+    found = _search(profile, facts, layout_fails=any(f.id in LAYOUT for f in failing))
     if found is not None:
         return found
     return Fix(None, reason=_why_not(profile, facts))
 
 
-def _search(profile: Profile, facts: Facts) -> Fix | None:
-    gpu_sets: list[tuple[Facts, dict[str, Any]]] = [(facts, {})]
+def _search(profile: Profile, facts: Facts, layout_fails: bool) -> Fix | None:
+    """Layouts first (the GPUs, the tensor-parallel size), then the values within each."""
+    layouts: list[tuple[Facts, dict[str, Any], dict[str, Any]]] = [] if layout_fails else [(facts, {}, {})]
     other = _other_gpus(profile, facts)
     if other is not None:
-        gpu_sets.append(other)
+        layouts.append((*other, {}))
         # Other GPUs of the box idle enough for the profile as written beat any value lowered here.
         if _passes(profile, other[0], {}):
             return Fix({}, other[1], _describe(profile, other[0], {}, other[1]))
+    if layout_fails:
+        layouts += [(facts, {}, {"tensor_parallel_size": tp}) for tp in _tensor_parallel_sizes(profile, facts)]
     for first_only in (True, False):
-        for trial_facts, guard in gpu_sets:
-            for changes in _candidates(profile, trial_facts, first_only=first_only):
+        for trial_facts, guard, layout in layouts:
+            laid_out = _apply(profile, layout)
+            for values in _candidates(laid_out, trial_facts, first_only=first_only):
+                changes = {**layout, **values}
                 if _passes(profile, trial_facts, changes):
                     return Fix(_spell(changes), guard, _describe(profile, trial_facts, changes, guard))
     return None
+
+
+def _tensor_parallel_sizes(profile: Profile, facts: Facts) -> list[int]:
+    """Tensor-parallel sizes that fit the visible GPUs, nearest the requested first (the larger of two)."""
+    tp = int(profile.value("tensor_parallel_size") or 1)
+    others = world_size(profile) // max(tp, 1)  # pipeline x data parallel stay as written
+    have = len(facts.gpus)
+    sizes = [t for t in TP_SIZES if t != tp and t * others <= have]
+    return sorted(sizes, key=lambda t: (abs(t - tp), -t))
 
 
 def _candidates(profile: Profile, facts: Facts, *, first_only: bool) -> Iterator[dict[str, Any]]:
@@ -173,6 +190,9 @@ def _describe(profile: Profile, facts: Facts, changes: dict[str, Any], guard: di
         parts.append(f"utilization {changes['gpu_memory_utilization']:.2f} is what other processes leave free")
     if "max_model_len" in changes:
         parts.append(f"max-model-len {changes['max_model_len']} is the longest whose KV cache fits there")
+    if "tensor_parallel_size" in changes:
+        parts.append(f"tensor parallel size {changes['tensor_parallel_size']} fits the {len(facts.gpus)} visible "
+                     "GPU(s) and splits the heads evenly")
     for dest, why in (("kv_cache_dtype", "KV cache dtype"), ("max_num_seqs", "a smaller batch"),
                       ("enforce_eager", "no CUDA graphs"), ("dtype", "float16 on this GPU")):
         if dest in changes and dest != "max_model_len":
@@ -201,3 +221,54 @@ def _why_not(profile: Profile, facts: Facts) -> str:
                         f"{need / GIB:.1f} GiB are free on each of {size} GPU(s)")
     return "does not fit in what is free now, nor on an idle GPU of this machine: a quantized checkpoint " \
         "or more GPUs (--tensor-parallel-size) would be needed"
+
+
+def checked(profile: Profile, facts: Facts) -> Preflight:
+    """The preflight as the user sees it: every check, and only the alternatives that pass."""
+    return verify_alternatives(preflight(profile, facts), facts)
+
+
+def verify_alternatives(pre: Preflight, facts: Facts) -> Preflight:
+    """Each alternative a check offers, tried through the preflight: kept when applied alone it mends that
+    check and breaks no other; a KV-cache alternative that still falls short is offered together with the
+    longest max-model-len that fits under it; anything else is dropped. The check's fix is written from
+    what is kept, so every value the verdict prints passes when applied."""
+    failing = {f.id for f in pre.findings if f.status == FAIL}
+    findings = []
+    for f in pre.findings:
+        if f.status != FAIL or not f.options:
+            findings.append(f)
+            continue
+        kept = []
+        for values, why in f.options:
+            mended = _mending(pre.profile, facts, values, f.id, failing)
+            if mended is not None:
+                kept.append((mended, why if mended == values else f"{why}, with the longest max-model-len that fits"))
+        text = "; or ".join(_flags(values) + (f" ({why})" if i else "") for i, (values, why) in enumerate(kept))
+        findings.append(replace(f, fix=text or "no single value mends this on its own: see the verdict's fix",
+                                options=tuple(kept)))
+    return replace(pre, findings=findings)
+
+
+def _mending(profile: Profile, facts: Facts, values: dict[str, Any], check_id: str,
+             failing: set[str]) -> dict[str, Any] | None:
+    """``values``, or them with a fitting max-model-len, when that mends ``check_id`` and breaks no other."""
+    for trial in _with_fitting_length(profile, facts, values):
+        after = {f.id for f in preflight(_apply(profile, trial), facts).findings if f.status == FAIL}
+        if check_id not in after and after <= failing - {check_id}:
+            return trial
+    return None
+
+
+def _with_fitting_length(profile: Profile, facts: Facts, values: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield values
+    if "max_model_len" not in values:
+        fitted = _longest_length(profile, facts, values)
+        length = profile.value("max_model_len")
+        wanted = length if isinstance(length, int) and length > 0 else facts.model.derived_max_len
+        if fitted and wanted and fitted < wanted and fitted >= min(MIN_USEFUL_LEN, wanted):
+            yield {**values, "max_model_len": fitted}
+
+
+def _flags(values: dict[str, Any]) -> str:
+    return " ".join(flag(dest.replace("_", "-"), value) for dest, value in values.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Context, Finding, gib
 from vllm_guard.preflight.gpu_checks import min_capability
@@ -72,13 +73,13 @@ def check_model_kv_fit(c: Context) -> Finding:
                        _no_kv_fix(c), measured, required)
     if need > available:
         fit = e.max_fitting_model_len or 0
-        fix = f"--max-model-len {fit}" if fit > 0 else "no length fits"
-        alternatives = _kv_alternatives(c, need)
+        options = ([({"max_model_len": fit}, "the longest that fits")] if fit > 0 else []) + _kv_alternatives(c, need)
         return Finding(
             "model.kv_fit", FAIL,
             f"one request of max-model-len {e.max_model_len:,} needs {gib(need)} of KV cache; "
             f"{gib(e.kv_budget_bytes)} is available. The largest max-model-len that fits is {fit:,}",
-            "; ".join([fix, *alternatives]), {**measured, "max_fitting_model_len": fit}, required)
+            f"--max-model-len {fit}" if fit > 0 else "no length fits", {**measured, "max_fitting_model_len": fit},
+            required, options=tuple(options))
     concurrency = e.max_concurrency or 0.0
     message = (f"KV cache {gib(e.kv_budget_bytes)} = {e.kv_tokens:,} tokens; "
                f"{concurrency:.2f}x requests of {e.max_model_len:,} tokens fit at once")
@@ -90,20 +91,21 @@ def check_model_kv_fit(c: Context) -> Finding:
     return Finding("model.kv_fit", PASS, message, None, measured, required)
 
 
-def _kv_alternatives(c: Context, need: int) -> list[str]:
+def _kv_alternatives(c: Context, need: int) -> list[tuple[dict[str, Any], str]]:
+    """More memory, or a smaller KV cache: candidates only; fix.verify_alternatives keeps what passes."""
     e = c.estimate
     assert e is not None and e.kv_budget_bytes is not None
-    out = []
+    out: list[tuple[dict[str, Any], str]] = []
     gpu = c.target_gpus[0] if c.target_gpus else None
     if gpu and gpu.memory_total_bytes and not e.kv_cache_memory_fixed:
         wanted = (e.budget_bytes + need - e.kv_budget_bytes) / gpu.memory_total_bytes
         wanted = math.ceil(wanted * 100) / 100
         free_util = (gpu.memory_free_bytes or 0) / gpu.memory_total_bytes
         if wanted <= min(0.95, free_util):
-            out.append(f"or --gpu-memory-utilization {wanted:.2f} (the GPU has the memory free)")
+            out.append(({"gpu_memory_utilization": wanted}, "the GPU has the memory free"))
     cc = min_capability(c)
     if c.params.kv_cache_dtype == "auto" and cc is not None and cc >= (8, 9) and not c.facts.model.is_mla:
-        out.append("or --kv-cache-dtype fp8 (halves the KV cache)")
+        out.append(({"kv_cache_dtype": "fp8"}, "halves the KV cache"))
     return out
 
 

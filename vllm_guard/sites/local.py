@@ -28,10 +28,10 @@ class LocalSite:
     def open(cls, profile: Profile, environ: Mapping[str, str], machine_file: str | None, *,
              target: str) -> LocalSite:
         from vllm_guard import probes
-        from vllm_guard.preflight.run import preflight
+        from vllm_guard.preflight.fix import checked
 
         facts = probes.gather(profile, environ=environ, machine_file=machine_file)
-        return cls(facts, with_notes(preflight(profile, facts), profile), target, machine_file)
+        return cls(facts, with_notes(checked(profile, facts), profile), target, machine_file)
 
     def __enter__(self) -> LocalSite:
         return self
