@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -59,9 +60,26 @@ def test_refuses_a_context_that_cannot_fit() -> None:
     assert r.code == 4 and "131072 tokens need" in r.err and "Traceback" not in r.err
 
 
-def test_refuses_a_busy_gpu() -> None:
-    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", str(MACHINES / "h100-80gb-shared.json"))
-    assert r.code == 4 and "0.85-0.92" in r.err and "0.50" in r.err
+def test_a_shared_gpu_gets_the_profile_checks_fix_describes_said_loudly(tmp_path: Path) -> None:
+    """Issue 23: init refused ("the safe corridor is 0.85-0.92") where check's own fix (0.50) passes."""
+    shared = str(MACHINES / "h100-80gb-shared.json")
+    out = tmp_path / "p.toml"
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", shared, "-o", str(out))
+    assert r.code == 0, r.err
+    assert "warning: shared GPU" in r.err and "0.50" in r.err
+    text = out.read_text()
+    assert text.startswith("# WARNING: shared GPU") and "gpu-memory-utilization = 0.5\n" in text
+    checked = run_cli("check", str(out), "--machine", shared)
+    assert checked.code == 0, checked.out + checked.err
+
+
+def test_refuses_a_gpu_others_fill(tmp_path: Path) -> None:
+    m = json.loads((MACHINES / "h100-80gb-shared.json").read_text())
+    m["gpus"][0]["memory_free_bytes"] = 2 * 2**30
+    machine = tmp_path / "full.json"
+    machine.write_text(json.dumps(m))
+    r = run_cli("init", "meta-llama/Llama-3.1-8B-Instruct", "--machine", str(machine))
+    assert r.code == 4 and "leave only 0.0" in r.err, r.err
 
 
 def test_refuses_to_overwrite(tmp_path: Path) -> None:

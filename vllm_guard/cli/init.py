@@ -61,6 +61,8 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
     # What init writes must pass `check` on the machine it was fitted to, host RAM and /dev/shm included:
     # the fit judges the GPU only. When a check fails, the profile says so at the top and the exit is 4.
     failed = [f for f in _check_fitted(body, env, machine_file).findings if f.status == "fail"]
+    for warning in reversed(fitted.warnings):
+        header.insert(0, f"WARNING: {warning}")
     if failed:
         header.insert(0, "WARNING: this profile does not pass `vllm-guard check` here: "
                       + "; ".join(f"{f.id}: {f.message.splitlines()[0]}" for f in failed))
@@ -74,7 +76,8 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
 
         stdout.write(json.dumps({
             "schema": schemas.INIT, "model": args.model, "machine": facts.machine_origin,
-            "values": doc, "reasons": fitted.reasons, "output": args.output, "profile": text,
+            "values": doc, "reasons": fitted.reasons, "warnings": list(fitted.warnings), "output": args.output,
+            "profile": text,
             "check": {"verdict": "fail" if failed else "pass", "failed": [f.to_dict() for f in failed]},
         }, indent=2) + "\n")
     elif args.output:
@@ -82,6 +85,8 @@ def init(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, st
         stdout.write("".join(f"  {line}\n" for line in fitted.reasons))
     else:
         stdout.write(text)
+    for warning in fitted.warnings:
+        stderr.write(f"vllm-guard: warning: {warning}\n")
     for f in failed:
         stderr.write(f"vllm-guard: the profile fails {f.id} here: {f.message.splitlines()[0]}"
                      + (f" (fix: {f.fix})" if f.fix else "") + "\n")

@@ -1,7 +1,8 @@
 """Pure: fit a profile to a machine for `vllm-guard init`, saying how each value was chosen.
 
-Utilization stays inside the 0.85-0.92 corridor (domain.md: the usual margin)
-and below what other processes leave free; max-model-len is the longest that
+Utilization stays inside the 0.85-0.92 corridor (domain.md: the usual margin) and below what other
+processes leave free; on a shared GPU that leaves less, it is what they leave, with a warning (what
+`check`'s fix offers there). max-model-len is the longest that
 lets the requested number of full-length requests fit; fp8 KV and
 enforce-eager are used only when needed, and fp8 only where the GPU runs it natively.
 """
@@ -18,6 +19,7 @@ from vllm_guard.facts.machine import Facts, Gpu, ModelFacts
 from vllm_guard.preflight.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
 
 CORRIDOR = (0.85, 0.92)
+MIN_SHARED_UTILIZATION = 0.05  # below this a shared GPU leaves nothing to fit a model in
 MIN_USEFUL_LEN = 1024  # ladder.min-max-model-len's default: the shortest context the ladder would accept
 DEFAULT_MARGIN_MIB = 512  # guard.checks.free-memory-margin-mib's default
 
@@ -29,6 +31,7 @@ class Fitted:
     estimate: Estimate
     gpus: tuple[Gpu, ...] = ()  # the GPUs it was fitted to
     guard_gpus: list[int] | None = None  # guard.gpus to write: set when they are not the first visible ones
+    warnings: tuple[str, ...] = ()  # what the user must know before using it (a shared GPU)
 
 
 class CannotFit(GuardError):
@@ -61,7 +64,8 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
     if gpu.memory_total_bytes is None:
         raise CannotFit("the GPU's memory is unknown")
     reasons: list[str] = []
-    util = _utilization(gpus, reasons)
+    warnings: list[str] = []
+    util = _utilization(gpus, reasons, warnings)
     params = Params(utilization=util, tensor_parallel_size=tensor_parallel)
     derived = model.derived_max_len or 2048
     cc = min((g.compute_capability for g in gpus if g.compute_capability), default=None)
@@ -109,7 +113,7 @@ def fit(facts: Facts, *, tensor_parallel: int = 1, users: int = 1, context: int 
         values["kv-cache-dtype"] = params.kv_cache_dtype
     if params.enforce_eager:
         values["enforce-eager"] = True
-    return Fitted(values, reasons, est, gpus)
+    return Fitted(values, reasons, est, gpus, warnings=tuple(warnings))
 
 
 def fit_machine(facts: Facts, *, tensor_parallel: int | None = None, users: int = 1,
@@ -174,18 +178,25 @@ def _indices(gpus: tuple[Gpu, ...]) -> str:
     return ", ".join(str(g.index) for g in gpus)
 
 
-def _utilization(gpus: tuple[Gpu, ...], reasons: list[str]) -> float:
+def _utilization(gpus: tuple[Gpu, ...], reasons: list[str], warnings: list[str]) -> float:
     margin = DEFAULT_MARGIN_MIB * MIB
     free_util = min(
         math.floor(((g.memory_free_bytes or 0) - margin) / (g.memory_total_bytes or 1) * 100) / 100 for g in gpus
     )
-    if free_util < CORRIDOR[0]:
+    if free_util <= MIN_SHARED_UTILIZATION:
         raise CannotFit(
-            f"other processes leave only {free_util:.2f} of the GPU free; the safe corridor is "
-            f"{CORRIDOR[0]}-{CORRIDOR[1]}",
-            hint="wait for the GPU, or write the profile by hand with a lower gpu-memory-utilization "
-            f"(at most {max(free_util, 0):.2f} fits now)",
-        )
+            f"other processes leave only {max(free_util, 0):.2f} of the GPU free",
+            hint="wait for the GPU, or choose another with --machine / CUDA_VISIBLE_DEVICES")
+    if free_util < CORRIDOR[0]:
+        # A shared GPU: what `check` offers as its fix (the utilization the others leave), said loudly rather
+        # than refused; the weights and the KV cache are then fitted to it like any other budget.
+        held = ", ".join(f"GPU {g.index}" for g in gpus if _free_fraction(g, margin) < CORRIDOR[0])
+        warnings.append(f"shared GPU: other processes hold memory on {held}; gpu-memory-utilization {free_util:.2f} "
+                        f"is below the usual {CORRIDOR[0]}-{CORRIDOR[1]} corridor. If they grow, the start fails "
+                        "(the guard re-checks free memory before every start); re-run init once they are gone")
+        reasons.append(f"gpu-memory-utilization {free_util:.2f}: what other processes leave free, below the "
+                       f"{CORRIDOR[0]}-{CORRIDOR[1]} corridor (a shared GPU)")
+        return free_util
     util = min(CORRIDOR[1], free_util)
     free = min(g.memory_free_bytes or 0 for g in gpus)
     if util < CORRIDOR[1]:
