@@ -4,6 +4,7 @@ The real guard against the fake vLLM (real processes, a real HTTP server, a real
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.foreign_server import ForeignServer
+from tests.test_serve import L4 as L4_MACHINE
 from tests.test_serve import Rig, gone_soon, kill_running_guards
 from tests.test_systemd import NotifySocket
 
@@ -160,6 +162,17 @@ def test_a_relaxed_start_is_remembered_and_the_next_start_begins_there(tmp_path:
     assert second_run[0]["remembered"] == {"max-model-len": estimate}
     assert second_run[0]["changed"] == {"max-model-len": [32768, estimate]}
     assert "STARTING FROM REMEMBERED RELAXATIONS: max-model-len" in err
+    # Issue 23: the dry run is "the exact command line": the remembered value, as the real start used.
+    dry = subprocess.run([sys.executable, "-m", "vllm_guard", "serve", "--machine", L4_MACHINE, "--dry-run",
+                          "--json", profile], env={**rig.env, **env}, capture_output=True, text=True, cwd=tmp_path)
+    doc = json.loads(dry.stdout)
+    assert doc["remembered"] == {"max-model-len": estimate}, dry.stderr
+    at = doc["argv"].index("--max-model-len")
+    assert doc["argv"][at + 1] == str(estimate) == second_run[0]["argv"][second_run[0]["argv"].index(
+        "--max-model-len") + 1]
+    shown = subprocess.run([sys.executable, "-m", "vllm_guard", "serve", "--machine", L4_MACHINE, "--dry-run",
+                            profile], env={**rig.env, **env}, capture_output=True, text=True, cwd=tmp_path)
+    assert "STARTING FROM REMEMBERED RELAXATIONS" in shown.stdout and f"--max-model-len {estimate}" in shown.stdout
 
 
 def test_a_changed_profile_starts_as_written_and_forget_drops_what_was_kept(tmp_path: Path) -> None:

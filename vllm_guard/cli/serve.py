@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from vllm_guard.cli.target import machine_file, target_profile
 from vllm_guard.errors import GuardError, UsageError
@@ -13,6 +13,7 @@ from vllm_guard.sites import Site, open_site
 
 if TYPE_CHECKING:
     from vllm_guard.launch.plan import LaunchPlan
+    from vllm_guard.launch.supervisor import Supervisor
 
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
@@ -35,11 +36,34 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
                              hint="vllm-guard serve --dry-run --json TARGET ...")
         from vllm_guard.launch.plan import build_plan
 
-        plan = site.plan(build_plan(site.pre.profile, environ=env,
-                                    cuda_visible_devices=site.facts.cuda_visible_devices))
+        profile, remembered, note = site.pre.profile, dict[str, Any](), None
+        if args.dry_run and not _exec_mode(site, args):
+            # The command line the first attempt really starts: remembered relaxations applied, as `serve` does.
+            profile, remembered, note = _supervisor(site, env, stdout, stderr, launching=False).first_start()
+        plan = site.plan(build_plan(profile, environ=env, cuda_visible_devices=site.facts.cuda_visible_devices))
         if args.dry_run:
-            return _dry_run(site, plan, args, stdout)
+            return _dry_run(site, plan, args, stdout, remembered, note)
         return _launch(site, plan, args, env, stdout, stderr)
+
+
+def _exec_mode(site: Site, args: argparse.Namespace) -> bool:
+    return bool(args.exec or site.pre.profile.setting("mode") == "exec")
+
+
+def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: TextIO, *,
+                launching: bool = True) -> Supervisor:
+    """The one Supervisor of a launch; ``launching=False`` (a dry run) asks it only what it would start with,
+    so it gets no launch hooks (no live probes, no locks)."""
+    from vllm_guard.launch.supervisor import Supervisor
+    from vllm_guard.report.live import LaunchStatus
+
+    pre = site.pre
+    status = LaunchStatus(stdout, stderr)
+    if not launching:
+        return Supervisor(pre, site.facts, environ=env, status=status, forced=pre.verdict == "fail")
+    hooks = site.launch_hooks()
+    return Supervisor(pre, site.facts, environ=env, status=status, forced=pre.verdict == "fail",
+                      gpu_probe=hooks.gpu_probe, launch_locks=hooks.launch_locks, gpu_label=hooks.gpu_label)
 
 
 def _open(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: bool) -> Site:
@@ -48,14 +72,17 @@ def _open(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: 
     return open_site(profile, env, machine_file(args, env), keep_connection=keep_connection, target=target)
 
 
-def _dry_run(site: Site, plan: LaunchPlan, args: argparse.Namespace, stdout: TextIO) -> int:
+def _dry_run(site: Site, plan: LaunchPlan, args: argparse.Namespace, stdout: TextIO, remembered: dict[str, Any],
+             note: str | None) -> int:
     from vllm_guard.report.check import print_plan
 
     failed = site.pre.verdict == "fail"
     if args.json:
-        stdout.write(site.dry_run_json(plan, forced=args.force) + "\n")
+        stdout.write(site.dry_run_json(plan, forced=args.force, remembered=remembered) + "\n")
         return ExitCode.PREFLIGHT_FAILED if failed and not args.force else ExitCode.OK
     site.print_report(stdout, with_fix=True)
+    if note is not None:
+        stdout.write(f"{note}\n")
     print_plan(plan, stdout)
     if failed and args.force:
         stdout.write("preflight failed; --force: a launch would go ahead anyway\n")
@@ -78,18 +105,13 @@ def _launch(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping
                      "anyway)\n")
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
-    if args.exec or pre.profile.setting("mode") == "exec":
+    if _exec_mode(site, args):
         from vllm_guard.launch.supervisor import run_exec
 
         stderr.write(f"vllm-guard: exec {plan.command_line()}\n")
         stderr.flush()
         run_exec(plan, env)
-    from vllm_guard.launch.supervisor import Supervisor
-    from vllm_guard.report.live import LaunchStatus
-
-    hooks = site.launch_hooks()
-    return Supervisor(pre, site.facts, environ=env, status=LaunchStatus(stdout, stderr), forced=pre.verdict == "fail",
-                      gpu_probe=hooks.gpu_probe, launch_locks=hooks.launch_locks, gpu_label=hooks.gpu_label).run()
+    return _supervisor(site, env, stdout, stderr).run()
 
 
 def _require_executable(name: str, env: Mapping[str, str]) -> None:

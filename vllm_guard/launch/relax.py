@@ -142,13 +142,25 @@ class Relaxer:
         return remember.path_for(profile.name, self.ctx.environ), key
 
     def remembered(self, original: Profile) -> tuple[Profile, dict[str, Any]]:
-        """The profile to start with: as written, or with the relaxations that worked last time."""
+        """The profile to start with: as written, or with the relaxations that worked last time (said so)."""
+        profile, values, note = self.first_start(original)
+        if note is not None and values:
+            self.ctx.status.message(note, style="bold yellow")
+            self.ctx.notifier.status("starting from remembered relaxations: "
+                                     + ", ".join(f"{k} {v}" for k, v in values.items()))
+        elif note is not None:
+            self.ctx.status.message(note)
+        return profile, values
+
+    def first_start(self, original: Profile) -> tuple[Profile, dict[str, Any], str | None]:
+        """What the first attempt starts with, and why, without saying it: `serve` and `serve --dry-run` share it,
+        so the dry run shows the command line the real start uses."""
         if not original.ladder_setting("remember"):
-            return original, {}
+            return original, {}, None
         path, key = self._remember_key(original)
         kept = remember.load(path, key)
         if kept is None:
-            return original, {}
+            return original, {}, None
         values = kept.values
         est = self.ctx.pre.estimate
         fit_now = est.max_fitting_model_len if est is not None else None
@@ -158,20 +170,17 @@ class Relaxer:
         better = fit_now is not None and (kept.predicted_fit is None or fit_now >= kept.predicted_fit / FIT_MARGIN)
         if set(values) <= {"max-model-len"} and better and isinstance(wanted, int) and fit_now and \
                 wanted <= FIT_MARGIN * fit_now:
-            self.ctx.status.message(f"remembered {values} from a relaxed start, but the profile as written is now "
-                                    f"predicted to fit with a clear margin (max-model-len {wanted} of {fit_now}): "
-                                    "trying it as written first")
-            return original, {}
+            return original, {}, (f"remembered {values} from a relaxed start, but the profile as written is now "
+                                  f"predicted to fit with a clear margin (max-model-len {wanted} of {fit_now}): "
+                                  "trying it as written first")
         profile = original
         for name, value in values.items():
             if name in LADDER_DESTS:
                 profile = profile.with_value(LADDER_DESTS[name], value)
         what = ", ".join(f"{k} {v}" for k, v in values.items())
-        self.ctx.status.message(f"STARTING FROM REMEMBERED RELAXATIONS: {what} (a relaxed start of this profile on "
-                                f"these GPUs with this vLLM needed them; `vllm-guard attempts --forget "
-                                f"{original.path or original.name}` drops them)", style="bold yellow")
-        self.ctx.notifier.status(f"starting from remembered relaxations: {what}")
-        return profile, dict(values)
+        return profile, dict(values), (
+            f"STARTING FROM REMEMBERED RELAXATIONS: {what} (a relaxed start of this profile on these GPUs with this "
+            f"vLLM needed them; `vllm-guard attempts --forget {original.path or original.name}` drops them)")
 
     def remember(self, original: Profile, attempt: Attempt, transient: set[str]) -> None:
         """After a ready start: keep its relaxations for the next start, or forget them if none were needed."""

@@ -66,8 +66,10 @@ def check_doc(pre: Preflight, facts: Facts, target: str, fix: Fix | None = None)
     return doc
 
 
-def dry_run_json(pre: Preflight, plan: LaunchPlan, check: dict[str, Any], *, forced: bool) -> str:
-    """What `serve` would do, secrets masked: the command line, the environment changes, the verdict."""
+def dry_run_json(pre: Preflight, plan: LaunchPlan, check: dict[str, Any], *, forced: bool,
+                 remembered: dict[str, Any] | None = None) -> str:
+    """What `serve` would do, secrets masked: the command line, the environment changes, the verdict, and the
+    remembered relaxations the first attempt applies (already in the command line)."""
     doc = {
         "schema": schemas.DRY_RUN,
         "verdict": pre.verdict,
@@ -78,6 +80,7 @@ def dry_run_json(pre: Preflight, plan: LaunchPlan, check: dict[str, Any], *, for
         "env_reasons": dict(plan.env_reasons),
         "env_unset": list(plan.env_unset),
         "notes": list(plan.notes),
+        "remembered": dict(remembered or {}),
         "check": check,
     }
     return json.dumps(doc, indent=2)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from vllm_guard.probes.select import gpu_label
 
@@ -48,8 +48,8 @@ class Site(Protocol):
     def check_json(self) -> str:
         """`check --json`'s document."""
 
-    def dry_run_json(self, plan: LaunchPlan, *, forced: bool) -> str:
-        """`serve --dry-run --json`'s document."""
+    def dry_run_json(self, plan: LaunchPlan, *, forced: bool, remembered: dict[str, Any]) -> str:
+        """`serve --dry-run --json`'s document (``remembered``: the relaxations the plan starts from)."""
 
     def launch_hooks(self) -> LaunchHooks:
         """What the supervisor needs here. Raises UsageError where nothing can be launched (a cluster snapshot)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from vllm_guard.sites import LaunchHooks, with_notes
 
@@ -63,10 +63,11 @@ class LocalSite:
 
         return check_json(self.pre, self.facts, self.target, self.fix)
 
-    def dry_run_json(self, plan: LaunchPlan, *, forced: bool) -> str:
+    def dry_run_json(self, plan: LaunchPlan, *, forced: bool, remembered: dict[str, Any]) -> str:
         from vllm_guard.report.docs import check_doc, dry_run_json
 
-        return dry_run_json(self.pre, plan, check_doc(self.pre, self.facts, self.target, self.fix), forced=forced)
+        return dry_run_json(self.pre, plan, check_doc(self.pre, self.facts, self.target, self.fix), forced=forced,
+                            remembered=remembered)
 
     def launch_hooks(self) -> LaunchHooks:
         # Live re-checks (free memory under the lock, memory released) only where the machine is this one.

@@ -121,10 +121,11 @@ class RaySite:
 
         return json.dumps(cluster_check_doc(self.cp, self.target), indent=2)
 
-    def dry_run_json(self, plan: LaunchPlan, *, forced: bool) -> str:
+    def dry_run_json(self, plan: LaunchPlan, *, forced: bool, remembered: dict[str, Any]) -> str:
         from vllm_guard.report.docs import cluster_check_doc, dry_run_json
 
-        return dry_run_json(self.pre, plan, cluster_check_doc(self.cp, self.target), forced=forced)
+        return dry_run_json(self.pre, plan, cluster_check_doc(self.cp, self.target), forced=forced,
+                            remembered=remembered)
 
     def launch_hooks(self) -> LaunchHooks:
         """The launch locks on every node of the placement (ClusterLocks), the GPUs of those nodes probed again
