@@ -119,3 +119,29 @@ def test_snapshot_version_picks_the_table_for_planning(tmp_path: Path) -> None:
     assert json.loads(r.out)["vllm"]["option_table"] == "vllm-0.32.0-serve-options.json"
     r = run_cli("check", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--spec-method", "medusa")
     assert r.code == 2  # ... and not one of 0.33's, the newest table, used when the snapshot records none
+
+
+def test_an_option_overriding_the_config_file_is_not_said_to_come_from_it(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: after -tp 1 over the file's 2, the report said "tensor-parallel-size = 2 from tp2.yaml"."""
+    (tmp_path / "tp2.yaml").write_text("tensor-parallel-size: 2\nmax-model-len: 4096\n")
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("check", "--machine", MACHINE, "Qwen/Qwen3-0.6B", "--config", "tp2.yaml", "-tp", "1")
+    assert r.code == 0, r.out + r.err
+    assert "tensor-parallel-size = 2 from tp2.yaml" not in r.out + r.err
+    assert "max-model-len = 4096 from tp2.yaml" in r.out + r.err  # what the file still decides is said
+
+
+def test_machine_after_the_model_takes_the_snapshots_table(tmp_path: Path) -> None:
+    """Issue 23: where --machine stands decided the option table (after the model: the local vLLM's)."""
+    import json
+
+    doc = json.loads(Path(MACHINE).read_text())
+    doc["vllm_version"] = "0.32.0"
+    snap = tmp_path / "m.json"
+    snap.write_text(json.dumps(doc))
+    before = run_cli("check", "--machine", str(snap), "Qwen/Qwen3-0.6B", "--max-model-len", "4096")
+    after = run_cli("check", "Qwen/Qwen3-0.6B", "--max-model-len", "4096", "--machine", str(snap))
+    for r in (before, after):
+        assert r.code == 0, r.err
+        assert "vLLM 0.32.0 (snapshot" in r.out and "vllm-0.32.0-serve-options.json" in r.out

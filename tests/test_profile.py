@@ -83,6 +83,11 @@ def test_precedence_cli_over_env_over_profile(write_profile, tmp_path: Path) -> 
     # An explicit TARGET wins over VLLMGUARD_PROFILE.
     r = run_cli("serve", "--dry-run", "Qwen/Qwen3-0.6B", env=env)
     assert command_of(r.out)[1:] == ["serve", "Qwen/Qwen3-0.6B"]
+    # Issue 23: only options (`docker run IMAGE --max-model-len 4096`): the container's profile plus them.
+    r = run_cli("serve", "--dry-run", "--machine", L4, "--max-model-len", "4096", env=env)
+    assert r.code == 0, r.err
+    argv = command_of(r.out)
+    assert argv[2] == "meta-llama/Llama-3.1-8B-Instruct" and argv[argv.index("--max-model-len") + 1] == "4096"
 
 
 def test_guard_variables_are_removed_from_vllm_env(write_profile) -> None:

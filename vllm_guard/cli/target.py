@@ -44,7 +44,15 @@ def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, s
     from vllm_guard.profile.vllm_config import read_config
 
     tokens = ([target] if target is not None else []) + list(vllm_args)
-    if not tokens or (tokens[0].startswith("-") and not _names_model(tokens)):
+    # --machine may also follow TARGET (taken out of the vLLM options below, once the table is known); the
+    # table must come from the snapshot wherever it stands. vLLM has no option that --machine abbreviates.
+    machine_file = machine_file or _machine_among(tokens)
+
+    def pick(executable: str) -> TableChoice:
+        return pick_table(executable, env, machine_file)
+
+    default_exe = env.get("VLLMGUARD_VLLM_BIN") or str(GUARD_SETTINGS["vllm"].default)
+    if not tokens or (tokens[0].startswith("-") and not _names_model(tokens, pick(default_exe).table)):
         profile_env = env.get("VLLMGUARD_PROFILE") or None
         if profile_env is None and not tokens:
             raise UsageError("no TARGET given", hint="give a profile (*.toml) or a model id, "
@@ -52,14 +60,11 @@ def resolve_target(target: str | None, vllm_args: list[str], env: Mapping[str, s
         if profile_env is not None:
             tokens = [profile_env, *tokens]
 
-    def pick(executable: str) -> TableChoice:
-        return pick_table(executable, env, machine_file)
-
     if is_profile_path(tokens[0]):
         profile = load_profile(Path(tokens[0]), environ=env, pick_table=pick)
         rest = take_trailing_guard_options(args, tokens[1:], profile.options)
         return apply_cli(profile, rest)
-    choice = pick(env.get("VLLMGUARD_VLLM_BIN") or str(GUARD_SETTINGS["vllm"].default))
+    choice = pick(default_exe)
     rest = take_trailing_guard_options(args, tokens, choice.table)
     return drop_in_command_line(rest, environ=env, choice=choice, read_config=read_config)
 
@@ -75,10 +80,32 @@ def is_profile_path(token: str) -> bool:
     return Path(token).is_file() and not token.lower().endswith(".gguf") and not _starts_with(Path(token), b"GGUF")
 
 
-def _names_model(tokens: list[str]) -> bool:
-    """Whether a command line starting with an option names a model (`--model X`, a positional, --config)."""
-    return any(t == "--model" or t.startswith("--model=") or t == "--config" for t in tokens) or any(
-        not t.startswith("-") for t in tokens[1:])
+def _names_model(tokens: list[str], table: OptionTable) -> bool:
+    """Whether a command line starting with an option names a model (`--model X`, a positional, --config).
+
+    An option's value is not a positional: `--max-model-len 4096` alone names no model (the container's
+    `docker run IMAGE --max-model-len 4096`, whose profile is VLLMGUARD_PROFILE)."""
+    it = iter(tokens)
+    for token in it:
+        name, eq, _ = token.partition("=")
+        if name in ("--model", "--config"):
+            return True
+        if not token.startswith("-"):
+            return True
+        found = table.resolve(name)
+        if found is not None and found[0].takes_value and not eq:
+            next(it, None)
+    return False
+
+
+def _machine_among(tokens: list[str]) -> str | None:
+    """The value of a --machine given after TARGET, as take_trailing_guard_options will take it."""
+    for i, token in enumerate(tokens):
+        if token.startswith("--machine="):
+            return token.partition("=")[2] or None
+        if token == "--machine" and i + 1 < len(tokens):
+            return tokens[i + 1]
+    return None
 
 
 def take_trailing_guard_options(args: argparse.Namespace | None, tokens: list[str], table: OptionTable) -> list[str]:

@@ -30,7 +30,7 @@ from vllm_guard.options.argv import (
 )
 from vllm_guard.options.table import OptionTable, TableChoice, choose_table
 from vllm_guard.options.values import ValueProblem, coerce_profile_value, not_a_bool, parse_human_int
-from vllm_guard.profile.model import Profile, TablePicker, newest_table
+from vllm_guard.profile.model import Profile, TablePicker, config_file_args, newest_table
 from vllm_guard.profile.settings import (
     CHECK_SETTINGS,
     ENV_PREFIX,
@@ -136,7 +136,7 @@ def drop_in_command_line(tokens: Sequence[str], *, environ: Mapping[str, str] | 
         raise UsageError("no model given", hint="vllm-guard serve [GUARD OPTIONS] MODEL [VLLM OPTIONS], "
                          "or a profile (*.toml), or `model:` in the --config file")
     checked = drop_in_profile(command.model, environ=environ)
-    config_given = tuple(f"--{a.key} (from {a.origin})" for a in command.args if a.from_config_file)
+    config_given = tuple(f"--{a.key} (from {a.origin})" for a in config_file_args(command.args))
     return replace(base, model=checked.model, args=command.args, config_file=command.config_file,
                    model_origin=command.model_origin, notes=command.notes, overridden=base.overridden + config_given)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -115,5 +115,12 @@ def table_notes(profile: Profile) -> list[str]:
     notes = [f"{who}: options checked against {choice.table.file_name}"]
     if choice.warning:
         notes.append(f"warning: {choice.warning}")
-    notes += [f"{a.key} = {a.value!r} from {a.origin}" for a in profile.args if a.from_config_file]
+    notes += [f"{a.key} = {a.value!r} from {a.origin}" for a in config_file_args(profile.args)]
     return notes
+
+
+def config_file_args(args: Sequence[VllmArg]) -> list[VllmArg]:
+    """The --config file's values that still hold: one the command line gives again is not the file's (vLLM:
+    the command line wins over --config), so no note may say it came from there."""
+    last = {a.identity: a for a in args}
+    return [a for a in args if a.from_config_file and last[a.identity] is a]
