@@ -61,3 +61,47 @@ def test_a_cpu_build_passes_the_preflight_without_a_gpu(tmp_path: Path) -> None:
     cuda = fake_install(tmp_path / "cuda", {"vllm": "0.33.0"})
     r = run_cli("check", "--json", str(profile), env={"VLLMGUARD_VLLM_BIN": str(cuda)})
     assert {f["id"]: f for f in json.loads(r.out)["checks"]}["gpu.present"]["status"] == "fail"
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize(("vllm", "node_gib", "cgroup_gib", "status", "in_fix"), [
+    # tests/data/logs/real_cpu032_node_memory_below_utilization.log: vLLM 0.32 refused 0.92 of 8.21 GiB with
+    # 6.88 GiB available on node 0; the preflight must refuse the same start.
+    ("", (8.21, 6.88), None, "fail", "--gpu-memory-utilization 0.83"),
+    ("gpu-memory-utilization = 0.5", (8.21, 6.88), None, "pass", None),
+    ("kv-cache-memory-bytes = 1073741824", (8.21, 0.5), None, None, None),  # the node check does not apply
+    ("gpu-memory-utilization = 0.9", (64.0, 60.0), (4.0, 3.0), "fail", "--gpu-memory-utilization 0.75"),  # cgroup
+])
+def test_a_cpu_build_is_judged_on_its_numa_nodes_memory(tmp_path: Path, vllm: str, node_gib: tuple[float, float],
+                                                        cgroup_gib: tuple[float, float] | None, status: str | None,
+                                                        in_fix: str | None) -> None:
+    """Issue 23: the preflight passed a start the CPU build then refused ("Available memory on node 0 ... is less
+    than desired CPU memory utilization"); the same arithmetic as vLLM 0.32's cpu_worker.py now runs first."""
+    from dataclasses import replace
+
+    from vllm_guard.facts.machine import VllmBuild
+    from vllm_guard.preflight.run import preflight
+    from vllm_guard.probes import gather
+    from vllm_guard.profile.load import load_profile
+
+    path = tmp_path / "p.toml"
+    path.write_text(f'[model]\nid = "Qwen/Qwen3-0.6B"\n[vllm]\nmax-model-len = 4096\n{vllm}\n')
+    profile = load_profile(path)
+    facts = gather(profile, environ={"HF_HUB_OFFLINE": "1"}, machine_file=str(Path(__file__).parents[1] / "profiles"
+                                                                                / "machines" / "l4-24gb.json"))
+    host = replace(facts.machine.host, memory_total_bytes=int(node_gib[0] * GIB),
+                   memory_available_bytes=int(node_gib[1] * GIB), node_memory_total_bytes=int(node_gib[0] * GIB),
+                   node_memory_available_bytes=int(node_gib[1] * GIB),
+                   cgroup_memory_limit_bytes=int(cgroup_gib[0] * GIB) if cgroup_gib else None,
+                   cgroup_memory_usage_bytes=int((cgroup_gib[0] - cgroup_gib[1]) * GIB) if cgroup_gib else None)
+    facts = replace(facts, machine=replace(facts.machine, host=host, gpus=()), gpus=(),
+                    vllm_build=VllmBuild("0.32.0", "cpu", "package metadata"))
+    ram = next(f for f in preflight(profile, facts).findings if f.id == "host.ram")
+    if status is None:
+        assert "node_total_bytes" not in ram.measured
+        return
+    assert ram.status == status, ram
+    if in_fix:
+        assert in_fix in (ram.fix or "") and "less than desired CPU memory utilization" in ram.message

@@ -78,6 +78,10 @@ class Host:
     shm_free_bytes: int | None
     cpu_count: int | None
     nofile_soft_limit: int | None
+    # The NUMA node a CPU build of vLLM binds its memory to (its first allowed CPU's), as vLLM 0.32's
+    # cpu_resource_utils.get_memory_node_info reads it: MemTotal, and MemFree + file pages + SReclaimable.
+    node_memory_total_bytes: int | None = None
+    node_memory_available_bytes: int | None = None
     disks: tuple[Disk, ...] = ()
 
     @property

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any
 
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Context, Finding, gib, mib
 from vllm_guard.preflight.memory import GIB, MIB
 
 # --- the host -------------------------------------------------------------------
+
+CPU_DEFAULT_UTILIZATION = 0.92  # vLLM 0.32's --gpu-memory-utilization default, the same on the CPU backend
 
 
 def cpu_kv_cache_bytes(c: Context) -> tuple[int | None, str]:
@@ -28,6 +31,38 @@ def cpu_kv_cache_bytes(c: Context) -> tuple[int | None, str]:
     return None, "vLLM reserves --gpu-memory-utilization of the NUMA node's memory"
 
 
+def _cpu_node_short(c: Context) -> Finding | None:
+    """A CPU build refuses to start when its NUMA node has less available than utilization x the node's memory.
+
+    vLLM 0.32 cpu_worker.py: without --kv-cache-memory-bytes (VLLM_CPU_KVCACHE_SPACE sets it, platforms/cpu.py)
+    it requests ceil(total x --gpu-memory-utilization) of the node it binds to and raises "Available memory on
+    node 0 (6.88/8.21 GiB) on startup is less than desired CPU memory utilization (0.92, 7.56 GiB)"; both
+    figures are clamped to the cgroup's limit (get_memory_node_info). Not a prediction: the same arithmetic."""
+    h = c.facts.machine.host
+    total, available = h.node_memory_total_bytes, h.node_memory_available_bytes
+    if total is None or available is None:
+        total, available = h.memory_total_bytes, h.memory_available_bytes  # no NUMA: vLLM uses the host's
+    kv, _ = cpu_kv_cache_bytes(c)
+    if total is None or available is None or kv is not None:
+        return None
+    if h.cgroup_memory_limit_bytes is not None and h.cgroup_memory_limit_bytes < total:
+        total = h.cgroup_memory_limit_bytes
+        available = max(0, min(available, total - (h.cgroup_memory_usage_bytes or 0)))
+    util = float(c.profile.value("gpu_memory_utilization") or CPU_DEFAULT_UTILIZATION)  # the table's default
+    requested = math.ceil(total * util)
+    if requested <= available:
+        return None
+    fits = math.floor(available / total * 100) / 100
+    fix = (f"--gpu-memory-utilization {fits:.2f} (on a CPU build it is the fraction of the node's memory), "
+           "or set --kv-cache-memory-bytes (VLLM_CPU_KVCACHE_SPACE), or free host memory") if fits >= 0.05 else \
+        "free host memory, or set --kv-cache-memory-bytes (VLLM_CPU_KVCACHE_SPACE)"
+    return Finding("host.ram", FAIL, f"the CPU build reserves utilization {util:g} of its NUMA node's memory, "
+                   f"{gib(requested)} of {gib(total)}, but {gib(available)} is available: vLLM refuses to start "
+                   "(\"less than desired CPU memory utilization\")", fix,
+                   {"node_available_bytes": available, "node_total_bytes": total},
+                   {"bytes": requested, "utilization": util})
+
+
 def check_host_ram(c: Context) -> Finding:
     h = c.facts.machine.host
     weights = c.facts.model.weights_bytes
@@ -38,6 +73,9 @@ def check_host_ram(c: Context) -> Finding:
     need = int(weights * factor)
     build = c.facts.vllm_build
     if build is not None and build.is_cpu:
+        short = _cpu_node_short(c)
+        if short is not None:
+            return short
         # A CPU build keeps the weights and the KV cache in host memory for as long as it serves.
         kv, where = cpu_kv_cache_bytes(c)
         need = max(need, weights + (kv or 0))

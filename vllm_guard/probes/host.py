@@ -19,6 +19,7 @@ CGROUP_V1_UNLIMITED = 2**62
 
 
 def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup",
+               sys_root: str = "/sys",
                shm_path: str = "/dev/shm") -> Host:
     """Host facts. Equivalent: `free -b`, `df -B1 /dev/shm PATH`, `ulimit -n`, `cat /sys/fs/cgroup/memory.max`."""
     import psutil
@@ -35,6 +36,7 @@ def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cg
     except (AttributeError, OSError):
         cpus = os.cpu_count()
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    node_total, node_available = node_memory(sys_root)
     disks = []
     for path in dict.fromkeys(disk_paths):
         total, free = _disk_usage(path)
@@ -49,8 +51,40 @@ def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cg
         shm_free_bytes=shm_free,
         cpu_count=cpus,
         nofile_soft_limit=None if soft == resource.RLIM_INFINITY else int(soft),
+        node_memory_total_bytes=node_total,
+        node_memory_available_bytes=node_available,
         disks=tuple(disks),
     )
+
+
+def node_memory(sys_root: str = "/sys") -> tuple[int | None, int | None]:
+    """(total, available) bytes of the NUMA node of our first allowed CPU, as vLLM 0.32's CPU worker reads
+    them (utils/cpu_resource_utils.py): node meminfo's MemTotal, and MemFree + Active(file) + Inactive(file)
+    + SReclaimable. No per-node file (no NUMA): (None, None), and vLLM uses the host's figures."""
+    try:
+        cpu = min(os.sched_getaffinity(0))
+    except (AttributeError, OSError, ValueError):
+        cpu = 0
+    node = 0
+    with contextlib.suppress(OSError):
+        linked = [n for n in os.listdir(f"{sys_root}/devices/system/cpu/cpu{cpu}") if n[4:].isdigit()
+                  and n.startswith("node")]
+        if linked:
+            node = int(linked[0][4:])
+    values: dict[str, int] = {}
+    try:
+        with open(f"{sys_root}/devices/system/node/node{node}/meminfo") as f:
+            for line in f.read(65536).splitlines():
+                parts = line.split()  # "Node 0 MemTotal:  8612044 kB"
+                if len(parts) >= 4 and parts[3].isdigit():
+                    values[parts[2].rstrip(":")] = int(parts[3]) * 1024
+    except OSError:
+        return None, None
+    total = values.get("MemTotal")
+    kinds = ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")
+    if total is None or any(k not in values for k in kinds):
+        return total, None
+    return total, sum(values[k] for k in kinds)
 
 
 def _statvfs(path: str) -> tuple[int | None, int | None]:
