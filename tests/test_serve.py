@@ -471,3 +471,13 @@ def test_exec_mode_replaces_the_guard_by_vllm(tmp_path: Path) -> None:
     _, err = guard.communicate(timeout=30)
     assert guard.returncode == 0 and "vllm-guard: exec vllm serve" in err
     assert not rig.log.exists()
+
+
+def test_exec_mode_under_a_notify_socket_is_refused(tmp_path: Path) -> None:
+    """Issue 23: exec never sends READY=1 (vLLM does not speak sd_notify): a Type=notify unit killed it after
+    TimeoutStartSec and restarted it, and nothing said why. Now it is refused, with what to do instead."""
+    rig = Rig(tmp_path)
+    code, _, err = rig.run("--exec", rig.profile("max-model-len = 8192"),
+                           env={"NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
+    assert code == 2 and "vLLM never sends READY=1" in err and "Type=exec" in err
+    assert not rig.log.exists()

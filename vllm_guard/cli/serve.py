@@ -68,6 +68,13 @@ def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: Text
 
 def _open(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: bool) -> Site:
     profile = target_profile(args, env)
+    if (getattr(args, "exec", False) or profile.setting("mode") == "exec") and env.get("NOTIFY_SOCKET"):
+        # exec replaces the guard with vLLM, which does not speak sd_notify (vLLM 0.33 has no READY=1):
+        # under Type=notify systemd would wait for READY until TimeoutStartSec, kill it, and restart it.
+        raise UsageError("exec mode under systemd's notify socket: vLLM never sends READY=1, so a Type=notify "
+                         "unit kills it after TimeoutStartSec",
+                         hint="use the default supervise mode (it sends READY=1 once vLLM answers), or run "
+                         "exec mode from a Type=exec or Type=simple unit")
     target = str(profile.path) if profile.path is not None else profile.model
     return open_site(profile, env, machine_file(args, env), keep_connection=keep_connection, target=target)
 
