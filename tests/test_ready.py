@@ -73,6 +73,11 @@ def test_phases_are_timed_recorded_and_shown(tmp_path: Path) -> None:
     assert order == sorted(order)
     assert phases["weights"] >= 0.3  # the fake's load time
     assert "where the start-up time went:" in err and "weights" in err and "first token" in err
+    # Issue 23: one start, one duration: the ready line, the phases and the record say the same figure.
+    record = rig.records()[0]
+    took = record["reported"]["time_to_ready_s"]
+    assert abs(record["duration_s"] - took) <= 0.2 and abs(phases["first_request"] - took) <= 0.2
+    assert f"after 1 attempt(s), {took:.1f} s" in err
     shown = subprocess.run([sys.executable, "-m", "vllm_guard", "attempts", str(rig.log)], env=rig.env,
                            capture_output=True, text=True, check=True)
     assert "first token" in shown.stdout

@@ -71,7 +71,9 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # speak, prefixed "(RayWorkerWrapper pid=N, ip=IP)" by Ray; they are up when each has its rank
     # ("rank R in world size W is assigned as DP rank ..., PP rank ..., TP rank ...", parallel_state.py).
     ("placement_group", re.compile(r"\(RayWorkerWrapper pid=\d+")),
-    ("ray_workers", re.compile(r"rank \d+ in world size \d+ is assigned as")),
+    # Every vLLM prints the rank line, Ray or not: only a Ray worker's (its prefix on the line) marks this.
+    ("ray_workers", re.compile(r"\(RayWorkerWrapper pid=\d+[^)]{0,200}\).{0,2000}?rank \d+ in world size \d+ is "
+                               r"assigned as")),
     ("weights", re.compile(r"Model loading took|Loading weights took")),
     ("profiling", re.compile(r"Memory profiling takes|Available KV cache memory|Warming up done"
                              r"|profiling/warmup run took")),

@@ -120,7 +120,7 @@ class AttemptRunner:
         env = plan.environment(ctx.environ)
         build = ctx.facts.vllm_build
         names = CPU_STAGE_NAMES if build is not None and build.is_cpu else STAGE_NAMES
-        tracker = PhaseTracker(ctx.status, ctx.notifier, attempt.label, ctx.clock, names)
+        tracker = PhaseTracker(ctx.status, ctx.notifier, attempt.label, ctx.clock, names, start=attempt.started_mono)
         try:
             child = ctx.spawner(plan.argv, env, tracker.sink(ctx.status.relay),
                                 grace_s=float(attempt.profile.setting("stop-timeout")), on_event=ctx.status.message,
@@ -174,7 +174,7 @@ class AttemptRunner:
                 child.mark_ready()
                 attempt.outcome = "ready"
                 attempt.reported = {**reported(list(child.tail)),
-                                    "time_to_ready_s": round(ctx.clock() - start, 1)}
+                                    "time_to_ready_s": round(ctx.clock() - attempt.started_mono, 1)}
                 return child
             now_s = ctx.clock()
             if now_s - start > timeout:

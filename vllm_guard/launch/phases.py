@@ -51,7 +51,7 @@ class PhaseTracker:
     """Follows vLLM's log lines to know the phase and whether it progresses; reports phase changes."""
 
     def __init__(self, status: Status, notifier: Notifier, label: str, clock: Callable[[], float],
-                 names: Mapping[str, str] = STAGE_NAMES) -> None:
+                 names: Mapping[str, str] = STAGE_NAMES, start: float | None = None) -> None:
         self.names = names
         self.claim: Callable[[str], None] | None = None  # hands the keeper vLLM's rendezvous file
         self._phase_times: dict[str, float] = {}
@@ -59,7 +59,9 @@ class PhaseTracker:
         self.notifier = notifier
         self.label = label
         self.clock = clock
-        self.start = self.last_output = clock()
+        # One origin for all of an attempt's times (phases, time to ready, duration): the attempt's start.
+        self.start = clock() if start is None else start
+        self.last_output = clock()
         self.stage = BEFORE_START
 
     @property

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from vllm_guard.diagnose.knowledge import advice_for
-from vllm_guard.report.text import Console, Table, Text, live_display, plain, width_for
+from vllm_guard.report.text import Console, Table, Text, live_display, plain, seconds_text, width_for
 from vllm_guard.suggest import as_written, previous, toml_line
 
 RELAY_BATCH_S = 0.1
@@ -185,7 +185,7 @@ def ready_line(number: int, reported: Mapping[str, Any], url: str | None) -> str
     concurrency), weights 14.99 GiB' - what the systemd status says too, in a sentence."""
     text = "vLLM is ready" + (f" on {url}" if url else "") + f" after {number} attempt(s)"
     if isinstance(reported.get("time_to_ready_s"), (int, float)):
-        text += f", {reported['time_to_ready_s']:.0f} s"
+        text += f", {seconds_text(reported['time_to_ready_s'])}"
     facts = []
     if isinstance(reported.get("kv_cache_tokens"), int):
         kv = f"KV cache {reported['kv_cache_tokens']:,} tokens"
@@ -195,7 +195,7 @@ def ready_line(number: int, reported: Mapping[str, Any], url: str | None) -> str
     if isinstance(reported.get("model_loading_gib"), (int, float)):
         facts.append(f"weights {reported['model_loading_gib']:.2f} GiB")
     if isinstance(reported.get("model_loading_s"), (int, float)):
-        facts.append(f"loaded in {reported['model_loading_s']:.0f} s")
+        facts.append(f"loaded in {seconds_text(reported['model_loading_s'])}")
     return text + (": " + ", ".join(facts) if facts else "")
 
 
@@ -217,4 +217,4 @@ def phases_line(phases: Mapping[str, float | None]) -> str:
             continue
         parts.append(f"{label} {max(at - previous, 0.0):.1f}")
         previous = at
-    return f"{previous:.0f} s: " + ", ".join(parts) if parts else ""
+    return f"{seconds_text(previous)}: " + ", ".join(parts) if parts else ""

@@ -7,7 +7,7 @@ from typing import Any, TextIO
 from vllm_guard.facts.machine import Machine
 from vllm_guard.redact import printable
 from vllm_guard.report.live import phases_line
-from vllm_guard.report.text import Table, Text, console_for, fmt, plain
+from vllm_guard.report.text import Table, Text, console_for, fmt, plain, seconds_text
 from vllm_guard.state.instances import Instance
 from vllm_guard.suggest import toml_line
 
@@ -120,7 +120,7 @@ def _attempt_cells(r: dict[str, Any]) -> tuple[object, ...]:
     took = reported.get("time_to_ready_s") if r.get("outcome") == "ready" else r.get("duration_s")
     outcome = str(r.get("outcome", "?"))
     if isinstance(took, (int, float)):
-        outcome += f" after {took:g} s"
+        outcome += f" after {seconds_text(took)}"
     if r.get("phase"):
         outcome += f" ({r['phase']})"
     if r.get("preflight") == "forced":

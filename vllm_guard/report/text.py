@@ -54,6 +54,11 @@ def fmt(value: Any, key: str = "") -> str:
     return str(value)
 
 
+def seconds_text(seconds: float) -> str:
+    """One spelling of a duration wherever a start's times are shown: "1.7 s", "41.3 s", "1205 s"."""
+    return f"{seconds:.1f} s" if seconds < 100 else f"{seconds:.0f} s"
+
+
 def plain(value: object, style: str = "") -> Text:
     """Untrusted text (paths, names, values from a snapshot or a profile) as rich plain text: never markup,
     no control characters, no lone surrogates."""
