@@ -162,7 +162,8 @@ def test_vllm_started_without_a_guard_and_the_preload_daemon(tmp_path: Path) -> 
         by_pid = {i["pid"]: i for i in mine(doc, {serve.pid, preload.pid})}
         assert by_pid[serve.pid]["kind"] == "vllm" and by_pid[serve.pid]["state"] == "running"
         assert by_pid[serve.pid]["model"] == "Qwen/Qwen3-8B" and by_pid[serve.pid]["port"] == 8123
-        assert by_pid[serve.pid]["note"] == "not started by a guard"
+        assert by_pid[serve.pid]["note"].startswith("not started by a guard")
+        assert str(tmp_path / "locks") in by_pid[serve.pid]["note"]  # where ps looked
         assert by_pid[preload.pid]["kind"] == "preload" and by_pid[preload.pid]["state"] == "running"
         assert "weight daemon" in by_pid[preload.pid]["note"]
     finally:
@@ -259,6 +260,14 @@ def test_join_guard_orphan_handstarted_inprocess() -> None:
     assert f.instances[2].port == 9 and f.instances[2].model == "x"
     assert f.instances[3].note == "started by python3 (pid 80)"
     assert f.stale == []
+
+
+def test_a_guard_registered_elsewhere_is_named_with_where_ps_looked() -> None:
+    """Issue 23: a guard-started vLLM was "not started by a guard" when the guard registered in another dir."""
+    f = find_instances(HOST, [], {}, looked_in="/run/lock/vllm-guard")
+    served = next(i for i in f.instances if i.pid == 52)
+    assert served.note is not None and "started by a guard (pid 50)" in served.note
+    assert "not registered in /run/lock/vllm-guard" in served.note and "--lock-dir" in served.note
 
 
 def test_join_rejects_a_reused_pid_and_another_users_entry() -> None:

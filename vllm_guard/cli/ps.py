@@ -30,7 +30,7 @@ def ps(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stde
         directory = Path(args.lock_dir) if args.lock_dir else lock.lock_dir(None, env)
         procs = process_table()
         entries, notes = registry.read_entries(directory, live_pids={p.pid for p in procs})
-        result = instances.find_instances(procs, entries, instances.gpu_processes_of(gpus))
+        result = instances.find_instances(procs, entries, instances.gpu_processes_of(gpus), looked_in=str(directory))
         for guard_pid in result.stale:
             registry.remove_stale(directory, guard_pid)  # a dead guard's entry, its vLLM gone too
         found = result.instances

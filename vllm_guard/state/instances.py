@@ -69,8 +69,10 @@ def is_vllm(p: HostProcess) -> bool:
 
 
 def find_instances(procs: Iterable[HostProcess], entries: Iterable[Entry],
-                   gpu_processes: Mapping[int, Sequence[tuple[int, int | None]]]) -> Found:
-    """Join the registry, the process table and NVML's processes (pid -> [(GPU index, bytes)])."""
+                   gpu_processes: Mapping[int, Sequence[tuple[int, int | None]]], looked_in: str = "") -> Found:
+    """Join the registry, the process table and NVML's processes (pid -> [(GPU index, bytes)]).
+
+    ``looked_in``: where the registry was read, named when a guard's vLLM is found that is not in it."""
     by_pid = {p.pid: p for p in procs}
     children: dict[int, list[int]] = {}
     for p in by_pid.values():
@@ -123,8 +125,17 @@ def find_instances(procs: Iterable[HostProcess], entries: Iterable[Entry],
                                    note=f"{p.title} whose `vllm serve` is gone (re-parented to pid {p.ppid}): "
                                         f"`kill {p.pid}` frees its GPU memory"))
         else:
-            by = f"started by {parent.title} (pid {parent.pid})" if parent is not None and not command else \
-                "not started by a guard"
+            guard = _guard_above(p, by_pid)
+            where = f" in {looked_in}" if looked_in else ""
+            if guard is not None:
+                # A guard whose registry is elsewhere: another lock dir (guard.lock-dir, VLLMGUARD_LOCK_DIR,
+                # a user's private one). Say where ps looked, never "not started by a guard".
+                by = (f"started by a guard (pid {guard.pid}) that is not registered{where}: it registers in its "
+                      "own lock dir; `vllm-guard ps --lock-dir DIR` reads that one")
+            elif parent is not None and not command:
+                by = f"started by {parent.title} (pid {parent.pid})"
+            else:
+                by = f"not started by a guard (none is above it; guards registered{where} were read)"
             found.append(_instance("vllm", "running", p.pid, pids, None, by_pid, gpu_processes, note=by))
     return Found(found, stale)
 
@@ -135,6 +146,21 @@ def _reparented(p: HostProcess, parent: HostProcess | None) -> bool:
     if parent is None or p.ppid <= 1:
         return True
     return parent.title in REAPERS or parent.title.startswith("systemd") or _is_guard(parent)
+
+
+def _guard_above(p: HostProcess, by_pid: Mapping[int, HostProcess]) -> HostProcess | None:
+    """The guard above a process, if one started it: past its keeper, the guard the keeper belongs to."""
+    seen: set[int] = set()
+    found: HostProcess | None = None
+    up = by_pid.get(p.ppid)
+    while up is not None and up.pid not in seen and up.pid > 1:
+        if _is_guard(up):
+            found = up
+        elif found is not None:
+            break
+        seen.add(up.pid)
+        up = by_pid.get(up.ppid)
+    return found
 
 
 def _is_guard(p: HostProcess) -> bool:
