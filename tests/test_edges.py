@@ -133,3 +133,27 @@ def test_a_listed_gpu_the_layout_does_not_use_is_named(write_profile) -> None:
     doc = json.loads(run_cli("check", "--json", "--machine", A100X2, str(path)).out)
     count = next(c for c in doc["checks"] if c["id"] == "gpu.count")
     assert count["status"] == "pass" and count["message"].endswith("; GPU 1 stays unused")
+
+
+@pytest.mark.skipif(not os.access("/var/lib", os.W_OK), reason="needs to write /var/lib/vllm-guard (root)")
+def test_attempts_of_a_name_finds_the_systemd_units_log(tmp_path: Path) -> None:
+    """Issue 23: `vllm-guard attempts llama` in an operator's shell looked only in the operator's state dir."""
+    import json
+    import shutil
+    import uuid
+
+    unit_dir = Path("/var/lib/vllm-guard")
+    created = not unit_dir.exists()
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    unit_dir.mkdir(exist_ok=True)
+    log = unit_dir / f"{name}.jsonl"
+    try:
+        log.write_text(json.dumps({"schema": "vllm-guard.attempt/1", "attempt": 1, "outcome": "ready",
+                                   "argv": ["vllm", "serve", "m"], "changed": {}}) + "\n")
+        r = run_cli("attempts", name, env={"HOME": str(tmp_path)})
+        assert r.code == 0, r.err
+        assert f"reading the systemd unit's {log}" in r.err and "ready" in r.out
+    finally:
+        log.unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(unit_dir, ignore_errors=True)

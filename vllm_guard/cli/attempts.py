@@ -12,6 +12,8 @@ from vllm_guard.errors import UsageError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.profile.load import load_profile
 
+UNIT_STATE_DIR = Path("/var/lib/vllm-guard")  # the units' StateDirectory=vllm-guard
+
 
 def _starts_like_json(path: Path) -> bool:
     """Whether a file's first non-blank byte opens a JSON object (an attempt log), not a TOML profile."""
@@ -47,6 +49,12 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
         log = path
     else:
         log = attempt_log.log_path(env.get("VLLMGUARD_ATTEMPT_LOG"), source, env)
+        unit_log = UNIT_STATE_DIR / f"{source}.jsonl"
+        if not log.exists() and "/" not in source and unit_log.is_file():
+            # A name typed in a shell: this user's state dir has none, the systemd units' has it
+            # (StateDirectory=vllm-guard, systemd/vllm-guard@.service). Read that one, and say so.
+            stderr.write(f"vllm-guard: note: no {log}; reading the systemd unit's {unit_log}\n")
+            log = unit_log
     try:
         records, warnings = attempt_log.read(log)
     except FileNotFoundError:
