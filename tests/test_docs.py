@@ -41,9 +41,10 @@ def invocations() -> list[tuple[str, str, str]]:
         for line in code_text(path).splitlines():
             for m in re.finditer(r"(?<![\w/.-])vllm-guard[ \t]+(-{0,2}[a-zA-Z][\w-]*)(?![\w:./@-])([^|#;`\n]*)", line):
                 found.append((path.name, m.group(1), m.group(2)))
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
-    found += [("README.md", cmd, rest) for cmd, rest in re.findall(r"^\| `([a-z]+)\b([^`]*)`", table, re.M)]
+    for name in ("README.md", "docs/commands.md"):
+        text = (ROOT / name).read_text()
+        table = text.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+        found += [(name, cmd, rest) for cmd, rest in re.findall(r"^\| `([a-z]+)\b([^`]*)`", table, re.M)]
     return found
 
 
@@ -82,3 +83,38 @@ def test_every_example_profile_parses(where: str, body: str, tmp_path: Path) -> 
         path = tmp_path / "example.toml"
         path.write_text(body if "model" in doc else '[model]\nid = "Qwen/Qwen3-0.6B"\n' + body)
         load_profile(path, environ={"HOME": str(tmp_path)})
+
+
+def runnable_lines() -> list[tuple[str, str, int]]:
+    """(file, command, expected exit status) of each line of the docs' ```sh test blocks: the commands that
+    can run here (offline, against snapshots and fixtures). A trailing `# exit N` names another status."""
+    found = []
+    for path in DOCS:
+        for body in re.findall(r"```sh test\n(.*?)```", path.read_text(), re.S):
+            for line in body.splitlines():
+                command, _, comment = line.partition("#")
+                if command.strip():
+                    m = re.search(r"\bexit (\d+)\b", comment)
+                    found.append((path.name, command.strip(), int(m.group(1)) if m else 0))
+    return found
+
+
+def test_the_docs_have_runnable_commands() -> None:
+    assert len(runnable_lines()) >= 8
+
+
+@pytest.mark.parametrize(("where", "command", "code"), runnable_lines())
+def test_every_runnable_command_in_the_docs_runs(where: str, command: str, code: int, tmp_path: Path) -> None:
+    """Each shown command, run as a user would type it from a clone (cwd: the repository), offline."""
+    import shlex
+    import subprocess
+    import sys
+
+    argv = shlex.split(command)
+    assert argv[0] == "vllm-guard", (where, command)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
+           "VLLMGUARD_STATE_DIR": str(tmp_path / "state"), "VLLMGUARD_LOCK_DIR": str(tmp_path / "locks")}
+    r = subprocess.run([sys.executable, "-m", "vllm_guard", *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == code, f"{where}: `{command}` exited {r.returncode}:\n{r.stdout[-2000:]}{r.stderr[-2000:]}"
+    assert "Traceback" not in r.stderr

@@ -88,8 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _serve_and_check(command: Callable[..., argparse.ArgumentParser],
                      target: Callable[[argparse.ArgumentParser], None]) -> None:
     serve = command("serve", "check, then start and supervise vLLM",
-                    "Run the preflight checks, then start vLLM. Guard options go before TARGET; "
-                    "everything after TARGET is passed to `vllm serve`.")
+                    "Run the preflight checks, then start vLLM. Guard options go before TARGET; after it, "
+                    "the options are `vllm serve`'s, except " + ", ".join(
+                        name for name, o in GUARD_OPTIONS["serve"].items() if o.after_target)
+                    + " where the installed vLLM has no option spelled like them (docs/drop-in.md).")
     serve.add_argument("--dry-run", action="store_true",
                        help="print the checks, the command line and the environment; start nothing")
     serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
