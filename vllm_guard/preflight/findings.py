@@ -25,6 +25,7 @@ class Finding:
     # Values the check offers as alternative fixes (option dest -> value, why), first the main one. Offered
     # only once tried through the preflight (fix.verify_alternatives): ``fix`` is then rewritten from them.
     options: tuple[tuple[dict[str, Any], str], ...] = ()
+    advice: str | None = None  # what the fix says beside the values (no value of the guard's can do it)
 
     def to_dict(self) -> dict[str, Any]:
         d = {"id": self.id, "status": self.status, "message": self.message, "fix": self.fix,

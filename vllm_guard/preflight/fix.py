@@ -28,6 +28,7 @@ MENDABLE = frozenset({"gpu.free_memory", "model.weights_fit", "model.kv_fit", "m
 # The layout checks: while one fails, no value of memory or length can pass; a layout that fits comes first.
 LAYOUT = frozenset({"gpu.count", "model.tp_divisible"})
 TP_SIZES = (1, 2, 4, 8, 16)
+MAX_ALTERNATIVES = 3  # per check: the verdict stays readable
 # A shorter max-model-len is offered only down to this (or the requested length when that is shorter):
 # below it a "fix" serves little more than a greeting.
 MIN_USEFUL_LEN = 1024
@@ -239,24 +240,35 @@ def verify_alternatives(pre: Preflight, facts: Facts) -> Preflight:
         if f.status != FAIL or not f.options:
             findings.append(f)
             continue
-        kept = []
+        kept, whole = [], []
         for values, why in f.options:
             mended = _mending(pre.profile, facts, values, f.id, failing)
             if mended is not None:
-                kept.append((mended, why if mended == values else f"{why}, with the longest max-model-len that fits"))
-        text = "; or ".join(_flags(values) + (f" ({why})" if i else "") for i, (values, why) in enumerate(kept))
+                values_now, passes = mended
+                option = (values_now, why if values_now == values else f"{why}, with the longest max-model-len "
+                          "that fits")
+                kept.append(option)
+                if passes:
+                    whole.append(option)
+        # Where some alternatives pass `check` as a whole, offer only those: one that mends this check but
+        # leaves another failing is no fix to apply on its own.
+        kept = (whole or kept)[:MAX_ALTERNATIVES]
+        text = "; or ".join(_flags(values) + (f" ({why})" if why else "") for values, why in kept)
+        if f.advice:
+            text = f"{text}; {f.advice}" if text else f.advice
         findings.append(replace(f, fix=text or "no single value mends this on its own: see the verdict's fix",
                                 options=tuple(kept)))
     return replace(pre, findings=findings)
 
 
 def _mending(profile: Profile, facts: Facts, values: dict[str, Any], check_id: str,
-             failing: set[str]) -> dict[str, Any] | None:
-    """``values``, or them with a fitting max-model-len, when that mends ``check_id`` and breaks no other."""
+             failing: set[str]) -> tuple[dict[str, Any], bool] | None:
+    """``values``, or them with a fitting max-model-len, when that mends ``check_id`` and breaks no other; and
+    whether the preflight then passes as a whole."""
     for trial in _with_fitting_length(profile, facts, values):
         after = {f.id for f in preflight(_apply(profile, trial), facts).findings if f.status == FAIL}
         if check_id not in after and after <= failing - {check_id}:
-            return trial
+            return trial, not after
     return None
 
 

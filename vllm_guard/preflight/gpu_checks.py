@@ -58,12 +58,18 @@ def check_gpu_count(c: Context) -> Finding:
         idle = f"; GPU {', '.join(map(str, unused))} stay{'s' if len(unused) == 1 else ''} unused" if unused else ""
         return Finding("gpu.count", PASS, f"world size {need} fits {have} visible GPU(s){idle}", None, measured,
                        required)
+    tp = c.params.tensor_parallel_size
+    others = max(need // max(tp, 1), 1)  # pipeline x data parallel, kept as written
+    sizes = [t for t in (16, 8, 4, 2, 1) if t < tp and t * others <= have]
     return Finding(
         "gpu.count", FAIL,
         f"tensor x pipeline x data parallel = {need} GPUs, but vLLM will see {have}",
         (f"use --tensor-parallel-size {have} or fewer" if have > 1 else "use --tensor-parallel-size 1")
         + " (tensor x pipeline x data parallel at most the visible GPUs), or run multi-node with Ray "
         "(--distributed-executor-backend ray)", measured, required,
+        options=tuple(({"tensor_parallel_size": t}, "fits the visible GPUs") for t in sizes),
+        advice="or more GPUs (guard.gpus, or \"auto\"), or run multi-node with Ray "
+        "(--distributed-executor-backend ray)",
     )
 
 
@@ -101,16 +107,19 @@ def check_gpu_free_memory(c: Context) -> Finding:
             lines.append(f"  pid {p.pid} {p.user or '?'} {p.name or '?'} {mib(p.used_memory_bytes)}{tag}")
         if gpu.processes is None:
             lines.append("  (the driver did not list the processes holding it)")
-    fixes = []
+    fixes, advice = [], []
+    options: tuple[tuple[dict[str, Any], str], ...] = ()
     if fit_now > 0.05:
         fixes.append(f"--gpu-memory-utilization {fit_now:.2f} fits what is free now")
+        options = (({"gpu_memory_utilization": fit_now}, "fits what is free now"),)
     own_orphans = [p for g, _, _ in short for p in g.processes or () if p.orphaned_vllm and c.facts.live
                    and p.user is not None and p.user == c.facts.user]
     if own_orphans:
-        fixes.append("your orphaned vLLM engine(s) hold memory: kill " + " ".join(str(p.pid) for p in own_orphans))
-    fixes.append("or wait until the other processes finish; never stop processes you do not own")
+        advice.append("your orphaned vLLM engine(s) hold memory: kill " + " ".join(str(p.pid) for p in own_orphans))
+    advice.append("or wait until the other processes finish; never stop processes you do not own")
     measured["max_utilization_now"] = fit_now
-    return Finding("gpu.free_memory", FAIL, "\n".join(lines), "; ".join(fixes), measured, required)
+    return Finding("gpu.free_memory", FAIL, "\n".join(lines), "; ".join(fixes + advice), measured, required,
+                   options=options, advice="; ".join(advice))
 
 
 def check_gpu_dtype(c: Context) -> Finding:
@@ -125,7 +134,8 @@ def check_gpu_dtype(c: Context) -> Finding:
                        measured=measured)
     if dtype == "bfloat16":
         return Finding("gpu.dtype", FAIL, f"bfloat16 needs compute capability 8.0; this GPU has {cc[0]}.{cc[1]}",
-                       "use --dtype half", measured, {"compute_capability": "8.0"})
+                       "use --dtype half", measured, {"compute_capability": "8.0"},
+                       options=(({"dtype": "half"}, "float16 runs there"),))
     if dtype == "auto" and model_dtype == "bfloat16":
         return Finding("gpu.dtype", WARN, f"the model is bfloat16; on compute capability {cc[0]}.{cc[1]} vLLM "
                        "falls back to float16", "set --dtype half to make it explicit", measured)
@@ -149,7 +159,8 @@ def check_gpu_kv_cache_dtype(c: Context) -> Finding:
                        "FlashInfer backend", "keep flashinfer installed, or use --kv-cache-dtype auto", measured,
                        {"compute_capability": "8.9 (native)"})
     return Finding("gpu.kv_cache_dtype", FAIL, f"{kv} KV cache needs compute capability 8.0; this GPU has "
-                   f"{cc[0]}.{cc[1]}", "use --kv-cache-dtype auto", measured, {"compute_capability": "8.0"})
+                   f"{cc[0]}.{cc[1]}", "use --kv-cache-dtype auto", measured, {"compute_capability": "8.0"},
+                   options=(({"kv_cache_dtype": "auto"}, "the model's own dtype"),))
 
 
 def check_gpu_quantization(c: Context) -> Finding:

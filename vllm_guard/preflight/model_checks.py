@@ -51,7 +51,9 @@ def check_model_weights_fit(c: Context) -> Finding:
     if tp_needed:
         fix += f", or spread it over {tp_needed} GPUs with --tensor-parallel-size {tp_needed}"
     return Finding("model.weights_fit", FAIL, f"weights alone need {gib(e.weights_bytes_per_gpu)} per GPU; the "
-                   f"budget is {gib(e.budget_bytes)}", fix, measured, required)
+                   f"budget is {gib(e.budget_bytes)}", fix, measured, required,
+                   options=(({"tensor_parallel_size": tp_needed}, f"spreads them over {tp_needed} GPUs"),)
+                   if tp_needed else (), advice="or use a quantized checkpoint (AWQ, GPTQ or FP8)")
 
 
 def check_model_kv_fit(c: Context) -> Finding:
@@ -117,6 +119,13 @@ def _no_kv_fix(c: Context) -> str:
     return ", ".join(steps)
 
 
+def _tp_options(c: Context, valid: list[int]) -> tuple[tuple[dict[str, Any], str], ...]:
+    """Tensor-parallel sizes to offer, nearest the requested first; fix.verify_alternatives keeps what passes."""
+    tp = c.params.tensor_parallel_size
+    return tuple(({"tensor_parallel_size": t}, "splits the heads evenly")
+                 for t in sorted((t for t in valid if t != tp), key=lambda t: (abs(t - tp), -t)))
+
+
 def check_model_max_len(c: Context) -> Finding:
     m = c.facts.model
     length = c.estimate.max_model_len if c.estimate else c.params.max_model_len
@@ -132,7 +141,8 @@ def check_model_max_len(c: Context) -> Finding:
                        "by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "expect poor quality past the trained length",
                        measured, required)
     return Finding("model.max_len", FAIL, f"max-model-len {length:,} exceeds the model's derived maximum {derived:,} "
-                   f"({m.derived_max_len_key}); vLLM refuses it", f"--max-model-len {derived}", measured, required)
+                   f"({m.derived_max_len_key}); vLLM refuses it", f"--max-model-len {derived}", measured, required,
+                   options=(({"max_model_len": derived}, "the model's own maximum"),))
 
 
 def check_model_tp_divisible(c: Context) -> Finding:
@@ -145,11 +155,11 @@ def check_model_tp_divisible(c: Context) -> Finding:
     if m.num_attention_heads % tp:
         return Finding("model.tp_divisible", FAIL, f"attention heads ({m.num_attention_heads}) are not divisible "
                        f"by tensor parallel size ({tp})",
-                       f"use --tensor-parallel-size in {valid}", measured)
+                       f"use --tensor-parallel-size in {valid}", measured, options=_tp_options(c, valid))
     kv = m.num_kv_heads
     if kv and not m.is_mla and ((tp >= kv and tp % kv) or (tp < kv and kv % tp)):
         return Finding("model.tp_divisible", FAIL, f"KV heads ({kv}) can be neither split nor replicated over "
-                       f"{tp} GPUs", f"use --tensor-parallel-size in {valid}", measured)
+                       f"{tp} GPUs", f"use --tensor-parallel-size in {valid}", measured, options=_tp_options(c, valid))
     group = m.quant_group_size
     if group and group > 0 and m.intermediate_size and (m.intermediate_size // tp) % group:
         return Finding("model.tp_divisible", FAIL, f"the MLP input per GPU ({m.intermediate_size // tp}) is not a "
