@@ -82,7 +82,7 @@ def test_relaxed_start_from_a_command_line_is_flags() -> None:
 def test_ready_line_has_the_url_and_the_time() -> None:
     line = ready_line(1, {"kv_cache_tokens": 40544, "max_concurrency": 1.0, "model_loading_gib": 14.99,
                           "time_to_ready_s": 41.2}, "http://127.0.0.1:8000")
-    assert line == ("vLLM is ready on http://127.0.0.1:8000 after 1 attempt(s), 41 s: KV cache 40,544 tokens "
+    assert line == ("vLLM is ready on http://127.0.0.1:8000 after 1 attempt(s), 41.2 s: KV cache 40,544 tokens "
                     "(1.00x concurrency), weights 14.99 GiB")
     assert "vLLM is ready on http://127.0.0.1:8000 after 2 attempt(s), 41 s" in relaxed_message(None, frozenset())
 
