@@ -54,7 +54,7 @@ class RaySite:
 
     @classmethod
     def live(cls, profile: Profile, environ: Mapping[str, str], ray: RayTarget, *, keep_connection: bool,
-             target: str) -> RaySite:
+             target: str, local_ignored: str | None = None) -> RaySite:
         """The preflight on the live cluster; with ``keep_connection`` the connection stays open for the launch.
 
         Raises:
@@ -66,7 +66,8 @@ class RaySite:
         from vllm_guard.cluster.rayapi import Connection, local_cluster_address
 
         model = probes.probe_model_for(profile, environ)
-        conn: Any = Connection(ray.address, local_cluster=local_cluster_address(environ)).open()
+        conn: Any = Connection(ray.address, local_cluster=local_cluster_address(environ),
+                               local_ignored=local_ignored).open()
         try:
             cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
                                      env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))
