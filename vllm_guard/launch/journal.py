@@ -52,7 +52,8 @@ class Journal:
         self.ctx = ctx
         self.forced = forced
         profile = ctx.pre.profile
-        self.log_path = attempt_log.log_path(profile.setting("attempt-log"), profile.name, ctx.environ)
+        stem = attempt_log.profile_stem(profile.name, profile.path, profile.model)
+        self.log_path = attempt_log.log_path(profile.setting("attempt-log"), stem, ctx.environ)
         self.attempt_log = attempt_log.Writer(self.log_path, on_error=self._attempt_log_failed)
         self.history: list[Attempt] = []
         self.registration: registry.Registration | None = None
