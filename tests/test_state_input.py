@@ -161,3 +161,45 @@ def test_attempts_by_name_finds_the_one_log_and_refuses_to_guess_between_two(tmp
                                             env), record)
     r = run_cli("attempts", "p", env=env)
     assert r.code == 2 and "2 profiles called p have attempt logs" in r.err and "hint:" in r.err
+
+
+# --- a shared lock directory someone else made first ---------------------------------------------------
+
+from tests.test_hardening import as_nobody, shared_dir  # noqa: E402,F401  (shared_dir: a fixture)
+from vllm_guard.launch import lock  # noqa: E402
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's directory needs root (setpriv --reuid=nobody)")
+@pytest.mark.parametrize("how", ["a 0755 dir", "a 1777 dir", "a symlink"])
+def test_a_shared_lock_dir_another_user_made_is_named_and_passed_over(shared_dir: Path, tmp_path: Path,  # noqa: F811
+                                                                      how: str) -> None:
+    """/run/lock/vllm-guard made first by nobody once kept every guard on the host from starting (exit 4)."""
+    squat = shared_dir / "vllm-guard"
+    code = {"a 0755 dir": "import os, sys; os.mkdir(sys.argv[1]); os.chmod(sys.argv[1], 0o755)",
+            "a 1777 dir": "import os, sys; os.mkdir(sys.argv[1]); os.chmod(sys.argv[1], 0o1777)",
+            "a symlink": "import os, sys; os.symlink('/tmp', sys.argv[1])"}[how]
+    p = as_nobody(code, str(squat))
+    assert p.wait(timeout=30) == 0, p.communicate()
+    env = {"HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    chosen = lock.lock_dir(None, env, shared=squat)
+    assert chosen != squat
+    lock.prepare_dir(chosen, shared=squat)  # usable: no refusal
+    note = lock.sharing_note(None, env, shared=squat)
+    assert note is not None and str(squat) in note and "not using the shared lock directory" in note, note
+    assert "65534" in note or "symbolic link" in note, note
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's directory needs root (setpriv --reuid=nobody)")
+def test_a_private_tmp_lock_dir_another_user_made_is_passed_over_too(shared_dir: Path,  # noqa: F811
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """No shared dir, and $TMPDIR/vllm-guard-0 made by nobody: the user's own ~/.cache/vllm-guard/locks."""
+    import tempfile
+
+    squat = shared_dir / f"vllm-guard-{os.geteuid()}"
+    p = as_nobody("import os, sys; os.mkdir(sys.argv[1], 0o777); os.chmod(sys.argv[1], 0o777)", str(squat))
+    assert p.wait(timeout=30) == 0, p.communicate()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared_dir))  # what tempfile.gettempdir() answers
+    env = {"HOME": str(shared_dir / "home")}
+    chosen = lock.lock_dir(None, env, shared=shared_dir / "absent" / "vllm-guard")
+    assert chosen == shared_dir / "home" / ".cache" / "vllm-guard" / "locks"
+    lock.prepare_dir(chosen)
