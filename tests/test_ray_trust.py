@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from vllm_guard.cluster import rayapi
+from vllm_guard.cluster import trust
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="planting a file of another user needs root (chown, setpriv)")
@@ -84,13 +84,13 @@ def listener() -> Iterator[Listener]:
 
 def test_a_private_file_of_this_user_is_trusted(tmp_path: Path) -> None:
     env = plant(tmp_path, "127.0.0.1:6379\n", dir_mode=0o700)
-    found = rayapi.local_cluster(env)
+    found = trust.local_cluster(env)
     assert found.address == "127.0.0.1:6379" and found.ignored is None
 
 
 def test_a_sticky_shared_directory_with_this_users_file_is_trusted(tmp_path: Path) -> None:
     env = plant(tmp_path, "127.0.0.1:6379", dir_mode=0o1777)
-    assert rayapi.local_cluster(env).address == "127.0.0.1:6379"
+    assert trust.local_cluster(env).address == "127.0.0.1:6379"
 
 
 @pytest.mark.parametrize(("how", "why"), [
@@ -113,7 +113,7 @@ def test_an_untrusted_file_is_ignored_and_says_why(tmp_path: Path, how: str, why
     elif how == "fifo":
         f.unlink()
         os.mkfifo(f)
-    found = rayapi.local_cluster(env)
+    found = trust.local_cluster(env)
     assert found.address is None
     assert found.ignored is not None and why in found.ignored, found.ignored
     assert "\x1b" not in found.ignored
@@ -124,7 +124,7 @@ def test_an_untrusted_file_is_ignored_and_says_why(tmp_path: Path, how: str, why
 def test_a_file_planted_by_another_user_is_ignored(tmp_path: Path, owner: str) -> None:
     env = plant(tmp_path, "127.0.0.1:6379", file_uid=nobody() if owner == "file" else None,
                 dir_uid=nobody() if owner == "dir" else None)
-    found = rayapi.local_cluster(env)
+    found = trust.local_cluster(env)
     assert found.address is None and found.ignored is not None
     assert f"uid {nobody()}" in found.ignored and "another user could have planted it" in found.ignored
 

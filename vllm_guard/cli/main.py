@@ -54,9 +54,23 @@ def main(
 
         raise_on_stop_signals()
     try:
-        return _main(args_list, environ=environ, stdout=stdout, stderr=stderr, stdin=stdin)
+        code = _main(args_list, environ=environ, stdout=stdout, stderr=stderr, stdin=stdin)
     except KeyboardInterrupt as e:  # a stop signal outside _main's own try
-        return _interrupted(e)
+        code = _interrupted(e)
+    if argv is None:
+        _leave_if_ray_abandoned(code)
+    return code
+
+
+def _leave_if_ray_abandoned(code: int) -> None:
+    """A Ray call left running past its deadline (cluster/bounded.py): Ray's atexit shutdown would wait on it, so
+    the process leaves now, its output flushed."""
+    bounded = sys.modules.get("vllm_guard.cluster.bounded")
+    if bounded is not None and getattr(bounded, "ABANDONED", None):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 def _interrupted(e: KeyboardInterrupt) -> int:

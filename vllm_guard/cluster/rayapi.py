@@ -17,20 +17,23 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
-import tempfile
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from vllm_guard.cluster import bounded
+from vllm_guard.cluster.trust import foreign_head
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 
 CONNECT_TIMEOUT_S = 3.0  # a TCP connect to the cluster's GCS port before ray.init
+INIT_TIMEOUT_S = 10.0  # ray.init as a whole (cluster/bounded.py): `check` against a mute port ends within 15 s
+CALL_TIMEOUT_S = 10.0  # one GCS query (the node list, free resources, starting actors, shutdown)
 INSTALL_HINT = "pip install 'vllm-guard[ray]' (the same Ray version as on the cluster's nodes)"
 NAMESPACE = "vllm-guard"
+T = TypeVar("T")
 
 
 class RayMissing(GuardError):
@@ -52,62 +55,6 @@ def _ray() -> Any:
         raise RayMissing(f"this profile runs on a Ray cluster, and Ray is not installed here ({e})",
                          hint=INSTALL_HINT) from None
     return ray
-
-
-@dataclass(frozen=True)
-class LocalCluster:
-    """The address file ``ray start --head`` left on this machine, and whether the guard trusts it."""
-
-    path: Path
-    address: str | None  # the address, when the file is there and trusted
-    ignored: str | None = None  # why a file that is there was not trusted
-
-
-LOCAL_CLUSTER_MAX_BYTES = 1024
-
-
-def local_cluster(environ: Mapping[str, str], *, uid: int | None = None) -> LocalCluster:
-    """The address ``ray start --head`` left on this machine, read as Ray reads it, without Ray, and trusted only
-    when nobody else could have written it.
-
-    Ray 2.x writes it to ``/tmp/ray/ray_current_cluster`` (``ray/_private/services.py``,
-    ``get_ray_address_from_environment``; RAY_TMPDIR moves /tmp), and makes ``/tmp/ray`` mode 0777: any local user
-    can write that file. Joining a cluster is running its code (Ray's protocol carries pickles; the guard unpickles
-    its node probes' answers), so the file counts only when it and its directory belong to this user or root, the
-    file is writable by nobody else, and the directory by nobody else unless it is sticky (docs/security.md).
-    Read without following a link, without waiting on a FIFO, at most 1 KiB.
-    """
-    from vllm_guard import safefile
-
-    base = environ.get("RAY_TMPDIR") or tempfile.gettempdir()
-    path = Path(base) / "ray" / "ray_current_cluster"
-    uid = os.geteuid() if uid is None else uid
-    try:
-        data = safefile.read_limited(path, LOCAL_CLUSTER_MAX_BYTES, follow_links=False)
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return LocalCluster(path, None)
-    except (safefile.FileProblem, OSError) as e:
-        return LocalCluster(path, None, f"{path} was not read: {e}")
-    problem = safefile.check_dir(path.parent, uid=uid)
-    if problem is None and st.st_uid not in (uid, 0):
-        problem = f"{path} belongs to uid {st.st_uid}, neither this user (uid {uid}) nor root"
-    if problem is None and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        problem = f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o})"
-    if problem is not None:
-        return LocalCluster(path, None, f"ignored {path}: {problem}; another user could have planted it")
-    try:
-        text = data.decode().strip()
-    except UnicodeDecodeError:
-        return LocalCluster(path, None, f"ignored {path}: not text")
-    if not text or not text.isprintable():
-        return LocalCluster(path, None, f"ignored {path}: {'empty' if not text else 'not an address'}")
-    return LocalCluster(path, text)
-
-
-def local_cluster_address(environ: Mapping[str, str]) -> str | None:
-    """The trusted address of the cluster started on this machine (``local_cluster``), None when none is."""
-    return local_cluster(environ).address
 
 
 def refuse_local(address: str, origin: str) -> None:
@@ -188,9 +135,16 @@ class Connection:
                                  "(docs/security.md)")
         try:
             # log_to_driver=False: the tasks' output is not the guard's; configure_logging=False keeps Ray's
-            # own INFO lines ("Connecting to existing Ray cluster") off the guard's report.
-            ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False,
-                     ignore_reinit_error=True)
+            # own INFO lines ("Connecting to existing Ray cluster") off the guard's report. In a thread of its own
+            # (bounded.py), which also keeps Ray from taking SIGTERM over ("SIGTERM handler is not set because
+            # current thread is not the main thread"): stop signals stay the guard's.
+            bounded.call(lambda: ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False,
+                                          configure_logging=False, ignore_reinit_error=True),
+                         INIT_TIMEOUT_S, f"ray.init({self.address})")
+        except bounded.TimedOut:
+            raise RayUnreachable(f"no Ray cluster answered {where}: something accepts connections there, but "
+                                 f"ray.init had no answer within {INIT_TIMEOUT_S:g} s (not a Ray head, or a hung one)",
+                                 hint=hint) from None
         except (ConnectionError, RuntimeError, ValueError) as e:
             if "Version mismatch" in str(e):  # ray/_private/utils.py check_version_info, raised by ray.init
                 raise RayUnreachable(f"the Ray here ({ray.__version__}) cannot join the cluster {where}: "
@@ -202,8 +156,20 @@ class Connection:
         return self
 
     def close(self) -> None:
-        if self.ray.is_initialized():
-            self.ray.shutdown()
+        """Disconnect, within CALL_TIMEOUT_S; not at all once a Ray call was abandoned (shutdown would wait on it)."""
+        if bounded.ABANDONED:
+            return
+        with contextlib.suppress(bounded.TimedOut):  # then the process leaves with os._exit (cli/main.py)
+            bounded.call(lambda: self.ray.shutdown() if self.ray.is_initialized() else None, CALL_TIMEOUT_S,
+                         "ray.shutdown")
+
+    def _bounded(self, fn: Callable[[], T], what: str, timeout_s: float = CALL_TIMEOUT_S) -> T:
+        """A Ray call within its deadline; a cluster that stops answering is RayUnreachable, never a hang."""
+        try:
+            return bounded.call(fn, timeout_s, what)
+        except bounded.TimedOut:
+            raise RayUnreachable(f"the Ray cluster at {self.address} stopped answering: {what} had no answer "
+                                 f"within {timeout_s:g} s", hint="is its head still up? `ray status` on it") from None
 
     def __enter__(self) -> Connection:
         return self.open()
@@ -216,10 +182,10 @@ class Connection:
 
     def nodes(self) -> list[NodeEntry]:
         """The alive nodes, as the GCS lists them now."""
-        here = self.ray.get_runtime_context().get_node_id()
-        free = self._free_per_node()
+        here = self._bounded(lambda: self.ray.get_runtime_context().get_node_id(), "the driver's node id")
+        free = self._bounded(self._free_per_node, "the free resources per node")
         out = []
-        for n in self.ray.nodes():
+        for n in self._bounded(self.ray.nodes, "ray.nodes()"):
             if not n.get("Alive"):
                 continue
             gpus = n.get("Resources", {}).get("GPU")
@@ -249,6 +215,12 @@ class Connection:
 
     def run_on_nodes(self, fn: Callable[..., Any], args: Sequence[Any], node_ids: Sequence[str],
                      timeout_s: float) -> list[Answer]:
+        """``_run_on_nodes`` within its own timeout plus CALL_TIMEOUT_S for submitting and cancelling."""
+        return self._bounded(lambda: self._run_on_nodes(fn, args, node_ids, timeout_s), "the node probes",
+                             timeout_s + CALL_TIMEOUT_S)
+
+    def _run_on_nodes(self, fn: Callable[..., Any], args: Sequence[Any], node_ids: Sequence[str],
+                      timeout_s: float) -> list[Answer]:
         """Run ``fn(*args)`` once on each node as a Ray task pinned there; wait at most ``timeout_s`` in all.
 
         A node whose task has not answered by then is an ``Answer`` with an error (its task is cancelled).
@@ -283,11 +255,15 @@ class Connection:
         """One actor of ``cls`` per node, pinned there, owned by this job (never detached): when the guard's
         driver ends, also by SIGKILL, Ray kills them, and the kernel releases what they held."""
         actor = self.ray.remote(num_cpus=0, max_restarts=0)(cls)
-        return {nid: actor.options(scheduling_strategy=self._pinned(nid)).remote(*args)
-                for nid, args in per_node.items()}
+        return self._bounded(lambda: {nid: actor.options(scheduling_strategy=self._pinned(nid)).remote(*args)
+                                      for nid, args in per_node.items()}, "starting the lock actors")
 
     def call_all(self, handles: Mapping[str, Any], method: str, timeout_s: float, *args: Any) -> list[Answer]:
         """Call ``method`` on every actor; those that have not answered within ``timeout_s`` are errors."""
+        return self._bounded(lambda: self._call_all(handles, method, timeout_s, *args), f"the lock actors' {method}",
+                             timeout_s + CALL_TIMEOUT_S)
+
+    def _call_all(self, handles: Mapping[str, Any], method: str, timeout_s: float, *args: Any) -> list[Answer]:
         ray = self.ray
         started = time.monotonic()
         refs = {getattr(h, method).remote(*args): nid for nid, h in handles.items()}
@@ -302,50 +278,39 @@ class Connection:
         return out
 
     def kill(self, handles: Mapping[str, Any]) -> None:
-        for h in handles.values():
-            with contextlib.suppress(Exception):
-                self.ray.kill(h, no_restart=True)
+        def kill_all() -> None:
+            for h in handles.values():
+                with contextlib.suppress(Exception):
+                    self.ray.kill(h, no_restart=True)
+
+        # Not answered in time: the actors die with this driver anyway (they are not detached).
+        with contextlib.suppress(RayUnreachable):
+            self._bounded(kill_all, "killing the lock actors")
 
 
-def foreign_head(address: str, *, euid: int | None = None) -> str | None:
-    """As root: who else owns the head listening at a host:port address on this machine, None when root does,
-    when the guard is not root, or when the head is on another machine (then the operator named it: trusted).
+@contextlib.contextmanager
+def ray_output_to_stderr() -> Iterator[None]:
+    """While the guard talks to Ray, whatever is written to file descriptor 1 goes to stderr.
 
-    Looked up in /proc/net/tcp (probes.host.listener_uids): the socket's owner is the user who started the head.
+    Ray's driver prints from its own threads and C++ core (a node that died during the probes was reported on
+    stdout, before `check --json`'s document); the guard writes nothing to stdout meanwhile, and its report comes
+    after. Restored at the end: from then on stdout is the guard's (and, under serve, vLLM's relayed log).
     """
-    import ipaddress
-    import socket
-
-    if (os.geteuid() if euid is None else euid) != 0:
-        return None
-    host, sep, port = address.rpartition(":")
-    host = host.strip("[]")
-    if not sep or "://" in address or not port.isdigit() or not host:
-        return None
-    if host in ("localhost", socket.gethostname()):
-        host = "127.0.0.1"
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
     try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return None  # another name: resolving it could hang on DNS; a remote head was named, hence trusted
-    from vllm_guard.probes.host import interfaces, listener_uids
-
-    local = ip.is_loopback or ip.is_unspecified or str(ip) in {a for addrs in interfaces().values() for a in addrs}
-    if not local:
-        return None
-    others = sorted(uid for uid in listener_uids(str(ip), int(port)) if uid != 0)
-    if not others:
-        return None
-    return f"its head (the socket listening on {address}) belongs to uid {others[0]}{_user_name(others[0])}, not root"
-
-
-def _user_name(uid: int) -> str:
-    import pwd
-
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
     try:
-        return f" ({pwd.getpwuid(uid).pw_name})"
-    except KeyError:
-        return ""
+        os.dup2(2, 1)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _tcp_problem(address: str, timeout_s: float) -> str | None:

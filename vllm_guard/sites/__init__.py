@@ -84,10 +84,10 @@ def open_site(profile: Profile, environ: Mapping[str, str], machine_file: str | 
         from vllm_guard.sites.local import LocalSite
 
         return LocalSite.open(profile, environ, machine_file, target=target)
-    from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster import trust
     from vllm_guard.cluster.target import ray_target
 
-    found = rayapi.local_cluster(environ)
+    found = trust.local_cluster(environ)
     local_cluster = found.address
     ray = ray_target(profile, environ, local_gpus=None, local_cluster=local_cluster)
     if ray is None:

@@ -63,19 +63,23 @@ class RaySite:
         from vllm_guard import probes
         from vllm_guard.cluster.gather import gather_cluster
         from vllm_guard.cluster.preflight import cluster_preflight
-        from vllm_guard.cluster.rayapi import Connection, local_cluster_address
+        from vllm_guard.cluster.rayapi import Connection, ray_output_to_stderr
+        from vllm_guard.cluster.trust import local_cluster_address
 
         model = probes.probe_model_for(profile, environ)
-        conn: Any = Connection(ray.address, local_cluster=local_cluster_address(environ),
-                               local_ignored=local_ignored).open()
-        try:
-            cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
-                                     env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))
-            cp = cluster_preflight(profile, cluster, model, ray, origin=f"Ray cluster at {ray.address}",
-                                   environ=environ, live=probes.live_facts(profile, environ))
-        except BaseException:
-            conn.close()
-            raise
+        with ray_output_to_stderr():  # Ray's own text never lands on stdout before the guard's report
+            conn: Any = Connection(ray.address, local_cluster=local_cluster_address(environ),
+                                   local_ignored=local_ignored).open()
+            try:
+                cluster = gather_cluster(conn, model=profile.model,
+                                         revision=profile.value("revision") or profile.revision,
+                                         env_names=tuple(profile.env),
+                                         timeout_s=float(profile.setting("ray-node-timeout")))
+                cp = cluster_preflight(profile, cluster, model, ray, origin=f"Ray cluster at {ray.address}",
+                                       environ=environ, live=probes.live_facts(profile, environ))
+            except BaseException:
+                conn.close()
+                raise
         if not keep_connection:
             conn.close()
             conn = None
