@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from vllm_guard.launch.phases import EXTEND_S, PhaseTracker
 from vllm_guard.launch.plan import build_plan
 from vllm_guard.launch.readiness import HEALTH_POLL_S, FirstRequest
 from vllm_guard.launch.relax import Relaxer
+from vllm_guard.launch.waits import Wait, duration_text
 from vllm_guard.probes.select import describe_choice, gpu_kind, select_gpus
 from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.profile.settings import AUTO_GPUS
@@ -78,13 +79,37 @@ class AttemptRunner:
         so two guards starting at once take different GPUs."""
         ctx = self.ctx
         holder = {"profile": str(attempt.profile.path or attempt.profile.model), "host": socket.gethostname()}
-        stop = lambda: ctx.stop_signal is not None  # noqa: E731
-        if ctx.launch_locks is not None or not self.choose_gpus:
-            locks: LaunchLocks = (ctx.launch_locks(attempt.profile) if ctx.launch_locks is not None else
-                                  lock.GpuLocks(ctx.lock_dir, [g.uuid for g in ctx.gpus], holder))
-            ok = locks.acquire(on_wait=lambda uuid, who: ctx.status.message(
-                f"waiting for the launch lock of GPU {uuid}, held by {who}"), should_stop=stop)
-            return locks if ok else None
+        limit = float(attempt.profile.setting("lock-timeout"))
+        labels = {g.uuid: ctx.gpu_label(g) for g in ctx.gpus}
+        waits: list[Wait] = []
+
+        def on_wait(what: str, detail: str, said: str | None = None) -> None:
+            ctx.status.message(f"waiting for {said or what}{detail}")
+            if not waits or waits[-1].what != what:
+                waits.append(Wait(ctx, what, limit))
+            waits[-1].beat(detail)
+
+        def stop() -> bool:  # called at every look at the lock: the wait's heartbeat too
+            if waits:
+                waits[-1].beat()
+            return ctx.stop_signal is not None
+
+        try:
+            if ctx.launch_locks is not None or not self.choose_gpus:
+                locks: LaunchLocks = (ctx.launch_locks(attempt.profile) if ctx.launch_locks is not None else
+                                      lock.GpuLocks(ctx.lock_dir, [g.uuid for g in ctx.gpus], holder))
+                ok = locks.acquire(on_wait=lambda uuid, who: on_wait(
+                    f"{labels.get(uuid, f'GPU {uuid}')}'s launch lock", f", held by {who}",
+                    f"the launch lock of {labels.get(uuid, f'GPU {uuid}')}"), should_stop=stop)
+                return locks if ok else None
+            return self._take_idlest(attempt, holder, lambda why: on_wait("GPUs", f": {why}"), stop)
+        finally:
+            attempt.waited += [w.record() for w in waits]
+
+    def _take_idlest(self, attempt: Attempt, holder: dict[str, str], on_wait: Callable[[str], None],
+                     stop: Callable[[], bool]) -> LaunchLocks | None:
+        """guard.gpus = "auto": the idlest GPUs of the judged kind whose locks no other guard holds."""
+        ctx = self.ctx
         seen: list[Gpu] = []
         # Only GPUs of the kind the preflight judged: on a box of mixed GPUs, another kind could fail a check
         # (weights, KV fit, dtype) that the preflight never ran on it. Waiting for the right kind is safer.
@@ -96,8 +121,7 @@ class AttemptRunner:
             fit = [g for g in seen if not judged or gpu_kind(g) in judged]
             return [g.uuid for g in sorted(fit, key=lambda g: g.idleness)]
 
-        taken = lock.GpuLocks.idlest(ctx.lock_dir, ranked, world_size(attempt.profile), holder,
-                                     on_wait=lambda why: ctx.status.message(f"waiting for GPUs: {why}"),
+        taken = lock.GpuLocks.idlest(ctx.lock_dir, ranked, world_size(attempt.profile), holder, on_wait=on_wait,
                                      should_stop=stop)
         if taken is None:
             return None
@@ -206,8 +230,10 @@ class AttemptRunner:
         limit = float(profile.ladder_setting("wait-for-gpu"))
         interval = float(profile.ladder_setting("gpu-poll-interval"))
         ctx.status.message(f"waiting up to {limit:g}s for the GPU to free up")
+        wait = Wait(ctx, "GPU memory to free up", limit)
         deadline = ctx.clock() + limit
         while ctx.clock() < deadline:
+            wait.beat(f" (up to {duration_text(limit)})")
             if ctx.stop_signal is not None:
                 return False
             if ctx.gpu_probe is not None and self.recheck_free_memory(profile) is None:

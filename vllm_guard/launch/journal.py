@@ -39,6 +39,7 @@ class Attempt:
     phases: dict[str, float | None] = field(default_factory=dict)  # seconds from spawn to the end of each
     first_request: list[dict[str, Any]] = field(default_factory=list)
     remembered: dict[str, Any] = field(default_factory=dict)  # values this start took from ladder.remember
+    waited: list[dict[str, Any]] = field(default_factory=list)  # waits before it (a launch lock, a busy GPU): waits.py
 
 
 def now() -> str:
@@ -117,6 +118,7 @@ class Journal:
             "phases": attempt.phases or None,
             "first_request": attempt.first_request or None,
             "remembered": attempt.remembered or None,
+            "waited": attempt.waited or None,
             "next": attempt.step.to_dict() if isinstance(attempt.step, ladder.Step) else (
                 {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
         }

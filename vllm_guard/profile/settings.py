@@ -54,6 +54,11 @@ GUARD_SETTINGS: dict[str, Setting] = {
     "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
     "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
     "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),
+    "lock-timeout": Setting("duration", 1800.0, "while waiting for another start's launch lock: how long the guard "
+                            "keeps extending systemd's start timeout (it still waits after that)", minimum=0),
+    "heartbeat-interval": Setting("duration", 10.0, "while a start waits (a launch lock, a busy GPU): seconds "
+                                  "between the status lines and systemd's EXTEND_TIMEOUT_USEC", minimum=0.1,
+                                  maximum=600),
     "first-request": Setting("bool", True, "ready only once a first real request (one token) is answered"),
     "first-request-timeout": Setting("duration", 120.0, "seconds the first request may take", minimum=1),
     "health-interval": Setting("duration", 10.0, "while ready: seconds between looks at /health", minimum=0.1),
