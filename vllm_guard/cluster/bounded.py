@@ -42,7 +42,12 @@ def call(fn: Callable[[], T], timeout_s: float, what: str) -> T:
             done.set()
 
     threading.Thread(target=run, daemon=True, name=f"vllm-guard: {what}").start()
-    if not done.wait(timeout_s):
+    try:
+        answered = done.wait(timeout_s)
+    except BaseException:  # a stop signal (StopSignalled, Ctrl-C) ended the wait: the call runs on, abandoned
+        ABANDONED.append(what)
+        raise
+    if not answered:
         ABANDONED.append(what)
         raise TimedOut(what)
     if "error" in box:

@@ -292,9 +292,12 @@ class Connection:
 def ray_output_to_stderr() -> Iterator[None]:
     """While the guard talks to Ray, whatever is written to file descriptor 1 goes to stderr.
 
-    Ray's driver prints from its own threads and C++ core (a node that died during the probes was reported on
-    stdout, before `check --json`'s document); the guard writes nothing to stdout meanwhile, and its report comes
-    after. Restored at the end: from then on stdout is the guard's (and, under serve, vLLM's relayed log).
+    Ray's driver prints from its own threads: its error listener writes what the GCS publishes to sys.stdout
+    (ray/_private/worker.py, listen_error_messages: "is_err": False), so a node that died during the probes
+    ("(raylet) Raylet is terminated ...") landed on stdout before `check --json`'s document. The guard writes
+    nothing to stdout meanwhile, and its report comes after the connection is closed. Restored at the end: from
+    then on stdout is the guard's. (Under serve the connection stays open for the launch locks, and what Ray
+    prints then goes to stdout, among vLLM's relayed log.)
     """
     with contextlib.suppress(Exception):
         sys.stdout.flush()

@@ -80,9 +80,11 @@ class RaySite:
             except BaseException:
                 conn.close()
                 raise
-        if not keep_connection:
-            conn.close()
-            conn = None
+            if not keep_connection:
+                # Inside: Ray's error listener prints to sys.stdout (ray/_private/worker.py listen_error_messages,
+                # "is_err": False) until the driver disconnects ("(raylet) Raylet is terminated ...").
+                conn.close()
+                conn = None
         return cls._made(cp, profile, target, conn)
 
     @classmethod
