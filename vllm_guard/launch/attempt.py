@@ -45,12 +45,15 @@ class AttemptRunner:
         self.first_request = first_request
         # guard.gpus = "auto": chosen for real under the launch locks of the first attempt, then kept.
         self.choose_gpus = ctx.pre.profile.setting("gpus") == AUTO_GPUS
+        self.waited_before: list[dict[str, Any]] = []  # wait-for-gpu between attempts: in the next one's record
 
     def start(self, attempt: Attempt, max_attempts: int) -> Child | None:
         """The started vLLM once it is ready; None when the attempt failed or was stopped."""
         ctx = self.ctx
         profile = attempt.profile
         attempt.label = attempt_label(attempt.number, max_attempts, attempt.changed)
+        attempt.waited += self.waited_before
+        self.waited_before = []
         ctx.status.attempt_started(attempt.label)
         ctx.notifier.status(f"{attempt.label}: starting")
         ctx.notifier.extend_timeout(EXTEND_S)
@@ -231,18 +234,21 @@ class AttemptRunner:
         interval = float(profile.ladder_setting("gpu-poll-interval"))
         ctx.status.message(f"waiting up to {limit:g}s for the GPU to free up")
         wait = Wait(ctx, "GPU memory to free up", limit)
-        deadline = ctx.clock() + limit
-        while ctx.clock() < deadline:
-            wait.beat(f" (up to {duration_text(limit)})")
-            if ctx.stop_signal is not None:
-                return False
-            if ctx.gpu_probe is not None and self.recheck_free_memory(profile) is None:
-                return True
-            if ctx.gpu_probe is None:  # a snapshot cannot be re-read: wait one interval, then try
+        try:
+            deadline = ctx.clock() + limit
+            while ctx.clock() < deadline:
+                wait.beat(f" (up to {duration_text(limit)})")
+                if ctx.stop_signal is not None:
+                    return False
+                if ctx.gpu_probe is not None and self.recheck_free_memory(profile) is None:
+                    return True
+                if ctx.gpu_probe is None:  # a snapshot cannot be re-read: wait one interval, then try
+                    ctx.wait(interval)
+                    return ctx.stop_signal is None
                 ctx.wait(interval)
-                return ctx.stop_signal is None
-            ctx.wait(interval)
-        return ctx.stop_signal is None
+            return ctx.stop_signal is None
+        finally:
+            self.waited_before.append(wait.record())
 
 
 def attempt_label(number: int, total: int, changed: dict[str, list[Any]]) -> str:
