@@ -33,9 +33,10 @@ def local_cluster(environ: Mapping[str, str], *, uid: int | None = None) -> Loca
     when nobody else could have written it.
 
     Ray 2.x writes it to ``/tmp/ray/ray_current_cluster`` (``ray/_private/services.py``,
-    ``get_ray_address_from_environment``; RAY_TMPDIR moves /tmp), and makes ``/tmp/ray`` mode 0777: any local user
-    can write that file. Joining a cluster is running its code (Ray's protocol carries pickles; the guard unpickles
-    its node probes' answers), so the file counts only when it and its directory belong to this user or root, the
+    ``get_ray_address_from_environment``; RAY_TMPDIR moves /tmp), and makes ``/tmp/ray`` mode 0777, not sticky
+    (``ray/_common/utils.py``, ``try_make_directory_shared``): any local user can write that file. Joining a
+    cluster is running its code (Ray's protocol carries pickles; the guard unpickles its node probes' answers),
+    so the file counts only when it and its directory belong to this user or root, the
     file is writable by nobody else, and the directory by nobody else unless it is sticky (docs/security.md).
     Read without following a link, without waiting on a FIFO, at most 1 KiB.
     """
