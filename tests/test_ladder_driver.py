@@ -376,3 +376,24 @@ def test_first_request_refused_fails_the_attempt(world: World) -> None:
 def test_a_stop_while_the_first_request_waits_stops_at_once(world: World) -> None:
     ok, attempt, _, child = _first_request(world, [], stop_first=True)
     assert not ok and attempt.outcome == "stopped" and attempt.exit_status == -15 and child.stopped_with == 30.0
+
+
+def test_waiting_for_the_gpu_extends_the_start_timeout_within_its_limit_and_says_so(world: World) -> None:
+    """Issue 23: every heartbeat of the wait sends EXTEND_TIMEOUT_USEC and STATUS, never past wait-for-gpu."""
+    def gpu_probe():
+        return with_free(rig.facts.gpus, 0.5 if rig.clock.elapsed < 12 else 0.99)
+
+    rig = Rig(world, Script(SERVING, ready_at=20), vllm="max-model-len = 8192", gpu_probe=gpu_probe,
+              guard="first-request = false\nheartbeat-interval = 2",
+              ladder="allow-lower-utilization = false\ngpu-poll-interval = 1\nwait-for-gpu = 30")
+    rig.signal_at(100)
+    assert rig.run() == 143
+    waits = [f for f in rig.notifier.sent if any(x.startswith("STATUS=waiting for GPU memory") for x in f)]
+    assert len(waits) >= 4, rig.notifier.sent
+    extends = [int(x.split("=", 1)[1]) for f in waits for x in f if x.startswith("EXTEND_TIMEOUT_USEC=")]
+    assert len(extends) == len(waits) and all(0 < usec <= 30e6 for usec in extends)
+    assert extends == sorted(extends, reverse=True)  # what is left of the 30 s, less at each heartbeat
+    assert any("(up to 30s) for 4s" in x for f in waits for x in f), waits
+    second = world.records()[1]
+    assert second["outcome"] == "ready" and second["waited"][0]["for"] == "GPU memory to free up"
+    assert second["waited"][0]["seconds"] >= 10

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
+import pytest
 import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,11 +29,17 @@ documents = st.dictionaries(
     max_size=5,
 )
 
-_dir = Path(tempfile.mkdtemp(prefix="vllm-guard-fuzz-"))
+_DIRS: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One directory for the module, under pytest's own temp root (a mkdtemp of its own was left behind)."""
+    _DIRS[:] = [tmp_path_factory.mktemp("fuzz")]
 
 
 def _run(text: str | bytes) -> None:
-    path = _dir / "fuzz.toml"
+    path = _DIRS[0] / "fuzz.toml"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     r = run_cli("serve", "--dry-run", "--machine", L4, str(path))
     assert r.code in (0, 2, 3, 4), (r.code, r.err)

@@ -319,10 +319,19 @@ def test_a_flood_of_files_neither_hides_a_running_guard_nor_floods_the_notes(tmp
 
 def test_an_entry_cannot_claim_another_users_vllm() -> None:
     """A live guard's entry naming a vLLM that is not below it claims nothing: that vLLM is listed as it is."""
-    forged = find_instances(HOST, [entry(80, vllm_pid=70, owner_uid=1000)], {})
-    guard = next(i for i in forged.instances if i.guard_pid == 80)
-    assert guard.pid is None  # pid 70 is not in pid 80's tree
+    forged = find_instances(HOST, [entry(50, vllm_pid=70, owner_uid=1000)], {})
+    guard = next(i for i in forged.instances if i.guard_pid == 50)
+    assert guard.pid is None  # pid 70 is not in pid 50's tree
     assert ("vllm", "running", 70, None) in kinds(forged.instances)
+
+
+def test_a_forged_ready_guard_naming_a_process_that_is_no_guard_is_not_listed() -> None:
+    """Another user's entry for a process of theirs that is no guard (`python3 my_app.py`), "ready" on a real
+    guard's port: not a guard, claims nothing, and is not removed while that process runs."""
+    found = find_instances(HOST, [entry(80, vllm_pid=70, owner_uid=1000, port=8000)], {})
+    assert all(i.guard_pid != 80 for i in found.instances)
+    assert 80 not in found.stale
+    assert ("vllm", "running", 70, None) in kinds(found.instances)
 
 
 def test_ps_survives_what_it_reads(tmp_path: Path, sleeper: int) -> None:

@@ -400,3 +400,29 @@ def _commands() -> list[str]:
             with contextlib.suppress(OSError):
                 out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
     return out
+
+
+def test_a_node_that_dies_during_check_json_leaves_stdout_one_json_document(tmp_path: Path,
+                                                                            cluster: ClusterRig) -> None:
+    """Ray reports a node that dies under a running task from its own threads; while the guard talks to Ray,
+    file descriptor 1 is stderr (rayapi.ray_output_to_stderr), so stdout holds the guard's document alone."""
+    d = cluster.add("node-d", 2, tmp_path)
+    raylet = d.node.all_processes["raylet"][0].process
+    raylet.send_signal(signal.SIGSTOP)  # the probe sent there waits...
+    guard = Guard(tmp_path, cluster, "ray-node-timeout = 8")
+    p = subprocess.Popen([sys.executable, "-m", "vllm_guard", "check", "--json", str(guard.profile)], env=guard.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        time.sleep(3.0)  # the probes are out
+        raylet.send_signal(signal.SIGKILL)  # ...and the node dies under it
+        raylet.send_signal(signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        with contextlib.suppress(Exception):
+            cluster.remove(d)
+    assert out.lstrip().startswith("{"), out[:500]
+    doc = json.loads(out)
+    assert doc["schema"] == "vllm-guard.cluster-check/1", err[-2000:]

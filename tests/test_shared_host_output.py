@@ -85,7 +85,7 @@ def test_state_and_lock_dirs_get_explicit_modes_under_umask_000(tmp_path: Path) 
     modes = {p: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "state", tmp_path / "state" / "vllm-guard",
                                                          tmp_path / "locks", tmp_path / "locks" / "gpu")}
     assert all(mode & 0o022 == 0 for mode in modes.values()), {str(p): oct(m) for p, m in modes.items()}
-    log = tmp_path / "state" / "vllm-guard" / "p.jsonl"
+    (log,) = (tmp_path / "state" / "vllm-guard").glob("p-*.jsonl")  # the profile's name and its path's hash
     assert stat.S_IMODE(log.stat().st_mode) & 0o027 == 0, oct(log.stat().st_mode)
     locks = list((tmp_path / "locks" / "gpu").iterdir())
     assert locks and all(stat.S_IMODE(p.stat().st_mode) & 0o022 == 0 for p in locks)

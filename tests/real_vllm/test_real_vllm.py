@@ -239,6 +239,46 @@ def test_kill_9_of_the_guard_leaves_nothing(guard: Guard, stage: str) -> None:
     guard.nothing_left(10.0)
 
 
+def _keeper(guard: Guard) -> int:
+    assert guard.watch is not None
+    keepers = [pid for pid in guard.watch.tree() if b"vllm-guard-keeper" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(keepers) == 1, [name_of(p) for p in guard.watch.tree()]
+    return keepers[0]
+
+
+@pytest.mark.parametrize("stage", ["engine start", "serving"])
+def test_kill_9_of_guard_and_keeper_together_leaves_no_process(guard: Guard, stage: str) -> None:
+    """Nothing of the launch is left to stop it: vLLM's parent-death signal and the keeper's sentinel do (the
+    files a killed vLLM leaves are not removed then: only processes are asked of here)."""
+    guard.start(guard.profile(stop_timeout=60))
+    assert guard.proc is not None and guard.watch is not None
+    if stage == "serving":
+        guard.wait_ready()
+    else:
+        guard.wait_for_process("VLLM::EngineCore")
+    os.kill(_keeper(guard), signal.SIGKILL)
+    guard.proc.kill()
+    guard.proc.wait()
+    assert guard.watch.gone_within(10.0), f"left behind: {guard.watch.left()}"
+
+
+@pytest.mark.parametrize("stage", ["engine start", "serving"])
+def test_sigterm_then_kill_9_of_the_guard_leaves_no_process(guard: Guard, stage: str) -> None:
+    """Once asked to stop, the keeper still watches its guard: killed then, the rest goes at once, not after the
+    60 s grace."""
+    guard.start(guard.profile(stop_timeout=60))
+    assert guard.proc is not None and guard.watch is not None
+    if stage == "serving":
+        guard.wait_ready()
+    else:
+        guard.wait_for_process("VLLM::EngineCore")
+    guard.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)  # the stop is under way
+    guard.proc.kill()
+    guard.proc.wait()
+    assert guard.watch.gone_within(10.0), f"left behind: {guard.watch.left()}"
+
+
 def test_kill_9_of_the_api_server_while_serving(guard: Guard) -> None:
     guard.start(guard.profile())
     guard.wait_ready()

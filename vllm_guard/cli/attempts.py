@@ -24,6 +24,20 @@ def _starts_like_json(path: Path) -> bool:
         return False
 
 
+def _log_named(name: str, env: Mapping[str, str]) -> Path:
+    """The attempt log of the profile called ``name``: VLLMGUARD_ATTEMPT_LOG, else the one log of that name in the
+    state dir (each profile file has its own: two of one name are told apart by the path's hash)."""
+    from vllm_guard.state import attempts as attempt_log
+
+    if env.get("VLLMGUARD_ATTEMPT_LOG"):
+        return Path(env["VLLMGUARD_ATTEMPT_LOG"])
+    found = attempt_log.logs_named(name, env)
+    if len(found) > 1:
+        raise UsageError(f"{len(found)} profiles called {name} have attempt logs: "
+                         + ", ".join(str(p) for p in found[:5]), hint="give the profile's path, or one of these logs")
+    return found[0] if found else attempt_log.state_dir(env) / f"{name}.jsonl"
+
+
 def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     from vllm_guard.report.tables import print_attempts
     from vllm_guard.safefile import FileProblem
@@ -36,25 +50,34 @@ def attempts(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
     if args.forget:
         from vllm_guard.state import remember
 
-        name = load_profile(path, environ=env).name if is_profile_path(source) else source
-        where = remember.path_for(name, env)
-        dropped = remember.forget(where)
+        if is_profile_path(source):
+            profile = load_profile(path, environ=env)
+            name = profile.name
+            places = [remember.path_for(attempt_log.profile_stem(name, profile.path, profile.model), env),
+                      remember.legacy_path(name, env)]
+        else:
+            name = source
+            places = [*remember.paths_named(name, env), remember.legacy_path(name, env)]
+        dropped = [where for where in places if remember.forget(where)]
+        shown = ", ".join(str(w) for w in dropped or places[:1])
         stdout.write(f"vllm-guard: {'forgot the relaxations remembered' if dropped else 'nothing remembered'} "
-                     f"for {name} ({where})\n")
+                     f"for {name} ({shown})\n")
         return ExitCode.OK
     if path.suffix.lower() == ".toml" or (path.is_file() and not _starts_like_json(path)):
         profile = load_profile(path, environ=env)
-        log = attempt_log.log_path(profile.setting("attempt-log"), profile.name, env)
+        stem = attempt_log.profile_stem(profile.name, profile.path, profile.model)
+        log = attempt_log.log_path(profile.setting("attempt-log"), stem, env)
     elif path.exists() and not path.is_dir():
         log = path
     else:
-        log = attempt_log.log_path(env.get("VLLMGUARD_ATTEMPT_LOG"), source, env)
-        unit_log = UNIT_STATE_DIR / f"{source}.jsonl"
-        if not log.exists() and "/" not in source and unit_log.is_file():
-            # A name typed in a shell: this user's state dir has none, the systemd units' has it
+        log = _log_named(source, env)
+        if not log.exists() and "/" not in source and not env.get("VLLMGUARD_ATTEMPT_LOG"):
+            # A name typed in a shell: this user's state dir has none, the systemd units' may
             # (StateDirectory=vllm-guard, systemd/vllm-guard@.service). Read that one, and say so.
-            stderr.write(f"vllm-guard: note: no {log}; reading the systemd unit's {unit_log}\n")
-            log = unit_log
+            unit_log = _log_named(source, {"VLLMGUARD_STATE_DIR": str(UNIT_STATE_DIR)})
+            if unit_log.is_file():
+                stderr.write(f"vllm-guard: note: no {log}; reading the systemd unit's {unit_log}\n")
+                log = unit_log
     try:
         records, warnings = attempt_log.read(log)
     except FileNotFoundError:

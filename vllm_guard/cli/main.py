@@ -46,13 +46,47 @@ def main(
     stdin: TextIO | None = None,
 ) -> int:
     """Run the CLI and return the exit code. Tests call this directly."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and "serve" in args_list:
+        # First, before the imports and the preflight: a stop signal from now on is exit 128+signum (143 for
+        # SIGTERM), never death by the signal. Only for serve, so that --help imports no stage.
+        from vllm_guard.launch.process import raise_on_stop_signals
+
+        raise_on_stop_signals()
+    try:
+        code = _main(args_list, environ=environ, stdout=stdout, stderr=stderr, stdin=stdin)
+    except KeyboardInterrupt as e:  # a stop signal outside _main's own try
+        code = _interrupted(e)
+    if argv is None:
+        _leave_if_ray_abandoned(code)
+    return code
+
+
+def _leave_if_ray_abandoned(code: int) -> None:
+    """A Ray call left running past its deadline (cluster/bounded.py): Ray's atexit shutdown would wait on it, so
+    the process leaves now, its output flushed."""
+    bounded = sys.modules.get("vllm_guard.cluster.bounded")
+    if bounded is not None and getattr(bounded, "ABANDONED", None):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """Ctrl-C: 130; a stop signal before the supervisor's handlers (process.StopSignalled): 128+signum."""
+    signum = getattr(e, "signum", None)
+    return 128 + signum if isinstance(signum, int) else int(ExitCode.INTERRUPTED)
+
+
+def _main(args_list: list[str], *, environ: Mapping[str, str] | None, stdout: TextIO | None,
+          stderr: TextIO | None, stdin: TextIO | None) -> int:
     from vllm_guard.cli.pipes import PipeSafe
 
     env = dict(os.environ if environ is None else environ)
     # A reader that leaves early (`| head -1`) must not turn the command's exit status into 1.
     out = cast(TextIO, PipeSafe(stdout or sys.stdout))
     err = cast(TextIO, PipeSafe(stderr or sys.stderr))
-    args_list = list(sys.argv[1:] if argv is None else argv)
     debug = False
     try:
         # argparse prints --help and --version to sys.stdout; send them where the caller asked.
@@ -85,8 +119,8 @@ def main(
         if e.hint:
             err.write(f"hint: {e.hint}\n")
         return int(e.exit_code)
-    except KeyboardInterrupt:
-        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
     except SystemExit as e:  # --help and --version
         return int(e.code) if isinstance(e.code, int) else 0
     except Exception:

@@ -31,14 +31,16 @@ def snapshot(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO
 def _snapshot_cluster(args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO) -> int:
     from vllm_guard.cluster import rayapi
     from vllm_guard.cluster.gather import gather_cluster
+    from vllm_guard.cluster.trust import local_cluster_address
     from vllm_guard.report.cluster import print_cluster
 
     address = args.address or env.get("RAY_ADDRESS") or "auto"
-    if address == "auto" and rayapi.local_cluster_address(env) is None:
+    if address == "auto" and local_cluster_address(env) is None:
         raise rayapi.RayUnreachable("no Ray cluster address: none given, RAY_ADDRESS is not set, and no cluster "
                                     "was started on this machine", hint="vllm-guard snapshot --cluster --address "
                                     "HEAD:6379, or run it on the head node (docs/ray.md)")
-    with rayapi.Connection(address, local_cluster=rayapi.local_cluster_address(env)) as conn:
+    with rayapi.ray_output_to_stderr(), rayapi.Connection(address, local_cluster=local_cluster_address(env)) \
+            as conn:
         cluster = gather_cluster(conn, model=args.model or "", revision=None, env_names=(),
                                  timeout_s=max(args.timeout, 0.1))
     doc = cluster.to_dict()

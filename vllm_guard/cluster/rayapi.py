@@ -15,20 +15,25 @@ to its owner" unless ``lifetime="detached"``).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
-import tempfile
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from vllm_guard.cluster import bounded
+from vllm_guard.cluster.trust import foreign_head
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 
 CONNECT_TIMEOUT_S = 3.0  # a TCP connect to the cluster's GCS port before ray.init
+INIT_TIMEOUT_S = 10.0  # ray.init as a whole (cluster/bounded.py): `check` against a mute port ends within 15 s
+CALL_TIMEOUT_S = 10.0  # one GCS query (the node list, free resources, starting actors, shutdown)
 INSTALL_HINT = "pip install 'vllm-guard[ray]' (the same Ray version as on the cluster's nodes)"
 NAMESPACE = "vllm-guard"
+T = TypeVar("T")
 
 
 class RayMissing(GuardError):
@@ -52,18 +57,17 @@ def _ray() -> Any:
     return ray
 
 
-def local_cluster_address(environ: Mapping[str, str]) -> str | None:
-    """The address ``ray start --head`` left on this machine, read as Ray reads it, without Ray.
+def refuse_local(address: str, origin: str) -> None:
+    """``local`` (and an empty address) make ray.init start a cluster of its own, listening on every interface.
 
-    Ray 2.x writes it to ``/tmp/ray/ray_current_cluster`` (``ray/_private/services.py``,
-    ``get_ray_address_from_environment``; RAY_TMPDIR moves /tmp).
+    Raises:
+        RayUnreachable: always for those; the guard never starts a cluster (exit 4).
     """
-    base = environ.get("RAY_TMPDIR") or tempfile.gettempdir()
-    try:
-        text = (Path(base) / "ray" / "ray_current_cluster").read_text()[:1024].strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return text or None
+    if address.strip().lower() in ("local", ""):
+        raise RayUnreachable(f"{origin} says {address!r}: that would start a new Ray cluster, listening on every "
+                             "interface; the guard only joins a cluster that is already running",
+                             hint="start the cluster yourself (`ray start --head`, docs/ray.md) and give its address "
+                             "(HEAD:6379) in guard.ray-address or RAY_ADDRESS")
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,10 @@ class Connection:
     """The guard connected to a cluster as a Ray driver (its own job). ``close`` disconnects;
     the job's actors (the lock holders) die with it, and with the guard's process."""
 
-    def __init__(self, address: str, *, local_cluster: str | None = None) -> None:
+    def __init__(self, address: str, *, local_cluster: str | None = None, local_ignored: str | None = None) -> None:
         self.address = address
         self.local_cluster = local_cluster  # what "auto" means: local_cluster_address() of the guard's environment
+        self.local_ignored = local_ignored  # why the file that says it was not trusted (LocalCluster.ignored)
         self.ray = _ray()
 
     def open(self) -> Connection:
@@ -111,20 +116,35 @@ class Connection:
             # TCP look below covers it too (a leftover file of a stopped cluster made ray.init retry for minutes).
             found = self.local_cluster
             if found is None:
+                why = f" ({self.local_ignored})" if self.local_ignored else ""
                 raise RayUnreachable("no Ray cluster: none given (guard.ray-address, RAY_ADDRESS) and none "
-                                     "started on this machine", hint=hint)
+                                     f"started on this machine{why}", hint=hint)
             self.address = found
             where = f"at {found}, the cluster last started on this machine"
         else:
             where = f"at {self.address}"
+        refuse_local(self.address, f"the Ray address {where}")
         problem = _tcp_problem(self.address, CONNECT_TIMEOUT_S)
         if problem is not None:  # ray.init would retry an unreachable GCS for minutes (Ray 2.x gcs_client)
             raise RayUnreachable(f"no Ray cluster answered {where}: {problem}", hint=hint)
+        foreign = foreign_head(self.address)
+        if foreign is not None:
+            raise RayUnreachable(f"not joining the Ray cluster {where}: {foreign}; root never joins a cluster another "
+                                 "user controls (Ray's protocol carries pickles: its head can run code in the guard)",
+                                 hint="start the cluster as root, or run the guard as the cluster's user "
+                                 "(docs/security.md)")
         try:
             # log_to_driver=False: the tasks' output is not the guard's; configure_logging=False keeps Ray's
-            # own INFO lines ("Connecting to existing Ray cluster") off the guard's report.
-            ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False,
-                     ignore_reinit_error=True)
+            # own INFO lines ("Connecting to existing Ray cluster") off the guard's report. In a thread of its own
+            # (bounded.py), which also keeps Ray from taking SIGTERM over ("SIGTERM handler is not set because
+            # current thread is not the main thread"): stop signals stay the guard's.
+            bounded.call(lambda: ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False,
+                                          configure_logging=False, ignore_reinit_error=True),
+                         INIT_TIMEOUT_S, f"ray.init({self.address})")
+        except bounded.TimedOut:
+            raise RayUnreachable(f"no Ray cluster answered {where}: something accepts connections there, but "
+                                 f"ray.init had no answer within {INIT_TIMEOUT_S:g} s (not a Ray head, or a hung one)",
+                                 hint=hint) from None
         except (ConnectionError, RuntimeError, ValueError) as e:
             if "Version mismatch" in str(e):  # ray/_private/utils.py check_version_info, raised by ray.init
                 raise RayUnreachable(f"the Ray here ({ray.__version__}) cannot join the cluster {where}: "
@@ -136,8 +156,20 @@ class Connection:
         return self
 
     def close(self) -> None:
-        if self.ray.is_initialized():
-            self.ray.shutdown()
+        """Disconnect, within CALL_TIMEOUT_S; not at all once a Ray call was abandoned (shutdown would wait on it)."""
+        if bounded.ABANDONED:
+            return
+        with contextlib.suppress(bounded.TimedOut):  # then the process leaves with os._exit (cli/main.py)
+            bounded.call(lambda: self.ray.shutdown() if self.ray.is_initialized() else None, CALL_TIMEOUT_S,
+                         "ray.shutdown")
+
+    def _bounded(self, fn: Callable[[], T], what: str, timeout_s: float = CALL_TIMEOUT_S) -> T:
+        """A Ray call within its deadline; a cluster that stops answering is RayUnreachable, never a hang."""
+        try:
+            return bounded.call(fn, timeout_s, what)
+        except bounded.TimedOut:
+            raise RayUnreachable(f"the Ray cluster at {self.address} stopped answering: {what} had no answer "
+                                 f"within {timeout_s:g} s", hint="is its head still up? `ray status` on it") from None
 
     def __enter__(self) -> Connection:
         return self.open()
@@ -150,10 +182,10 @@ class Connection:
 
     def nodes(self) -> list[NodeEntry]:
         """The alive nodes, as the GCS lists them now."""
-        here = self.ray.get_runtime_context().get_node_id()
-        free = self._free_per_node()
+        here = self._bounded(lambda: self.ray.get_runtime_context().get_node_id(), "the driver's node id")
+        free = self._bounded(self._free_per_node, "the free resources per node")
         out = []
-        for n in self.ray.nodes():
+        for n in self._bounded(self.ray.nodes, "ray.nodes()"):
             if not n.get("Alive"):
                 continue
             gpus = n.get("Resources", {}).get("GPU")
@@ -183,6 +215,12 @@ class Connection:
 
     def run_on_nodes(self, fn: Callable[..., Any], args: Sequence[Any], node_ids: Sequence[str],
                      timeout_s: float) -> list[Answer]:
+        """``_run_on_nodes`` within its own timeout plus CALL_TIMEOUT_S for submitting and cancelling."""
+        return self._bounded(lambda: self._run_on_nodes(fn, args, node_ids, timeout_s), "the node probes",
+                             timeout_s + CALL_TIMEOUT_S)
+
+    def _run_on_nodes(self, fn: Callable[..., Any], args: Sequence[Any], node_ids: Sequence[str],
+                      timeout_s: float) -> list[Answer]:
         """Run ``fn(*args)`` once on each node as a Ray task pinned there; wait at most ``timeout_s`` in all.
 
         A node whose task has not answered by then is an ``Answer`` with an error (its task is cancelled).
@@ -217,11 +255,15 @@ class Connection:
         """One actor of ``cls`` per node, pinned there, owned by this job (never detached): when the guard's
         driver ends, also by SIGKILL, Ray kills them, and the kernel releases what they held."""
         actor = self.ray.remote(num_cpus=0, max_restarts=0)(cls)
-        return {nid: actor.options(scheduling_strategy=self._pinned(nid)).remote(*args)
-                for nid, args in per_node.items()}
+        return self._bounded(lambda: {nid: actor.options(scheduling_strategy=self._pinned(nid)).remote(*args)
+                                      for nid, args in per_node.items()}, "starting the lock actors")
 
     def call_all(self, handles: Mapping[str, Any], method: str, timeout_s: float, *args: Any) -> list[Answer]:
         """Call ``method`` on every actor; those that have not answered within ``timeout_s`` are errors."""
+        return self._bounded(lambda: self._call_all(handles, method, timeout_s, *args), f"the lock actors' {method}",
+                             timeout_s + CALL_TIMEOUT_S)
+
+    def _call_all(self, handles: Mapping[str, Any], method: str, timeout_s: float, *args: Any) -> list[Answer]:
         ray = self.ray
         started = time.monotonic()
         refs = {getattr(h, method).remote(*args): nid for nid, h in handles.items()}
@@ -236,9 +278,42 @@ class Connection:
         return out
 
     def kill(self, handles: Mapping[str, Any]) -> None:
-        for h in handles.values():
-            with contextlib.suppress(Exception):
-                self.ray.kill(h, no_restart=True)
+        def kill_all() -> None:
+            for h in handles.values():
+                with contextlib.suppress(Exception):
+                    self.ray.kill(h, no_restart=True)
+
+        # Not answered in time: the actors die with this driver anyway (they are not detached).
+        with contextlib.suppress(RayUnreachable):
+            self._bounded(kill_all, "killing the lock actors")
+
+
+@contextlib.contextmanager
+def ray_output_to_stderr() -> Iterator[None]:
+    """While the guard talks to Ray, whatever is written to file descriptor 1 goes to stderr.
+
+    Ray's driver prints from its own threads: its error listener writes what the GCS publishes to sys.stdout
+    (ray/_private/worker.py, listen_error_messages: "is_err": False), so a node that died during the probes
+    ("(raylet) Raylet is terminated ...") landed on stdout before `check --json`'s document. The guard writes
+    nothing to stdout meanwhile, and its report comes after the connection is closed. Restored at the end: from
+    then on stdout is the guard's. (Under serve the connection stays open for the launch locks, and what Ray
+    prints then goes to stdout, among vLLM's relayed log.)
+    """
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _tcp_problem(address: str, timeout_s: float) -> str | None:

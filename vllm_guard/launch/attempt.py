@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from vllm_guard.launch.phases import EXTEND_S, PhaseTracker
 from vllm_guard.launch.plan import build_plan
 from vllm_guard.launch.readiness import HEALTH_POLL_S, FirstRequest
 from vllm_guard.launch.relax import Relaxer
+from vllm_guard.launch.waits import Wait, duration_text
 from vllm_guard.probes.select import describe_choice, gpu_kind, select_gpus
 from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.profile.settings import AUTO_GPUS
@@ -45,12 +46,15 @@ class AttemptRunner:
         self.first_request = first_request
         # guard.gpus = "auto": chosen for real under the launch locks of the first attempt, then kept.
         self.choose_gpus = ctx.pre.profile.setting("gpus") == AUTO_GPUS
+        self.waited_before: list[dict[str, Any]] = []  # wait-for-gpu between attempts: in the next one's record
 
     def start(self, attempt: Attempt, max_attempts: int) -> Child | None:
         """The started vLLM once it is ready; None when the attempt failed or was stopped."""
         ctx = self.ctx
         profile = attempt.profile
         attempt.label = attempt_label(attempt.number, max_attempts, attempt.changed)
+        attempt.waited += self.waited_before
+        self.waited_before = []
         ctx.status.attempt_started(attempt.label)
         ctx.notifier.status(f"{attempt.label}: starting")
         ctx.notifier.extend_timeout(EXTEND_S)
@@ -79,13 +83,37 @@ class AttemptRunner:
         so two guards starting at once take different GPUs."""
         ctx = self.ctx
         holder = {"profile": str(attempt.profile.path or attempt.profile.model), "host": socket.gethostname()}
-        stop = lambda: ctx.stop_signal is not None  # noqa: E731
-        if ctx.launch_locks is not None or not self.choose_gpus:
-            locks: LaunchLocks = (ctx.launch_locks(attempt.profile) if ctx.launch_locks is not None else
-                                  lock.GpuLocks(ctx.lock_dir, [g.uuid for g in ctx.gpus], holder))
-            ok = locks.acquire(on_wait=lambda uuid, who: ctx.status.message(
-                f"waiting for the launch lock of GPU {uuid}, held by {who}"), should_stop=stop)
-            return locks if ok else None
+        limit = float(attempt.profile.setting("lock-timeout"))
+        labels = {g.uuid: ctx.gpu_label(g) for g in ctx.gpus}
+        waits: list[Wait] = []
+
+        def on_wait(what: str, detail: str, said: str | None = None) -> None:
+            ctx.status.message(f"waiting for {said or what}{detail}")
+            if not waits or waits[-1].what != what:
+                waits.append(Wait(ctx, what, limit))
+            waits[-1].beat(detail)
+
+        def stop() -> bool:  # called at every look at the lock: the wait's heartbeat too
+            if waits:
+                waits[-1].beat()
+            return ctx.stop_signal is not None
+
+        try:
+            if ctx.launch_locks is not None or not self.choose_gpus:
+                locks: LaunchLocks = (ctx.launch_locks(attempt.profile) if ctx.launch_locks is not None else
+                                      lock.GpuLocks(ctx.lock_dir, [g.uuid for g in ctx.gpus], holder))
+                ok = locks.acquire(on_wait=lambda uuid, who: on_wait(
+                    f"{labels.get(uuid, f'GPU {uuid}')}'s launch lock", f", held by {who}",
+                    f"the launch lock of {labels.get(uuid, f'GPU {uuid}')}"), should_stop=stop)
+                return locks if ok else None
+            return self._take_idlest(attempt, holder, lambda why: on_wait("GPUs", f": {why}"), stop)
+        finally:
+            attempt.waited += [w.record() for w in waits]
+
+    def _take_idlest(self, attempt: Attempt, holder: dict[str, str], on_wait: Callable[[str], None],
+                     stop: Callable[[], bool]) -> LaunchLocks | None:
+        """guard.gpus = "auto": the idlest GPUs of the judged kind whose locks no other guard holds."""
+        ctx = self.ctx
         seen: list[Gpu] = []
         # Only GPUs of the kind the preflight judged: on a box of mixed GPUs, another kind could fail a check
         # (weights, KV fit, dtype) that the preflight never ran on it. Waiting for the right kind is safer.
@@ -97,8 +125,7 @@ class AttemptRunner:
             fit = [g for g in seen if not judged or gpu_kind(g) in judged]
             return [g.uuid for g in sorted(fit, key=lambda g: g.idleness)]
 
-        taken = lock.GpuLocks.idlest(ctx.lock_dir, ranked, world_size(attempt.profile), holder,
-                                     on_wait=lambda why: ctx.status.message(f"waiting for GPUs: {why}"),
+        taken = lock.GpuLocks.idlest(ctx.lock_dir, ranked, world_size(attempt.profile), holder, on_wait=on_wait,
                                      should_stop=stop)
         if taken is None:
             return None
@@ -217,17 +244,22 @@ class AttemptRunner:
         limit = float(profile.ladder_setting("wait-for-gpu"))
         interval = float(profile.ladder_setting("gpu-poll-interval"))
         ctx.status.message(f"waiting up to {limit:g}s for the GPU to free up")
-        deadline = ctx.clock() + limit
-        while ctx.clock() < deadline:
-            if ctx.stop_signal is not None:
-                return False
-            if ctx.gpu_probe is not None and self.recheck_free_memory(profile) is None:
-                return True
-            if ctx.gpu_probe is None:  # a snapshot cannot be re-read: wait one interval, then try
+        wait = Wait(ctx, "GPU memory to free up", limit)
+        try:
+            deadline = ctx.clock() + limit
+            while ctx.clock() < deadline:
+                wait.beat(f" (up to {duration_text(limit)})")
+                if ctx.stop_signal is not None:
+                    return False
+                if ctx.gpu_probe is not None and self.recheck_free_memory(profile) is None:
+                    return True
+                if ctx.gpu_probe is None:  # a snapshot cannot be re-read: wait one interval, then try
+                    ctx.wait(interval)
+                    return ctx.stop_signal is None
                 ctx.wait(interval)
-                return ctx.stop_signal is None
-            ctx.wait(interval)
-        return ctx.stop_signal is None
+            return ctx.stop_signal is None
+        finally:
+            self.waited_before.append(wait.record())
 
 
 def attempt_label(number: int, total: int, changed: dict[str, list[Any]]) -> str:

@@ -39,6 +39,7 @@ class Attempt:
     phases: dict[str, float | None] = field(default_factory=dict)  # seconds from spawn to the end of each
     first_request: list[dict[str, Any]] = field(default_factory=list)
     remembered: dict[str, Any] = field(default_factory=dict)  # values this start took from ladder.remember
+    waited: list[dict[str, Any]] = field(default_factory=list)  # waits before it (a launch lock, a busy GPU): waits.py
 
 
 def now() -> str:
@@ -52,7 +53,8 @@ class Journal:
         self.ctx = ctx
         self.forced = forced
         profile = ctx.pre.profile
-        self.log_path = attempt_log.log_path(profile.setting("attempt-log"), profile.name, ctx.environ)
+        stem = attempt_log.profile_stem(profile.name, profile.path, profile.model)
+        self.log_path = attempt_log.log_path(profile.setting("attempt-log"), stem, ctx.environ)
         self.attempt_log = attempt_log.Writer(self.log_path, on_error=self._attempt_log_failed)
         self.history: list[Attempt] = []
         self.registration: registry.Registration | None = None
@@ -116,6 +118,7 @@ class Journal:
             "phases": attempt.phases or None,
             "first_request": attempt.first_request or None,
             "remembered": attempt.remembered or None,
+            "waited": attempt.waited or None,
             "next": attempt.step.to_dict() if isinstance(attempt.step, ladder.Step) else (
                 {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
         }

@@ -9,7 +9,13 @@ Why it exists is in process.py's docstring (the real engine ignores SIGTERM whil
   (argv, environment, stop grace), then ``ready`` and ``stop``. EOF means the guard is gone (SIGKILL, the
   OOM killer, a crash): the keeper then stops the tree at once, with a grace of at most
   ``GUARD_GONE_GRACE_S``, so that nothing is left within 10 seconds.
-- It stops the tree also when the guard asks and when vLLM's main process exits on its own.
+- It stops the tree also when the guard asks and when vLLM's main process exits on its own. Every message
+  is read, also one that came in the same ``recv`` as another (a stop right behind the launch message was
+  once dropped, and vLLM started anyway). While it stops the tree it still watches the socket: should the
+  guard die then, whatever is left is killed at once, not after the grace.
+- Should the keeper itself die with the guard (SIGKILL of both), vLLM's API server has SIGKILL as its
+  parent-death signal and the sentinel, a small process in the launch's group, kills the rest
+  (process.start_vllm, sentinel.py).
 - Stopping: SIGTERM to every live descendant (also one that appears later). Before ready, vLLM's API
   server ignores that SIGTERM, so once no ``VLLM::`` engine process is left it is killed after
   ``SETTLE_S``; once ready, vLLM gets the whole grace for its graceful shutdown. After the grace,
@@ -32,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vllm_guard.launch import leftovers, process
+from vllm_guard.launch import leftovers, process, sentinel
 from vllm_guard.probes.host import descendants, files_held_by
 
 POLL_S = 0.1
@@ -57,6 +63,10 @@ class Keeper:
         self.before: leftovers.Before | None = None
         self.held: set[str] = set()  # leftover-pattern files the launch was seen holding (leftovers.py)
         self.last_sample = 0.0
+        self.pending: list[dict[str, Any]] = []  # read from the socket, not yet acted on
+        self.guard_gone = False
+        self.sentinel: tuple[int, int] | None = None  # (pid, write end)
+        self.told: set[int] = set()  # escapees the sentinel knows of
 
     # --- talking to the guard --------------------------------------------------------------
 
@@ -65,25 +75,35 @@ class Keeper:
             self.control.sendall(json.dumps(message).encode() + b"\n")
 
     def receive(self, timeout_s: float) -> list[dict[str, Any]] | None:
-        """Messages from the guard within ``timeout_s``; None once the guard is gone (EOF)."""
+        """Every message not yet acted on, waiting up to ``timeout_s`` for one; None once the guard is gone (EOF)
+        and nothing is left to act on."""
+        if not self.guard_gone and not self.pending:
+            self._read(timeout_s)
+        elif not self.guard_gone:
+            self._read(0.0)
+        messages, self.pending = self.pending, []
+        if not messages and self.guard_gone:
+            return None
+        return messages
+
+    def _read(self, timeout_s: float) -> None:
         readable, _, _ = select.select([self.control], [], [], timeout_s)
         if not readable:
-            return []
+            return
         try:
             data = self.control.recv(65536)
         except OSError:
             data = b""
         if not data:
-            return None
+            self.guard_gone = True
+            return
         self.buffer += data
-        messages = []
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
-            try:
-                messages.append(json.loads(line))
-            except ValueError:
-                continue
-        return messages
+            with contextlib.suppress(ValueError):
+                message = json.loads(line)
+                if isinstance(message, dict):
+                    self.pending.append(message)
 
     # --- the tree ----------------------------------------------------------------------------------
 
@@ -93,13 +113,44 @@ class Keeper:
                 self.main_status = status
 
     def live(self) -> list[tuple[int, str]]:
-        return descendants(os.getpid())
+        own = self.sentinel[0] if self.sentinel else None
+        return [(pid, title) for pid, title in descendants(os.getpid()) if pid != own]
 
     def sample(self) -> None:
-        """Note which shared-memory and rendezvous files the launch holds now: only those are its own."""
+        """Note which shared-memory and rendezvous files the launch holds now: only those are its own; and tell
+        the sentinel of descendants that left the process group (its SIGKILL to the group would miss them)."""
+        pids = [pid for pid, _ in self.live()]
         if self.before is not None:
-            self.held |= files_held_by([pid for pid, _ in self.live()], self.before.prefixes)
-            self.last_sample = self.clock()
+            self.held |= files_held_by(pids, self.before.prefixes)
+        self.last_sample = self.clock()
+        if self.sentinel is None:
+            return
+        group = os.getpgrp()
+        for pid in pids:
+            if pid in self.told or sentinel.process_group(pid) in (group, None):
+                continue
+            ticks = sentinel.start_ticks(pid)
+            if ticks is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self.sentinel[1], f"{pid} {ticks}\n".encode())
+                self.told.add(pid)
+
+    def _guard_died_now(self) -> bool:
+        """While stopping, keep reading the socket: True once, when EOF shows the guard has just died."""
+        if self.guard_gone:
+            return False
+        self.pending += self.receive(0.0) or []
+        return self.guard_gone
+
+    def end_sentinel(self) -> None:
+        """The tree is stopped: kill the sentinel first, then close its pipe (EOF alone would make it kill the
+        group, the keeper included)."""
+        if self.sentinel is not None:
+            pid, fd = self.sentinel
+            process.kill(pid, process.SIGKILL)
+            process.reap([pid])
+            os.close(fd)
+            self.sentinel = None
 
     def claim(self, path: str) -> None:
         """A file the guard read from vLLM's log as this launch's (its vllm_dist_ rendezvous)."""
@@ -119,6 +170,9 @@ class Keeper:
             if not procs:
                 break
             elapsed = self.clock() - start
+            if self._guard_died_now():
+                grace_s, why = 0.0, "the guard is gone"
+                report["why"] = f"{report['why']}; then the guard died"
             if killed:
                 for pid, _ in procs:
                     process.kill(pid, process.SIGKILL)
@@ -132,7 +186,8 @@ class Keeper:
                         report["sigterm"] += 1
                 engines = [pid for pid, title in procs if title.startswith(ENGINE_PREFIX)]
                 if elapsed >= grace_s or (not self.ready and not engines and elapsed >= SETTLE_S):
-                    reason = (f"still running after the {grace_s:g}s grace" if elapsed >= grace_s else
+                    reason = (why if self.guard_gone and grace_s == 0.0 else
+                              f"still running after the {grace_s:g}s grace" if elapsed >= grace_s else
                               "its engine has stopped; vLLM's API server ignores SIGTERM until it is ready")
                     self.send({"event": f"SIGKILL to {len(procs)} vLLM process(es): {reason}"})
                     for pid, _ in procs:
@@ -154,10 +209,17 @@ class Keeper:
             return 0  # the guard died before it told us what to start
         argv, env = launch["argv"], launch["env"]
         grace_s = float(launch.get("grace_s", 30.0))
+        if any(m.get("cmd") == "stop" for m in self.pending) or self.guard_gone:
+            # Asked to stop before vLLM started (in the same recv as the launch, or the guard is gone): start nothing.
+            self.send({"exit": None, "stop": {"why": "stopped before vLLM started", "sigterm": 0, "sigkill": 0,
+                                              "seconds": 0.0}})
+            return 0
         before = self.before = leftovers.Before.take(env, time.time())
+        self.sentinel = sentinel.start_sentinel()
         try:
             self.main_pid = process.start_vllm(argv, env)
         except OSError as e:
+            self.end_sentinel()
             self.send({"event": f"cannot start {argv[0]}: {e.strerror or e}", "exit": 127})
             return 0
         process.lower_own_oom_score()
@@ -168,6 +230,7 @@ class Keeper:
         elif isinstance(why, float):
             grace_s, why = why, "stop requested"
         report = self.stop_tree(grace_s, str(why))
+        self.end_sentinel()
         removed = leftovers.remove_own(before, self.held)
         if removed:
             report["removed"] = removed
@@ -179,8 +242,9 @@ class Keeper:
             messages = self.receive(3600.0)
             if messages is None:
                 return None
-            for m in messages:
+            for i, m in enumerate(messages):
                 if "argv" in m:
+                    self.pending = messages[i + 1:] + self.pending  # what came behind it is acted on too
                     return m
 
     def _supervise(self) -> str | float:

@@ -40,12 +40,18 @@ _HINT = "see docs/security.md; set VLLMGUARD_LOCK_DIR (or guard.lock-dir) to a d
 
 
 def lock_dir(setting: str | None, environ: Mapping[str, str], *, shared: Path = SHARED_LOCK_DIR) -> Path:
-    """VLLMGUARD_LOCK_DIR, guard.lock-dir, the shared dir (when it exists, or as root), $RUNTIME_DIRECTORY,
-    then a private per-user dir ($XDG_RUNTIME_DIR/vllm-guard or $TMPDIR/vllm-guard-$UID, checked before use)."""
+    """VLLMGUARD_LOCK_DIR, guard.lock-dir, the shared dir (when it is safe, or absent and this is root),
+    $RUNTIME_DIRECTORY, then a private per-user dir ($XDG_RUNTIME_DIR/vllm-guard, $TMPDIR/vllm-guard-$UID, else
+    ~/.cache/vllm-guard/locks), each checked before use.
+
+    A shared dir that another user made first (a link, a 0755 or 1777 directory of theirs) is passed over, never a
+    reason for every guard on the host to refuse to start (``sharing_note`` names it); so is a /tmp/vllm-guard-UID
+    someone else made.
+    """
     for candidate in (environ.get("VLLMGUARD_LOCK_DIR"), setting):
         if candidate:
             return Path(candidate)
-    if shared.is_dir() or (os.geteuid() == 0 and shared.parent.is_dir()):
+    if shared_problem(shared) is None and (os.path.lexists(shared) or (os.geteuid() == 0 and shared.parent.is_dir())):
         return shared
     runtime = environ.get("RUNTIME_DIRECTORY")
     if runtime:
@@ -53,15 +59,33 @@ def lock_dir(setting: str | None, environ: Mapping[str, str], *, shared: Path = 
     xdg = environ.get("XDG_RUNTIME_DIR")
     if xdg and check_dir(Path(xdg)) is None:
         return Path(xdg) / "vllm-guard"
-    return Path(tempfile.gettempdir()) / f"vllm-guard-{os.geteuid()}"
+    private = Path(tempfile.gettempdir()) / f"vllm-guard-{os.geteuid()}"
+    if not os.path.lexists(private) or check_dir(private) is None:
+        return private
+    home = environ.get("HOME") or str(Path.home())
+    return Path(home) / ".cache" / "vllm-guard" / "locks"
+
+
+def shared_problem(shared: Path = SHARED_LOCK_DIR) -> str | None:
+    """Why the shared lock dir, when it exists, is not used (another user's, a link, writable and not sticky)."""
+    if not os.path.lexists(shared):
+        return None
+    return check_dir(shared)
 
 
 def sharing_note(setting: str | None, environ: Mapping[str, str], *, shared: Path = SHARED_LOCK_DIR) -> str | None:
     """A note when the launch locks are private to this user: other users' guards are not serialized."""
     if environ.get("VLLMGUARD_LOCK_DIR") or setting:
         return None  # the administrator chose the directory
-    if lock_dir(setting, environ, shared=shared) == shared:
+    chosen = lock_dir(setting, environ, shared=shared)
+    if chosen == shared:
         return None
+    problem = shared_problem(shared)
+    if problem is not None:
+        return (f"not using the shared lock directory: {problem}; someone may have made it to stop or watch "
+                f"other users' guards. The launch locks are private to this user ({chosen}): a guard of another "
+                f"user starting on the same GPU at the same time is not serialized with this one (an administrator "
+                f"removes it and creates it with mode 1777, owner root; see docs/security.md)")
     return (f"{shared} does not exist, so the launch locks are private to this user: a guard of another user "
             f"starting on the same GPU at the same time is not serialized with this one (an administrator "
             f"creates it with mode 1777, owner root; see docs/security.md)")

@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
-PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PR_SET_CHILD_SUBREAPER = 36
 TAIL_LINES = 4000
 # A vLLM line longer than this is cut in the tail kept for the classifier (the relay passes it whole).
 TAIL_LINE_CHARS = 8192
@@ -55,14 +56,45 @@ SIGTERM, SIGINT, SIGKILL, SIGHUP = int(signal.SIGTERM), int(signal.SIGINT), int(
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def set_child_subreaper() -> bool:
-    """Become the reaper of orphaned descendants (Linux 3.4+); False where not available."""
+def _prctl(option: int, value: int) -> bool:
+    """prctl(2) through libc (Linux only); False where not available: elsewhere there is no subreaper and no
+    parent-death signal, and the guard relies on its keeper's EOF watch alone."""
     if not sys.platform.startswith("linux"):
         return False
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def set_child_subreaper() -> bool:
+    """Become the reaper of orphaned descendants (Linux 3.4+); False where not available."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+class StopSignalled(KeyboardInterrupt):
+    """A stop signal that came before the supervisor had its handlers (during preflight): the CLI exits 128+signum.
+
+    A KeyboardInterrupt, so that every ``with`` and ``finally`` on the way out runs as for Ctrl-C.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def raise_on_stop_signals() -> None:
+    """The guard's first act: SIGTERM, SIGINT and SIGHUP raise StopSignalled until the supervisor routes them.
+
+    Without it, a SIGTERM during the imports and the preflight killed the guard by the signal (status -15,
+    not the documented 143). The window left is the interpreter's own start-up, before any guard code runs.
+    """
+    def handle(signum: int, frame: FrameType | None) -> None:
+        raise StopSignalled(signum)
+
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):  # not the main thread (tests call main() from threads)
+            signal.signal(sig, handle)
 
 
 # --- the guard's side -------------------------------------------------------------------------
@@ -309,17 +341,35 @@ def ignore_stop_signals() -> None:
 
 
 def start_vllm(argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """Start vLLM as the keeper's child, in the keeper's process group, stdin from /dev/null.
+    """Start vLLM as the keeper's child, in the keeper's process group, stdin from /dev/null, with SIGKILL as its
+    parent-death signal.
 
-    posix_spawn resets what the keeper ignores (the stop signals; SIGPIPE, which Python ignores), so vLLM
-    starts with default dispositions; stdout and stderr are the relay pipes the keeper was given.
+    PR_SET_PDEATHSIG (set between fork and exec; it survives exec) kills vLLM's API server the moment its keeper
+    dies, also by SIGKILL; SIGTERM would not do, the API server ignores it while it starts (process.py's
+    docstring). The kernel clears the setting in every fork, so vLLM's EngineCore and workers (multiprocessing
+    spawn: fork, then exec) do not get it: the sentinel (sentinel.py) covers them. The stop signals the
+    keeper ignores, SIGPIPE (Python ignores it) and SIGXFSZ are reset, so vLLM starts with default dispositions;
+    stdout and stderr are the relay pipes the keeper was given.
+
+    Raises:
+        OSError: the executable cannot be started (raised here, in the keeper, as posix_spawn did).
     """
-    return os.posix_spawnp(
-        argv[0], list(argv), dict(env),
-        file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)],
-        setsigdef=(*STOP_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ),
-    )
+    keeper = os.getpid()
 
+    def in_child() -> None:  # the keeper is single-threaded, so running Python between fork and exec is safe
+        _prctl(PR_SET_PDEATHSIG, SIGKILL)
+        if os.getppid() != keeper:  # the keeper died before the prctl: nothing would ever stop this vLLM
+            os._exit(1)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+
+    child = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL, close_fds=True,
+                             restore_signals=True, preexec_fn=in_child)  # noqa: PLW1509 (no threads)
+    _STARTED.append(child)  # the keeper reaps by waitpid(-1); the Popen object only must not be collected
+    return child.pid
+
+
+_STARTED: list[subprocess.Popen[bytes]] = []
 
 def kill(pid: int, sig: int) -> bool:
     """Send ``sig``; False when the process is already gone."""

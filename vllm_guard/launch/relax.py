@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vllm_guard.diagnose import ladder
 from vllm_guard.launch.journal import Attempt, now
+from vllm_guard.options.values import ValueProblem, coerce_profile_value
 from vllm_guard.probes.select import gpu_kind
 from vllm_guard.profile.model import Profile
-from vllm_guard.profile.settings import AUTO_GPUS
+from vllm_guard.profile.settings import AUTO_GPUS, INT_MAX
+from vllm_guard.state import attempts as attempt_log
 from vllm_guard.state import remember
 
 if TYPE_CHECKING:
@@ -34,6 +37,45 @@ LADDER_DESTS = {"max-model-len": "max_model_len", "gpu-memory-utilization": "gpu
 # runs with its own default unless told otherwise.
 ESTIMATE_ATTRS = {"max_model_len": "max_model_len", "max_num_batched_tokens": "max_num_batched_tokens",
                   "max_num_seqs": "max_num_seqs"}
+
+
+def check_remembered(profile: Profile, values: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Remembered values as the profile would hold them, or why they cannot be used: each must be an option the
+    ladder changes, a value the option table accepts (type, choices, range: utilization 5.0, max-model-len 0 or
+    NaN, a kv-cache-dtype of "--api-key=x" are not), and within the ladder's own limits. The reason never holds a
+    control character."""
+    checked_values: dict[str, Any] = {}
+    problem = None
+    for name, value in values.items():
+        checked, problem = _check_one(profile, name, value)
+        if problem is not None:
+            return {}, problem
+        checked_values[name] = checked
+    return checked_values, problem
+
+
+def _check_one(profile: Profile, name: str, value: Any) -> tuple[Any, str | None]:
+    lim = limits(profile)
+    dest = LADDER_DESTS.get(name)
+    spec = profile.options.by_dest.get(dest) if dest is not None else None
+    if dest is None or spec is None:
+        return None, f"{remember.printable(name, 60)} is not an option the ladder changes"
+    try:
+        checked = coerce_profile_value(spec, value)
+    except ValueProblem as e:
+        return None, f"{name}: {remember.printable(str(e), 200)}"
+    if isinstance(checked, str) and not (checked.isprintable() and not checked.startswith("-")):
+        return None, f"{name}: not a value vLLM takes"
+    if isinstance(checked, int) and not isinstance(checked, bool) and checked > INT_MAX:
+        return None, f"{name}: {remember.printable(str(checked), 24)} is more than vLLM's int options hold"
+    if dest == "max_model_len" and not (isinstance(checked, int) and checked >= lim.min_max_model_len):
+        return None, (f"max-model-len {remember.printable(repr(value), 40)} is below the ladder's floor "
+                      f"{lim.min_max_model_len} (min-max-model-len)")
+    if dest == "gpu_memory_utilization" and not (
+            lim.min_gpu_memory_utilization <= float(checked) <= lim.max_gpu_memory_utilization):
+        return None, (f"gpu-memory-utilization {checked:g} is outside the ladder's limits "
+                      f"{lim.min_gpu_memory_utilization:g}-{lim.max_gpu_memory_utilization:g}")
+    return checked, None
 
 
 def limits(profile: Profile) -> ladder.Limits:
@@ -139,7 +181,28 @@ class Relaxer:
         gpus = [g.uuid for g in self.ctx.gpus] if profile.setting("gpus") != AUTO_GPUS else \
             ["{}|{}|{}".format(*gpu_kind(g)) for g in self.ctx.gpus]
         key = remember.make_key(profile.sha256, gpus, build.version if build else None)
-        return remember.path_for(profile.name, self.ctx.environ), key
+        stem = attempt_log.profile_stem(profile.name, profile.path, profile.model)
+        return remember.path_for(stem, self.ctx.environ), key
+
+    def _load_remembered(self, original: Profile) -> remember.Remembered | None:
+        """What is kept for this profile (its own file, else the name-keyed file of earlier guards under the same
+        full key), checked as profile values are; anything else is ignored with a note, never used."""
+        path, key = self._remember_key(original)
+        notes: list[str] = []
+        kept = remember.load(path, key, notes)
+        if kept is None and not notes:
+            path = remember.legacy_path(original.name, self.ctx.environ)
+            kept = remember.load(path, key, notes)
+        if kept is not None:
+            values, problem = check_remembered(original, kept.values)
+            if problem is not None:
+                notes.append(f"ignored the remembered relaxations in {path}: {problem}")
+                kept = None
+            else:
+                kept = replace(kept, values=values)
+        for note in notes:
+            self.ctx.status.message(note)
+        return kept
 
     def remembered(self, original: Profile) -> tuple[Profile, dict[str, Any]]:
         """The profile to start with: as written, or with the relaxations that worked last time (said so)."""
@@ -157,8 +220,7 @@ class Relaxer:
         so the dry run shows the command line the real start uses."""
         if not original.ladder_setting("remember"):
             return original, {}, None
-        path, key = self._remember_key(original)
-        kept = remember.load(path, key)
+        kept = self._load_remembered(original)
         if kept is None:
             return original, {}, None
         values = kept.values

@@ -7,6 +7,7 @@ import os
 import resource
 import shutil
 import socket
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -413,3 +414,43 @@ def route_ip() -> str | None:
         s.connect(("8.8.8.8", 80))
         return str(s.getsockname()[0])
     return None
+
+
+def listener_uids(ip: str, port: int, proc_root: str = "/proc") -> set[int]:
+    """The owners (uids) of the TCP sockets listening on ``port`` at ``ip`` or on every address, from
+    /proc/net/tcp and tcp6 (columns: local address as hex IP:port, state 0A = LISTEN, uid). Empty when none or
+    unreadable; only this network namespace's sockets."""
+    import ipaddress
+
+    try:
+        wanted = ipaddress.ip_address(ip)
+    except ValueError:
+        return set()
+    found: set[int] = set()
+    for name, size in (("tcp", 4), ("tcp6", 16)):
+        try:
+            lines = Path(proc_root, "net", name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 8 or fields[3] != "0A":
+                continue
+            addr_hex, _, port_hex = fields[1].partition(":")
+            try:
+                if int(port_hex, 16) != port:
+                    continue
+                raw = bytes.fromhex(addr_hex)
+                # The kernel prints each 32-bit word in host byte order (little-endian on x86 and arm64).
+                words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)) if sys.byteorder == "little" \
+                    else raw
+                local = ipaddress.ip_address(words) if len(words) == size else None
+                uid = int(fields[7])
+            except ValueError:
+                continue
+            if local is None:
+                continue
+            mapped = local.ipv4_mapped if isinstance(local, ipaddress.IPv6Address) else None
+            if local.is_unspecified or wanted in (local, mapped):
+                found.add(uid)
+    return found

@@ -33,6 +33,7 @@ from vllm_guard.options.values import ValueProblem, coerce_profile_value, not_a_
 from vllm_guard.profile.model import Profile, TablePicker, config_file_args, newest_table
 from vllm_guard.profile.settings import (
     CHECK_SETTINGS,
+    DURATION_MAX_S,
     ENV_PREFIX,
     GUARD_SETTINGS,
     LADDER_SETTINGS,
@@ -389,6 +390,10 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
         raise ValueProblem(f"expected a finite number, got {value!r}")  # NaN or inf would turn a limit off
     if setting.minimum is not None and number < setting.minimum:
         raise ValueProblem(f"must be at least {setting.minimum:g}, got {value!r}")
-    if setting.maximum is not None and number > setting.maximum:
-        raise ValueProblem(f"must be at most {setting.maximum:g}, got {value!r}")
+    upper = setting.upper
+    if upper is not None and number > upper:
+        shown = f"{value:.3g}" if isinstance(value, float) else (str(value)[:20] + "..." if len(str(value)) > 23
+                                                                 else repr(value))
+        week = " (7 days)" if kind == "duration" and upper == DURATION_MAX_S else ""
+        raise ValueProblem(f"must be at most {upper:g}{week}, got {shown}")
     return float(number) if kind in ("float", "duration") else int(number)

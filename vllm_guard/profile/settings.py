@@ -24,6 +24,19 @@ class Setting:
     choices: tuple[str, ...] = ()
     maximum: float | None = None
 
+    @property
+    def upper(self) -> float | None:
+        """The largest value accepted: ``maximum``, else a week for a duration (1e308 s passed once, and then an
+        OverflowError or a wait that never ends), else a bound far above any use for the other numbers."""
+        if self.maximum is not None:
+            return self.maximum
+        return {"duration": DURATION_MAX_S, "int": INT_MAX, "len": INT_MAX, "float": FLOAT_MAX}.get(self.kind)
+
+
+DURATION_MAX_S = 7 * 86400.0  # a week: above any start-up, wait or stop a person would set, far below overflow
+INT_MAX = 2**31 - 1  # what a C int (and vLLM's own int options) hold
+FLOAT_MAX = 1e6
+
 
 # The guard's own settings. Each later capability adds the keys it uses, here.
 GUARD_SETTINGS: dict[str, Setting] = {
@@ -41,13 +54,18 @@ GUARD_SETTINGS: dict[str, Setting] = {
     "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
     "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
     "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),
+    "lock-timeout": Setting("duration", 1800.0, "while waiting for another start's launch lock: how long the guard "
+                            "keeps extending systemd's start timeout (it still waits after that)", minimum=0),
+    "heartbeat-interval": Setting("duration", 10.0, "while a start waits (a launch lock, a busy GPU): seconds "
+                                  "between the status lines and systemd's EXTEND_TIMEOUT_USEC", minimum=0.1,
+                                  maximum=600),
     "first-request": Setting("bool", True, "ready only once a first real request (one token) is answered"),
     "first-request-timeout": Setting("duration", 120.0, "seconds the first request may take", minimum=1),
     "health-interval": Setting("duration", 10.0, "while ready: seconds between looks at /health", minimum=0.1),
     "health-timeout": Setting("duration", 5.0, "seconds one look at /health may take, the whole answer (a server "
                               "that trickles bytes is a miss)", minimum=0.1),
     "health-failures": Setting("int", 3, "while ready: /health misses in a row after which vLLM is stopped "
-                               "(exit 6, so systemd restarts it); never fewer than 2", minimum=2),
+                               "(exit 6, so systemd restarts it); never fewer than 2", minimum=2, maximum=1000),
     # Ray (docs/ray.md). The guard's own key, never env VLLMGUARD_*: RAY_ADDRESS is already Ray's own variable.
     "ray-address": Setting("str", None, "the Ray cluster (host:port or ray://...); default RAY_ADDRESS, else the "
                            "cluster started on this machine"),
@@ -57,7 +75,7 @@ GUARD_SETTINGS: dict[str, Setting] = {
                                                 "without a fast interconnect); default: within a node"),
 }
 LADDER_SETTINGS: dict[str, Setting] = {
-    "max-attempts": Setting("int", 5, "starts in all, the first included", minimum=1),
+    "max-attempts": Setting("int", 5, "starts in all, the first included", minimum=1, maximum=100),
     "min-max-model-len": Setting("len", 1024, "never lower max-model-len below this", minimum=1),
     "min-gpu-memory-utilization": Setting("float", 0.5, "never lower utilization below this", minimum=0.01,
                                           maximum=1),
@@ -75,14 +93,16 @@ CHECK_SETTINGS: dict[str, Setting] = {
     "skip": Setting("str_list", (), "check ids not to run"),
     "warn-only": Setting("str_list", (), "check ids whose failure is only a warning"),
     "min-concurrency": Setting("float", None, "warn when full-length requests that fit at once are fewer", minimum=0),
-    "host-ram-factor": Setting("float", 2.0, "host memory needed, as a multiple of the weight size", minimum=0),
+    "host-ram-factor": Setting("float", 2.0, "host memory needed, as a multiple of the weight size", minimum=0,
+                                maximum=100),
     "free-memory-margin-mib": Setting(
         "int", 512, "free GPU memory wanted above the budget: vLLM measures after its own CUDA context",
         minimum=0,
     ),
     "shm-fail-mib": Setting("int", 200, "/dev/shm free below this fails with tensor parallel > 1", minimum=0),
     "shm-warn-mib": Setting("int", 1024, "/dev/shm free below this warns", minimum=0),
-    "disk-headroom": Setting("float", 0.10, "free disk wanted above the weight size, as a fraction", minimum=0),
+    "disk-headroom": Setting("float", 0.10, "free disk wanted above the weight size, as a fraction", minimum=0,
+                              maximum=100),
     "nofile-min": Setting("int", 65536, "warn when the open-files soft limit is below this", minimum=0),
 }
 SUBTABLES: dict[str, dict[str, Setting]] = {"checks": CHECK_SETTINGS, "ladder": LADDER_SETTINGS}

@@ -84,10 +84,11 @@ def open_site(profile: Profile, environ: Mapping[str, str], machine_file: str | 
         from vllm_guard.sites.local import LocalSite
 
         return LocalSite.open(profile, environ, machine_file, target=target)
-    from vllm_guard.cluster import rayapi
+    from vllm_guard.cluster import trust
     from vllm_guard.cluster.target import ray_target
 
-    local_cluster = rayapi.local_cluster_address(environ)
+    found = trust.local_cluster(environ)
+    local_cluster = found.address
     ray = ray_target(profile, environ, local_gpus=None, local_cluster=local_cluster)
     if ray is None:
         from vllm_guard.sites.local import LocalSite
@@ -96,10 +97,15 @@ def open_site(profile: Profile, environ: Mapping[str, str], machine_file: str | 
         # More GPUs than this machine has may still be a cluster's job.
         ray = ray_target(profile, environ, local_gpus=len(site.facts.gpus), local_cluster=local_cluster)
         if ray is None:
+            if found.ignored and ray_target(profile, environ, local_gpus=len(site.facts.gpus),
+                                            local_cluster="ignored") is not None:
+                # The untrusted file would have sent this profile to a cluster: say why it did not.
+                site.pre = replace(site.pre, notes=(*site.pre.notes, f"not a Ray cluster: {found.ignored}"))
             return site
     from vllm_guard.sites.ray import RaySite
 
-    return RaySite.live(profile, environ, ray, keep_connection=keep_connection, target=target)
+    return RaySite.live(profile, environ, ray, keep_connection=keep_connection, target=target,
+                        local_ignored=found.ignored)
 
 
 def with_notes(pre: Preflight, profile: Profile) -> Preflight:

@@ -54,7 +54,7 @@ class RaySite:
 
     @classmethod
     def live(cls, profile: Profile, environ: Mapping[str, str], ray: RayTarget, *, keep_connection: bool,
-             target: str) -> RaySite:
+             target: str, local_ignored: str | None = None) -> RaySite:
         """The preflight on the live cluster; with ``keep_connection`` the connection stays open for the launch.
 
         Raises:
@@ -63,21 +63,28 @@ class RaySite:
         from vllm_guard import probes
         from vllm_guard.cluster.gather import gather_cluster
         from vllm_guard.cluster.preflight import cluster_preflight
-        from vllm_guard.cluster.rayapi import Connection, local_cluster_address
+        from vllm_guard.cluster.rayapi import Connection, ray_output_to_stderr
+        from vllm_guard.cluster.trust import local_cluster_address
 
         model = probes.probe_model_for(profile, environ)
-        conn: Any = Connection(ray.address, local_cluster=local_cluster_address(environ)).open()
-        try:
-            cluster = gather_cluster(conn, model=profile.model, revision=profile.value("revision") or profile.revision,
-                                     env_names=tuple(profile.env), timeout_s=float(profile.setting("ray-node-timeout")))
-            cp = cluster_preflight(profile, cluster, model, ray, origin=f"Ray cluster at {ray.address}",
-                                   environ=environ, live=probes.live_facts(profile, environ))
-        except BaseException:
-            conn.close()
-            raise
-        if not keep_connection:
-            conn.close()
-            conn = None
+        with ray_output_to_stderr():  # Ray's own text never lands on stdout before the guard's report
+            conn: Any = Connection(ray.address, local_cluster=local_cluster_address(environ),
+                                   local_ignored=local_ignored).open()
+            try:
+                cluster = gather_cluster(conn, model=profile.model,
+                                         revision=profile.value("revision") or profile.revision,
+                                         env_names=tuple(profile.env),
+                                         timeout_s=float(profile.setting("ray-node-timeout")))
+                cp = cluster_preflight(profile, cluster, model, ray, origin=f"Ray cluster at {ray.address}",
+                                       environ=environ, live=probes.live_facts(profile, environ))
+            except BaseException:
+                conn.close()
+                raise
+            if not keep_connection:
+                # Inside: Ray's error listener prints to sys.stdout (ray/_private/worker.py listen_error_messages,
+                # "is_err": False) until the driver disconnects ("(raylet) Raylet is terminated ...").
+                conn.close()
+                conn = None
         return cls._made(cp, profile, target, conn)
 
     @classmethod

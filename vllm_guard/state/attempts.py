@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,12 +33,40 @@ def state_dir(environ: Mapping[str, str]) -> Path:
     return Path(base) / "vllm-guard"
 
 
-def log_path(setting: str | None, profile_name: str, environ: Mapping[str, str]) -> Path:
-    """VLLMGUARD_ATTEMPT_LOG, then guard.attempt-log, then one file per profile name in the state dir."""
+def profile_stem(name: str, path: Path | None, model: str) -> str:
+    """The file name (without suffix) of a profile's state: its name and a hash of its full path, or of the model
+    id for a profile without a file (`serve MODEL`).
+
+    By name alone, /srv/a/p.toml and /srv/b/p.toml shared one attempt log and one set of remembered relaxations.
+    """
+    where = str(path.absolute()) if path is not None else f"model:{model}"
+    digest = hashlib.sha256(where.encode("utf-8", errors="surrogateescape")).hexdigest()[:STEM_HASH_CHARS]
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80].lstrip(".") or "profile"
+    return f"{safe}-{digest}"
+
+
+STEM_HASH_CHARS = 12
+
+
+def log_path(setting: str | None, stem: str, environ: Mapping[str, str]) -> Path:
+    """VLLMGUARD_ATTEMPT_LOG, then guard.attempt-log, then one file per profile (``profile_stem``) in the state dir."""
     chosen = environ.get("VLLMGUARD_ATTEMPT_LOG") or setting
     if chosen:
         return Path(chosen)
-    return state_dir(environ) / f"{profile_name}.jsonl"
+    return state_dir(environ) / f"{stem}.jsonl"
+
+
+def logs_named(name: str, environ: Mapping[str, str]) -> list[Path]:
+    """The attempt logs in the state dir of profiles called ``name`` (`vllm-guard attempts NAME` from a shell):
+    one per profile file of that name, and the log of the name alone that earlier guards wrote."""
+    base = state_dir(environ)
+    pattern = re.compile(re.escape(name) + "-[0-9a-f]{" + str(STEM_HASH_CHARS) + r"}\.jsonl")
+    try:
+        found = sorted(base / n for n in os.listdir(base) if pattern.fullmatch(n))
+    except OSError:
+        found = []
+    legacy = base / f"{name}.jsonl"
+    return [*found, legacy] if os.path.lexists(legacy) else found
 
 
 class Writer:

@@ -91,6 +91,11 @@ def find_instances(procs: Iterable[HostProcess], entries: Iterable[Entry],
     stale: list[int] = []
     claimed: set[int] = set()
     for e in entries:
+        named = by_pid.get(e.guard_pid)
+        if named is not None and named.argv and not _is_guard(named) and _owned_by(named, e.owner_uid):
+            # A live process of the file's owner that is no guard: a forged entry ("a ready guard on port 8000").
+            # Not listed, claims nothing, and not removed (its pid runs).
+            continue
         if _guard_alive(e, by_pid):
             pids = tree(e.guard_pid)[1:]  # the keeper and vLLM below it, not the guard itself
             # Only a vLLM below this guard is its own: an entry naming another user's process claims nothing.

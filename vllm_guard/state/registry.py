@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
@@ -92,12 +94,12 @@ class Registration:
 def write_entry(path: Path, entry: Entry) -> str | None:
     """Replace the entry atomically (a new file renamed over the old one); the reason when it cannot."""
     data = (json.dumps(entry.to_dict(), sort_keys=True) + "\n").encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = ""
     try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)  # a leftover of ours: the pid is this process
-        # O_EXCL and O_NOFOLLOW: never write through a link or into a file someone else prepared.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        # mkstemp: a new name of random letters, created with O_EXCL (never through a link, never a file someone
+        # else prepared). A fixed name (".instance-PID.json.PID.tmp") let another user pre-create it in the
+        # sticky directory, and the guard, unable to write, was hidden from `ps`.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             os.fchmod(fd, 0o644)  # readable by every user's `ps`, whatever the umask
             os.write(fd, data)
@@ -106,8 +108,9 @@ def write_entry(path: Path, entry: Entry) -> str | None:
         # In the sticky shared directory, rename cannot replace another user's file: it fails instead.
         os.rename(tmp, path)
     except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         return f"cannot write {path}: {e.strerror or e}"
     return None
 
@@ -194,7 +197,7 @@ def entry_from_dict(doc: Any) -> Entry | None:
           and doc.get("state") in STATES and isinstance(doc.get("since"), str) and len(doc["since"]) <= 64
           and is_int(doc.get("attempt")) and isinstance(gpus, list) and len(gpus) <= 1024
           and all(isinstance(g, int) and not isinstance(g, bool) and 0 <= g < 1 << 16 for g in gpus)
-          and (started is None or (isinstance(started, (int, float)) and not isinstance(started, bool)))
+          and (started is None or _epoch_seconds(started))
           and opt_int("port") and opt_int("keeper_pid") and opt_int("vllm_pid")
           and opt_str("profile") and opt_str("uds"))
     if not ok:
@@ -203,6 +206,19 @@ def entry_from_dict(doc: Any) -> Entry | None:
                  profile=doc.get("profile"), model=doc["model"], state=doc["state"], since=doc["since"],
                  attempt=doc["attempt"], gpus=tuple(gpus), port=doc.get("port"), uds=doc.get("uds"),
                  keeper_pid=doc.get("keeper_pid"), vllm_pid=doc.get("vllm_pid"))
+
+
+def _epoch_seconds(value: Any) -> bool:
+    """A start time as the guard writes it: a finite number of seconds since the epoch, before the year 3000.
+    (A 400-digit integer once made float() raise OverflowError, and every user's `ps` crashed on it.)"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):
+        return 0 <= value < EPOCH_MAX_S
+    return math.isfinite(value) and 0 <= value < EPOCH_MAX_S
+
+
+EPOCH_MAX_S = 32503680000  # 3000-01-01
 
 
 def _aware_time(value: Any) -> bool:
