@@ -52,8 +52,10 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             for start, step, _ in docs:
                 d = start.diagnosis
                 state = d.cls if start.failed or d.cls != "unknown" else "no failure seen"
-                change = (f"next: {toml_line(step.param, step.value)}" if isinstance(step, ladder.Step) and step.param
-                          else "next: no change" if isinstance(step, ladder.Step) else "next: none")
+                if isinstance(step, ladder.Step):
+                    change = f"next: {toml_line(str(step.param), step.value)}" if step.change else "next: no change"
+                else:
+                    change = "next: none"
                 mark = "  <- diagnosed below" if start is chosen else ""
                 stdout.write(f"start {start.number}/{len(found)} (lines {start.first_line}-{start.last_line}): "
                              f"{state} during {STAGE_NAMES.get(d.stage, d.stage)}; {change}{mark}\n")

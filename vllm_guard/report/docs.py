@@ -86,7 +86,7 @@ def dry_run_json(pre: Preflight, plan: LaunchPlan, check: dict[str, Any], *, for
 def _step_dict(step: Step) -> dict[str, Any]:
     """The ladder's step, with the two pasteable spellings of its change."""
     d = step.to_dict()
-    if step.param:
+    if step.change and step.param:
         d["toml"], d["flag"] = toml_line(step.param, step.value), flag(step.param, step.value)
     return d
 

@@ -45,7 +45,7 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
     if isinstance(step, Step):
         # A log does not say whether vLLM was started from a profile or a command line: both spellings.
         change = (f"{toml_line(step.param, step.value)} in a profile's [vllm] table, or {flag(step.param, step.value)}"
-                  " on the command line") if step.param else "no change"
+                  " on the command line") if step.change and step.param else "no change"
         c.print(Text.assemble(("next step: ", "bold"), (change, "bold green"), f" ({step.reason})"))
     else:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))
