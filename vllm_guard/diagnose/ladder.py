@@ -83,6 +83,8 @@ NOT_RELAXABLE = {
     "model_access": "the model cannot be read: a wrong id, a gated repository or a missing token",
     "remote_code_required": "the model needs --trust-remote-code, which the guard never adds on its own",
     "unsupported_architecture": "this vLLM does not support the model's architecture",
+    "gpu_oom": "the GPU ran out of memory at a stage the log does not show: the change depends on the stage",
+    "preflight_failed": "the guard's preflight refused to start vLLM: apply the failed checks' fixes to the profile",
     "first_request_failed": "vLLM answered /health but not its first request (see the evidence): no setting "
                             "the ladder changes fixes that",
     "usage_error": "vLLM refused its command line (an unknown option or a bad value): fix the profile or the "

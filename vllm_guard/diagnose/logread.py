@@ -181,6 +181,7 @@ def tracebacks(lines: list[LogLine]) -> list[Traceback]:
 
 # vLLM's start banner over the versions: 0.33's "vLLM server version", V0/V1's "vLLM API server version".
 _BANNER = re.compile(r"vLLM (?:API )?server version \S{1,64}")
+_GUARD_REPORT = re.compile(r"^vllm-guard check \S{1,4096} on \S")
 _GUARD_ATTEMPT = re.compile(r"^vllm-guard: attempt \d{1,4}/\d{1,4}\b.{0,400}: starting vLLM$")
 _PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete|Started server process")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
@@ -213,6 +214,9 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
                     boundary = True
                 pids[name] = pid
         if not boundary and text.startswith("vllm-guard: attempt") and _GUARD_ATTEMPT.match(text):
+            boundary = True
+        # The guard's preflight report (report/check.py) begins with its header: never part of a vLLM start.
+        if not boundary and text.startswith("vllm-guard check ") and _GUARD_REPORT.match(text):
             boundary = True
         banner = not boundary and "server version" in text and _BANNER.search(text) is not None
         if banner and progressed:

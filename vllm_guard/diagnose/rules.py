@@ -21,6 +21,9 @@ class Rule:
     detail: str | None = None
     numbers: Callable[[re.Match[str]], dict[str, Any]] | None = None
     when: Callable[[str, list[LogLine], int, dict[str, Any]], bool] | None = None
+    # Where the message comes from (the program, its file and the versions it was read in): shown with the
+    # diagnosis as the template it matched. Rules without one are listed in diagnose/catalogue.py.
+    source: str = ""
 
 
 def _bundle_gpus(text: str) -> dict[str, Any]:
@@ -153,7 +156,9 @@ RULES: tuple[Rule, ...] = (
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib")),
     Rule("shm_exhausted", re.compile(r"Unexpected bus error encountered in worker|insufficient shared memory \(shm\)"
                                      r"|Error while creating shared memory segment"
-                                     r"|NCCL WARN.{0,300}?(?:/dev/shm|shm_open|"
+                                     # NCCL's shmutils.cc: creating or sizing a segment; not "Error while
+                                     # attaching ... No such file" (another process's segment is gone: vllm #18831)
+                                     r"|NCCL WARN(?!.{0,300}?(?:attaching|No such file)).{0,300}?(?:/dev/shm|shm_open|"
                                      r"[Ss]hared memory)|^Bus error|SIGBUS")),
     Rule("tp_indivisible", re.compile(r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by "
                                       r"tensor parallel size \((?P<tp_size>\d+)\)"), BEFORE_START,
@@ -200,6 +205,11 @@ RULES: tuple[Rule, ...] = (
     Rule("too_few_gpus", re.compile(r"Cannot provide a placement group of placement_group_specs=.{0,4000}? within "
                                     r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
          numbers=lambda m: {**numbers_of(m, "timeout_s"), **_bundle_gpus(m.group(0))}),
+    # Ray's own check of a bundle index (ray/util/placement_group.py, check_placement_group_index): vLLM's
+    # workers asked for more bundles than the placement group has (OpenRLHF #728).
+    Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "
+                                    r"placement group indexes: 0-(?P<last_index>\d+)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "bundle_index", "last_index")),
     # Nodes on different Ray or Python versions: Ray refuses to connect them (ray/_private/utils.py
     # check_version_info: "Version mismatch: The cluster was started with: Ray: ... Python: ...").
     Rule("version_mismatch", re.compile(r"Version mismatch: [Tt]he cluster was started with"), BEFORE_START),
@@ -227,7 +237,10 @@ RULES: tuple[Rule, ...] = (
     Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
                                     r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path"),
     # Not a bare "trust_remote_code=True": the engine's config line prints that when it is set.
-    Rule("remote_code_required", re.compile(r"(?:setting|pass the argument|set the option) `?trust_remote_code=True"
+    Rule("remote_code_required", re.compile(r"(?:setting|pass(?:ing)? the argument|set the option) "
+                                            r"[`']?trust_remote_code=[Tt]rue"
+                                            # transformers dynamic_module_utils.py resolve_trust_remote_code (4.3x)
+                                            r"|contains custom code which must be executed to correctly load"
                                             r"|requires you to execute the (?:configuration|modeling) file"
                                             r"|Failed to load the model config\. If the model is a custom model"),
          BEFORE_START),
@@ -254,5 +267,6 @@ RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "Available KV cache memory: -", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
     "Cannot provide a placement group", "Current node has no GPU", "Version mismatch", "Watchdog caught",
     "ncclRemoteError", "network error",
-    "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError",
+    "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
+    "placement group bundle index",
 )))

@@ -108,7 +108,16 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
         "does_not_help": list(advice.does_not_help),
         "next_step": _step_dict(step) if isinstance(step, Step) else None,
         "no_step_reason": step.reason if isinstance(step, Stop) else None,
+        # How sure the reading is (diagnose/certainty.py): the template matched, where the stage came from,
+        # and for `unknown` the best candidate below the bar (never acted on).
+        "confidence": d.confidence,
+        "template": d.template,
+        "stage_from": d.stage_from,
+        "hint": {"class": d.hint[0], "why": d.hint[1]} if d.hint else None,
     }
+    if d.cls == "preflight_failed":
+        doc["failed_checks"] = list(d.context.get("failed_checks", []))
+        doc["fixes"] = dict(d.context.get("fixes", {}))
     return json.dumps(doc, indent=2)
 
 
