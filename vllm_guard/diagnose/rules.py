@@ -205,6 +205,10 @@ RULES: tuple[Rule, ...] = (
     Rule("too_few_gpus", re.compile(r"Cannot provide a placement group of placement_group_specs=.{0,4000}? within "
                                     r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
          numbers=lambda m: {**numbers_of(m, "timeout_s"), **_bundle_gpus(m.group(0))}),
+    # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
+    # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).
+    Rule("too_few_gpus", re.compile(r"Ray does not allocate any GPUs on the driver node"), BEFORE_START,
+         detail="ray_head_without_gpu"),
     # Ray's own check of a bundle index (ray/util/placement_group.py, check_placement_group_index): vLLM's
     # workers asked for more bundles than the placement group has (OpenRLHF #728).
     Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "
@@ -268,5 +272,5 @@ RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "Cannot provide a placement group", "Current node has no GPU", "Version mismatch", "Watchdog caught",
     "ncclRemoteError", "network error",
     "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
-    "placement group bundle index",
+    "placement group bundle index", "Ray does not allocate",
 )))
