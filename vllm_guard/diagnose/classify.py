@@ -296,14 +296,18 @@ def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, s
                ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
-    if not download:
-        return None
+    ready = any(_READY.search(line.text) for line in lines)
     for line in lines:
         if "free disk space" in line.text:
             m = _DISK_WARNING.search(line.text)
             if m:
                 numbers = (numbers_of(m, "expected_file_mb", "free_disk_mb")
                            or {"free_disk_mb": float(m.group("free_mb"))})
+                # Without the download's traceback, only a file that cannot fit in a start that never got
+                # ready: huggingface_hub warns (and goes on) when statvfs may be wrong (llm-d #857).
+                short = numbers.get("free_disk_mb", 1.0) < numbers.get("expected_file_mb", 0.0)
+                if not download and (ready or not short):
+                    continue
                 evidence = (*_last_errors(lines, tbs, 3), f"supporting: {_cut(line.text)}")
                 return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx,
                                  confidence="medium", template=certainty.DISK_WARNING_SOURCE,

@@ -112,7 +112,10 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
     if i + 1 >= len(lines):
         return None
     line, nxt = lines[i], lines[i + 1]
-    if nxt.proc != line.proc or nxt.n != line.n + 1 or len(line.text) < 60 or line.text.endswith((".", ":", ")")):
+    # A terminal that hard-wraps a prefixed line writes the rest without the prefix ("(EngineCore pid=316) ...
+    # (4.26 GiB KV cach" / "e is needed, ..."): an unprefixed next line may continue a prefixed one.
+    if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 or len(line.text) < 60 \
+            or line.text.endswith((".", ":", ")")):
         return None
     if _NEW_RECORD.match(nxt.text):
         return None
