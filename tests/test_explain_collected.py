@@ -149,3 +149,14 @@ def test_accuracy_on_all_the_real_logs_together() -> None:
     assert sum(r.right for r in failures) >= 0.95 * len(failures), wrong
     assert sum(r.confident_error for r in failures) <= 1, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
+
+
+def test_every_rule_cites_where_its_message_comes_from() -> None:
+    from vllm_guard.diagnose.catalogue import SOURCES
+    from vllm_guard.diagnose.rules import RULES
+
+    assert all(r.source in SOURCES.values() for r in RULES), [r.pattern.pattern[:60] for r in RULES
+                                                               if r.source not in SOURCES.values()]
+    assert set(SOURCES.values()) <= {r.source for r in RULES}  # no entry without a rule
+    d = classify(_collected("c003-kv_cache_too_small.log"))
+    assert d.template == SOURCES["kv_too_small"]
