@@ -160,3 +160,22 @@ def test_every_rule_cites_where_its_message_comes_from() -> None:
     assert set(SOURCES.values()) <= {r.source for r in RULES}  # no entry without a rule
     d = classify(_collected("c003-kv_cache_too_small.log"))
     assert d.template == SOURCES["kv_too_small"]
+
+
+def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
+    """rules_for() tries a rule only on lines holding a word its pattern spells: over every line of every
+    fixture and real log (and each joined wrapped pair), no rule that matches is left out."""
+    from vllm_guard.diagnose import logread
+    from vllm_guard.diagnose.rules import RULES, rules_for
+
+    texts = [p.read_text(errors="replace") for p in [*(DATA / "logs").glob("*.log"),
+                                                      *(DATA / "real-logs").glob("*/*.log")]]
+    missed = []
+    for text in texts:
+        lines = logread.read(text)
+        for i, line in enumerate(lines):
+            nxt = lines[i + 1].text if i + 1 < len(lines) else ""
+            for candidate in (line.text, f"{line.text} {nxt}", line.text + nxt):
+                picked = rules_for(candidate) or ()
+                missed += [(candidate[:80], r.cls) for r in RULES if r not in picked and r.pattern.search(candidate)]
+    assert missed == []

@@ -10,8 +10,9 @@ with confidence "none", and at most a hint: a candidate class and why, which the
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from vllm_guard.diagnose import logread
 from vllm_guard.diagnose.logread import LogLine
@@ -51,6 +52,38 @@ def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
         if funcs & names:
             return stage
     return None
+
+
+def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | None]:
+    """(process, line index) -> the stage of the earliest traceback of that process around the line whose
+    frames name one. A traceback the paste cut (no exception) counts from its start to the end of the log.
+    Looked up by bisection: a log of a million OOM tracebacks stays linear (issue 28)."""
+    closed: dict[str, list[tuple[int, int, str]]] = {}
+    first_open: dict[str, tuple[int, str]] = {}
+    for tb in tbs:
+        stage = stage_of_frames(tb.frames)
+        if stage is None:
+            continue
+        if tb.exception is None:
+            if tb.proc not in first_open:
+                first_open[tb.proc] = (tb.first, stage)
+        else:
+            closed.setdefault(tb.proc, []).append((tb.first, tb.exception, stage))
+    starts_of = {proc: [c[0] for c in spans] for proc, spans in closed.items()}
+
+    def lookup(proc: str, i: int) -> str | None:
+        found: tuple[int, str] | None = None
+        spans = closed.get(proc)
+        if spans:
+            k = bisect.bisect_right(starts_of[proc], i) - 1
+            if k >= 0 and spans[k][1] >= i:
+                found = (spans[k][0], spans[k][2])
+        opened = first_open.get(proc)
+        if opened is not None and opened[0] <= i and (found is None or opened[0] < found[0]):
+            found = opened
+        return found[1] if found else None
+
+    return lookup
 
 
 # Ray's text when a worker dies without a reason (ray/_private/worker.py): it lists the OOM killer first.

@@ -17,6 +17,32 @@ from typing import NamedTuple
 MAX_LINE_CHARS = 16384  # longer than any line vLLM writes (its config dump is ~4 KiB); the rest is ignored
 
 
+def any_of(words: tuple[str, ...] | list[str]) -> re.Pattern[str]:
+    """A regex that finds any of the literal words, built as a trie ("F(?:ree memory|ailed to load)|...").
+
+    Python's re tries the branches of a plain alternation one by one at every position of a line; a trie
+    tries one branch per first character, so a prefilter over 80 words costs a few steps per character, not
+    80 (the million-line log of issue 28). It finds the same words as the alternation, longest first.
+    """
+    trie: dict[str, dict] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, dict]) -> str:
+        ends = "" in node
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch != ""]
+        if not branches:
+            return ""
+        if len(branches) == 1 and not ends:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if ends else "")
+
+    return re.compile(build(trie))
+
+
 class LogLine(NamedTuple):
     n: int  # 1-based line number in the input
     proc: str  # vLLM's process name from "(EngineCore_DP0 pid=7)", or ""

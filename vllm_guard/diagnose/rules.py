@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose.catalogue import SOURCES
-from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, any_of
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
 
 SIGKILL, SIGBUS = 9, 7
@@ -277,7 +277,7 @@ RULES: tuple[Rule, ...] = (
 
 # Cheap prefilters: a line without one of these words cannot match a rule, a stage marker or a
 # setting, so a 100k-line log is scanned by three regexes, not forty.
-RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
+_WORDS = (
     "Free memory on device", "max seq len", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
@@ -292,4 +292,21 @@ RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "ncclRemoteError", "network error",
     "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
     "placement group bundle index", "Ray does not allocate",
-)))
+)
+RULE_WORDS = any_of(_WORDS)
+# Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
+# is tried on every candidate line): a log of a million error lines costs one findall per line, not forty
+# searches (issue 28). tests/test_explain_collected.py checks the dispatch against trying every rule.
+_BY_WORD: dict[str, tuple[int, ...]] = {w: tuple(i for i, r in enumerate(RULES) if w in r.pattern.pattern)
+                                        for w in _WORDS}
+_ALWAYS = tuple(i for i, r in enumerate(RULES) if not any(w in r.pattern.pattern for w in _WORDS))
+
+
+def rules_for(text: str) -> tuple[Rule, ...] | None:
+    """The rules that can match a line, in the table's order; None when the line holds no word of the
+    prefilter (it can match no rule, and says nothing of an exit or a kill either)."""
+    words = set(RULE_WORDS.findall(text[:MAX_LINE_CHARS]))
+    if not words:
+        return None
+    picked = set(_ALWAYS).union(*(_BY_WORD[w] for w in words))
+    return tuple(RULES[i] for i in sorted(picked))
