@@ -176,6 +176,6 @@ def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
         for i, line in enumerate(lines):
             nxt = lines[i + 1].text if i + 1 < len(lines) else ""
             for candidate in (line.text, f"{line.text} {nxt}", line.text + nxt):
-                picked = rules_for(candidate) or ()
+                picked = rules_for(logread.body(candidate)) or ()  # what classify passes it
                 missed += [(candidate[:80], r.cls) for r in RULES if r not in picked and r.pattern.search(candidate)]
     assert missed == []

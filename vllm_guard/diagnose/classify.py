@@ -242,7 +242,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             key = (lines[i].proc, body if body is text else "\x00" + body, frame_stage(lines[i].proc, i))
             if key in tried:
                 continue
-            rules = rules_for(text)
+            rules = rules_for(body)  # no rule word lives in vLLM's logging prefix: read the body only
             if rules is None or not any(rule.when for rule in rules):
                 tried.add(key)
             if rules is None:
@@ -432,7 +432,8 @@ def _first_exception(lines: list[LogLine]) -> str | None:
     """The first exception line that is not a wrapper; a repeated line is judged once (a crash loop)."""
     seen: set[str] = set()
     for line in lines:
-        body = logread.body(line.text)
+        # an approximate body (after the first "] "): it only decides which line is shown, never a class
+        body = line.text.partition("] ")[2] or line.text
         if body in seen:
             continue
         seen.add(body)

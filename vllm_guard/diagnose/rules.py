@@ -305,8 +305,16 @@ _ALWAYS = tuple(i for i, r in enumerate(RULES) if not any(w in r.pattern.pattern
 def rules_for(text: str) -> tuple[Rule, ...] | None:
     """The rules that can match a line, in the table's order; None when the line holds no word of the
     prefilter (it can match no rule, and says nothing of an exit or a kill either)."""
-    words = set(RULE_WORDS.findall(text[:MAX_LINE_CHARS]))
+    words = frozenset(RULE_WORDS.findall(text[:MAX_LINE_CHARS]))
     if not words:
         return None
-    picked = set(_ALWAYS).union(*(_BY_WORD[w] for w in words))
-    return tuple(RULES[i] for i in sorted(picked))
+    picked = _PICKED.get(words)
+    if picked is None:
+        ids = set(_ALWAYS).union(*(_BY_WORD[w] for w in words))
+        picked = tuple(RULES[i] for i in sorted(ids))
+        if len(_PICKED) < 4096:  # bounded: a hostile log cannot grow it
+            _PICKED[words] = picked
+    return picked
+
+
+_PICKED: dict[frozenset[str], tuple[Rule, ...]] = {}  # the word sets seen (real logs: a few dozen)
