@@ -122,3 +122,19 @@ def test_a_next_step_without_a_value_is_rendered() -> None:
     for extra in ((), ("--json",)):
         code, out, err = _explain(text, *extra)
         assert code == 0 and "oom_profiling" in out, err
+
+
+def test_a_prefix_on_every_line_changes_no_class() -> None:
+    """Every fixture of tests/data/logs under each prefix (the guard's own report and argparse's anchored
+    'error:' included): the same class as without it."""
+    from vllm_guard.diagnose.classify import classify
+
+    changed = []
+    for path in sorted((DATA / "logs").glob("*.log")):
+        text = path.read_text()
+        want = classify(text).cls
+        for prefix in PREFIXES[1:]:
+            got = classify("\n".join(prefix + line for line in text.split("\n"))).cls
+            if got != want:
+                changed.append((path.name, prefix, want, got))
+    assert changed == []

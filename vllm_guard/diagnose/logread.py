@@ -76,6 +76,7 @@ _NOISE = re.compile(
     r"^(?:\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}Z?\] ?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[.,\d]{0,10}(?:Z|[+-]\d\d:?\d\d)?(?: \| | (?:stdout|stderr) [FP] |\s))"
     r"|^(?:stdout|stderr) [FP] "
+    r"|^\[pod/[\w.-]{1,253}/[\w.-]{1,253}\] "  # kubectl logs --prefix
     r"|^[\w.-]{1,64}\s{1,32}\| "
     r"|^\[rank\d{1,5}\]: "
     r"|^> ?"
