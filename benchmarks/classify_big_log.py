@@ -5,8 +5,8 @@ seconds, under 10 s).
 - a million error lines of a crash loop (the same error, the time changing), the KV failure last;
 - a million error lines that all differ (a counter in each message), so that no line is read twice;
 - a million lines of OOM tracebacks (frames and the exception, repeated);
-- `vllm-guard explain FILE` (in-process) on the crash-loop file: it reads the last 64 MiB
-  (safefile.LOG_TAIL_BYTES), parses and renders.
+- `vllm-guard explain FILE` (in-process) on the crash-loop file, the all-different one and a million short
+  error lines (65 MiB): it reads the last 64 MiB (safefile.LOG_TAIL_BYTES), parses and renders.
 
 Run: python benchmarks/classify_big_log.py [RUNS] [LINES]   (medians over RUNS runs, default 3; LINES 1,000,000)
 """
@@ -54,6 +54,11 @@ def distinct_errors(lines: int) -> str:
                      for i in range(lines)) + "\n"
 
 
+def short_errors(lines: int) -> str:
+    """A million short error lines, all different: 65 MiB, so `explain FILE` reads nearly all of them."""
+    return "\n".join(f"ERROR {_time(i)} [core.py:866] RuntimeError: step {i} failed" for i in range(lines)) + "\n"
+
+
 def oom_tracebacks(lines: int) -> str:
     block = ["(EngineCore_DP0 pid=7) ERROR 11-29 06:00:00 [core.py:866] Traceback (most recent call last):",
              '(EngineCore_DP0 pid=7) ERROR 11-29 06:00:00 [core.py:866]   File "/vllm/v1/worker/gpu_model_runner.py",'
@@ -88,7 +93,8 @@ def main() -> None:
         print(f"classify {name} ({len(text) / 2**20:.0f} MiB): median {took:.2f} s")
         del text
     with tempfile.TemporaryDirectory() as tmp:
-        for name, build, expected in (("crash loop", crash_loop, 0), ("all-different errors", distinct_errors, 7)):
+        for name, build, expected in (("crash loop", crash_loop, 0), ("all-different errors", distinct_errors, 7),
+                                      ("short all-different errors", short_errors, 7)):
             path = Path(tmp) / "big.log"
             path.write_text(build(big))
 

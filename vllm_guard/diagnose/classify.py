@@ -199,6 +199,8 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
     out = [text]
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
+    if len(text) < 60:  # too short to have been wrapped (logread.continuation's own first test)
+        return out
     nxt = logread.continuation(lines, i)
     if nxt is not None:
         # a terminal cuts mid-word and keeps the space; a person re-wrapping a line drops it
@@ -220,7 +222,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             stage = marker
         stage_at.append(stage)
     final_stage = stage
-    if final_stage == BEFORE_START and any(guard_report.is_report_line(line.text) for line in lines):
+    if final_stage == BEFORE_START and any(line.text.startswith(guard_report.STARTS) and
+                                           guard_report.is_report_line(line.text) for line in lines):
         report = guard_report.failed_preflight(lines)
         if report is not None:  # the guard refused to start vLLM: its own report, not a vLLM failure
             checks, evidence = report

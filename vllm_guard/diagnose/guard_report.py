@@ -25,9 +25,12 @@ NOT_STARTED = "vllm-guard: preflight failed"
 SOURCE = "vllm-guard's own preflight report (report/check.py: 'verdict: FAIL', '  FAIL check.id: fix')"
 
 
+STARTS = ("vllm-guard check ", "verdict: ", NOT_STARTED)
+
+
 def is_report_line(text: str) -> bool:
     """A line of the guard's preflight report (its header, its verdict or the refusal to start)."""
-    return text.startswith(("vllm-guard check ", "verdict: ", NOT_STARTED)) and (
+    return text.startswith(STARTS) and (
         HEADER.match(text) is not None or VERDICT.match(text) is not None or text.startswith(NOT_STARTED))
 
 

@@ -144,9 +144,13 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
     if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 or len(line.text) < 60 \
             or line.text.endswith((".", ":", ")")):
         return None
-    if _NEW_RECORD.match(nxt.text):
+    if nxt.text.startswith(_RECORD_STARTS) or _NEW_RECORD.match(nxt.text):
         return None
     return nxt
+
+
+# the commonest starts of _NEW_RECORD, tested first without the regex
+_RECORD_STARTS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", " ", "[", "(")
 
 
 # --- tracebacks ------------------------------------------------------------------------
