@@ -113,7 +113,8 @@ def _strip_prefixes(line: str) -> tuple[str, str, str]:
 
 def read(text: str) -> list[LogLine]:
     """The log's non-empty lines: prefixes, colours, control characters and progress-bar redraws removed."""
-    out = []
+    out: list[LogLine] = []
+    append, make = out.append, tuple.__new__  # a million lines: the per-line overhead is the cost (issue 28)
     for n, raw in enumerate(text.split("\n"), 1):
         # tqdm redraws a bar with \r; the last segment is what a terminal shows
         line = raw.rstrip("\r").rsplit("\r", 1)[-1] if "\r" in raw else raw
@@ -121,9 +122,12 @@ def read(text: str) -> list[LogLine]:
         line = _ANSI.sub("", line) if "\x1b" in line else line
         if not line.isprintable():  # NUL, bell, stray escapes: never echoed as evidence
             line = _CONTROL.sub("", line)
-        proc, source, line = _strip_prefixes(line)
-        if line.strip():
-            out.append(LogLine(n, proc, line.rstrip(), source))
+        if line[:1] in _PREFIX_START and not line.startswith(_LEVELS):
+            proc, source, line = _strip_prefixes(line)
+        else:  # a bare record ("ERROR 11-29 ...", "Traceback ..."): nothing to take off
+            proc = source = ""
+        if line and not line.isspace():
+            append(make(LogLine, (n, proc, line.rstrip(), source)))
     return out
 
 
