@@ -1,6 +1,6 @@
 """The memory model against real start-ups: predicted beside what vLLM reported (issue 18).
 
-Reads ``../shared/data/real-logs/startups/index.json`` (27 successful start-ups from public reports,
+Reads ``tests/data/real-logs/startups/index.json`` (27 successful start-ups from public reports,
 each with vLLM's own figures and the settings it ran with), runs the guard's memory model
 (`vllm_guard.preflight.memory.estimate`) on the bundled facts of each start-up's model, and prints, per
 quantity, predicted against reported with the error in percent, the median and the worst, and the
@@ -40,7 +40,7 @@ from vllm_guard.probes import model_config  # noqa: E402
 from vllm_guard.probes.model import _bundled  # noqa: E402
 
 GIB = 2**30
-STARTUPS = ROOT.parent / "shared" / "data" / "real-logs" / "startups"
+STARTUPS = ROOT / "tests" / "data" / "real-logs" / "startups"
 
 # Start-up -> (bundled facts, why that entry, weight format). Matched by hand from the index's `model`
 # field and the log's own lines; a start-up not listed is one the guard cannot model offline (SKIPPED).

@@ -96,6 +96,12 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
     "remote_code_required_custom_config.log": ("remote_code_required", "before_start", {}, None, None),
     "unsupported_architecture.log": ("unsupported_architecture", "before_start", {}, None, None),
     "startup_timeout_engine_core.log": ("startup_timeout", "weight_loading", {}, (None, None), None),
+    # A bare CUDA OOM with no frames and no stage line (studio-dots-ai/dots.ocr #196, as pasted): an OOM, stage unknown.
+    "gpu_oom_bare_torch_no_frames.log": ("gpu_oom", "unknown", {"tried_to_allocate_gib": 74.16, "free_gib": 29.89},
+                                         None, None),
+    # The guard's own output: `vllm-guard serve profiles/llama-3.1-8b-full-context.toml --machine
+    # profiles/machines/t4-16gb.json` (exit 4), captured as it printed it.
+    "preflight_failed_guard_serve_t4.log": ("preflight_failed", "before_start", {"failed_checks": 2}, None, None),
     # Traps: each looks like something it is not.
     "trap_internal_zmq_port_busy_api_port_free.log": ("unknown", "weight_loading", {}, None, None),
     "trap_torch_distributed_port_busy.log": ("unknown", "weight_loading", {}, None, None),

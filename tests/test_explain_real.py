@@ -1,7 +1,8 @@
-"""`explain` on logs as they are really pasted (../shared/data/real-logs) and on journals of several starts.
+"""`explain` on logs as they are really pasted (tests/data/real-logs) and on journals of several starts.
 
-The shared logs are users' pastes from public issue reports, labelled in their index.json; they are read
-as they are, never edited. CI runs with a copy of shared/ beside the clone; without it those tests skip.
+The real logs are users' pastes from public issue reports, labelled in their index.json; they are read
+as they are, never edited. They live in the repository (copied from the team's shared set), so a clone
+runs these tests as they are.
 """
 
 from __future__ import annotations
@@ -19,10 +20,7 @@ from vllm_guard.diagnose import logread
 from vllm_guard.diagnose.classify import classify, starts
 
 LOGS = DATA / "logs"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REAL = SHARED / "data/real-logs"
-needs_shared = pytest.mark.skipif(not (REAL / "failures/index.json").is_file(),
-                                  reason=f"the shared real logs are not at {REAL} (CI puts shared/ beside the clone)")
+REAL = DATA / "real-logs"
 
 # Logs whose failure is not in the paste (their index notes say so): `unknown` is the honest answer.
 NOT_IN_THE_LOG = {
@@ -41,11 +39,11 @@ def _benchmark():  # the same evaluation as benchmarks/classify_real_logs.py
     return classify_real_logs
 
 
-@needs_shared
 def test_accuracy_on_the_shared_real_failures() -> None:
     """The threshold is what the classifier reaches with no label bent: every log whose paste holds
     its failure is right, and a wrong class is never given with confidence."""
-    failures, startups = _benchmark().evaluate(SHARED)
+    failures, startups = _benchmark().evaluate(REAL)
+    failures = [r for r in failures if r.part == "failures"]
     assert len(failures) == 48
     wrong = [(r.file, r.label, r.got) for r in failures if not r.right]
     assert not [w for w in wrong if w[2] != "unknown"], wrong  # no confident error
@@ -54,7 +52,6 @@ def test_accuracy_on_the_shared_real_failures() -> None:
     assert [r.file for r in startups if r.got != "unknown"] == []  # a success never gets a failure class
 
 
-@needs_shared
 @pytest.mark.parametrize(("name", "cls", "stage", "numbers"), [
     # terminal-wrapped by its author, on a unified-memory GB10
     ("004-gpu_busy.log", "gpu_busy", "before_start", {"free_gib": 110.73, "total_gib": 121.63, "requested_gib": 111.9}),
@@ -81,13 +78,11 @@ def test_real_shapes(name: str, cls: str, stage: str, numbers: dict) -> None:
         assert d.numbers.get(key) == value, (key, d.numbers)
 
 
-@needs_shared
 def test_supporting_evidence_is_marked() -> None:
     d = classify((REAL / "failures/045-disk_full.log").read_text())
     assert any(e.startswith("supporting: ") and "free disk space" in e for e in d.evidence)
 
 
-@needs_shared
 @pytest.mark.parametrize("name", sorted(NOT_IN_THE_LOG))
 def test_a_log_without_its_failure_stays_unknown(name: str) -> None:
     assert classify((REAL / "failures" / name).read_text()).cls == "unknown", NOT_IN_THE_LOG[name]

@@ -37,11 +37,13 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
         raise UsageError("the log is empty: nothing to diagnose")
     found = split_starts(text, exit_status=args.exit_status)
     chosen = last_failed(found)
+    n_starts = sum(s.kind == "vllm" for s in found)  # the guard's preflight reports are not starts of vLLM
     docs = []
     for start in found:
         step = ladder.next_step(start.diagnosis, ladder.settings_from_log(start.diagnosis))
         doc = json.loads(explain_json(start.diagnosis, step))
-        doc.update({"start": start.number, "starts": len(found), "lines": [start.first_line, start.last_line],
+        doc.update({"start": start.number if start.kind == "vllm" else None, "starts": n_starts,
+                    "kind": start.kind, "lines": [start.first_line, start.last_line],
                     "failed": start.failed, "diagnosed": start is chosen})
         docs.append((start, step, doc))
     if args.json:
@@ -52,10 +54,14 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
             for start, step, _ in docs:
                 d = start.diagnosis
                 state = d.cls if start.failed or d.cls != "unknown" else "no failure seen"
-                change = (f"next: {toml_line(step.param, step.value)}" if isinstance(step, ladder.Step) and step.param
-                          else "next: no change" if isinstance(step, ladder.Step) else "next: none")
+                if isinstance(step, ladder.Step):
+                    change = f"next: {toml_line(str(step.param), step.value)}" if step.change else "next: no change"
+                else:
+                    change = "next: none"
                 mark = "  <- diagnosed below" if start is chosen else ""
-                stdout.write(f"start {start.number}/{len(found)} (lines {start.first_line}-{start.last_line}): "
+                what = (f"start {start.number}/{n_starts}" if start.kind == "vllm"
+                        else "guard preflight report (not a start)")
+                stdout.write(f"{what} (lines {start.first_line}-{start.last_line}): "
                              f"{state} during {STAGE_NAMES.get(d.stage, d.stage)}; {change}{mark}\n")
             stdout.write("\n")
         step = next(step for s, step, _ in docs if s is chosen)

@@ -11,20 +11,21 @@ sends the ladder the wrong way.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.diagnose import logread
+from vllm_guard.diagnose import certainty, guard_report, logread
 from vllm_guard.diagnose.logread import LogLine
-from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, KV_CACHE, LOADING, PROFILING, STAGES, stage_of
-from vllm_guard.diagnose.rules import RULE_WORDS, RULES, SIGBUS, SIGKILL, numbers_of, placement_numbers
+from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING, PROFILING, STAGES, stage_of
+from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule, numbers_of, placement_numbers, rules_for
 
 CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom_profiling", "oom_cudagraph",
            "host_oom", "shm_exhausted", "tp_indivisible", "dtype_unsupported", "quant_unsupported",
            "max_len_exceeds_model", "too_few_gpus", "port_in_use", "disk_full", "model_access",
            "remote_code_required", "unsupported_architecture", "startup_timeout", "usage_error", "network",
-           "version_mismatch", "unknown")
+           "version_mismatch", "gpu_oom", "preflight_failed", "unknown")
+UNKNOWN_STAGE = "unknown"  # a stage the log does not show (a bare CUDA OOM pasted without frames)
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -35,6 +36,13 @@ class Diagnosis:
     exit_signal: int | None = None
     detail: str | None = None  # a more specific reading within the class (e.g. "profiling assertion")
     context: dict[str, Any] = field(default_factory=dict)  # settings read from the log (max_model_len, ...)
+    # How sure the reading is (certainty.py): "high", "medium", or "none" for unknown; the template that
+    # matched (its source in vLLM, PyTorch, NCCL ...), where the stage came from, and for unknown the best
+    # candidate below the bar as (class, why), never acted on.
+    confidence: str = "high"
+    template: str | None = None
+    stage_from: str | None = None
+    hint: tuple[str, str] | None = None
 
 
 # --- cleaning (logread.py reads the structure) ---------------------------------------
@@ -45,8 +53,8 @@ EVIDENCE_CHARS = 500
 def clean_lines(text: str) -> list[tuple[str, str]]:
     """(process, line) pairs: prefixes, colours and progress-bar redraws removed."""
     return [(line.proc, line.text) for line in logread.read(text)]
-_CONTEXT_WORDS = re.compile(r"port|max model len|max_seq_len|max_num|gpu_memory_utilization|enforce_eager|"
-                            r"kv_cache_dtype|Enforce eager|Starting vLLM server")
+_CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_num", "gpu_memory_utilization",
+                                 "enforce_eager", "kv_cache_dtype", "Enforce eager", "Starting vLLM server"))
 
 # Wrappers: they say that something failed, never what. Never decisive.
 WRAPPERS = re.compile(r"Engine core initialization failed|WorkerProc initialization failed|EngineCore failed to "
@@ -84,11 +92,15 @@ _DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_
 _KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
 
 
+_NOT_PROGRESS = ("ERROR", "  File ", "    ")  # error records and traceback lines: no stage, no setting
+
+
 def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
     """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
     ctx: dict[str, Any] = {}
     for line in (entry.text for entry in lines):
-        if not _CONTEXT_WORDS.search(line):
+        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
+        if line.startswith(_NOT_PROGRESS) or not _CONTEXT_WORDS.search(line):
             continue
         for pattern, key in _CONTEXT:
             m = pattern.search(line)
@@ -127,6 +139,8 @@ class Start:
     last_line: int
     diagnosis: Diagnosis
     failed: bool  # an error, a traceback, a signal or a class: not a start that is still running or ready
+    # "vllm", or "preflight": the guard's own preflight report, which is not a start of vLLM
+    kind: str = "vllm"
 
 
 def starts(text: str, *, exit_status: int | None = None) -> list[Start]:
@@ -134,12 +148,22 @@ def starts(text: str, *, exit_status: int | None = None) -> list[Start]:
     lines = logread.read(text)
     bounds = logread.segments(lines) if lines else [(0, 0)]
     out = []
-    for number, (a, b) in enumerate(bounds, 1):
+    number = 0
+    for index, (a, b) in enumerate(bounds, 1):
         part = lines[a:b]
-        last = number == len(bounds)
+        last = index == len(bounds)
         diagnosis, failed = _classify_start(part, exit_status if last else None)
-        out.append(Start(number, part[0].n if part else 0, part[-1].n if part else 0, diagnosis, failed))
+        report = diagnosis.cls == "preflight_failed" or _passed_report(part)
+        number += 0 if report else 1
+        out.append(Start(0 if report else number, part[0].n if part else 0, part[-1].n if part else 0, diagnosis,
+                         failed, "preflight" if report else "vllm"))
     return out
+
+
+def _passed_report(lines: list[LogLine]) -> bool:
+    """A segment that is only the guard's preflight report (it passed: vLLM starts in the next segment)."""
+    return any(line.text.startswith("verdict: ") and guard_report.VERDICT.match(line.text) for line in lines) and \
+        not any(stage_of(line.text) for line in lines)
 
 
 def last_failed(found: list[Start]) -> Start:
@@ -160,8 +184,13 @@ def _classify_start(lines: list[LogLine], exit_status: int | None) -> tuple[Diag
     d = _diagnose(lines, exit_status)
     if d.cls != "unknown" or d.exit_signal is not None:
         return d, True
-    ready = any(_READY.search(line.text) for line in lines)
-    return d, not ready and any(_FAILED.search(line.text) for line in lines)
+    return d, not _ready(lines) and any(_FAILED.search(line.text) for line in lines)
+
+
+def _ready(lines: list[LogLine]) -> bool:
+    """vLLM said it serves (the two substrings first: a million lines cost a substring test each)."""
+    return any(("startup complete" in line.text or "Starting vLLM server" in line.text)
+               and _READY.search(line.text) for line in lines)
 
 
 def _candidates(lines: list[LogLine], i: int) -> list[str]:
@@ -170,6 +199,8 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
     out = [text]
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
+    if len(text) < 60:  # too short to have been wrapped (logread.continuation's own first test)
+        return out
     nxt = logread.continuation(lines, i)
     if nxt is not None:
         # a terminal cuts mid-word and keeps the space; a person re-wrapping a line drops it
@@ -185,43 +216,72 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     stage = BEFORE_START
     stage_at: list[str] = []
     for line in lines:
-        marker = stage_of(line.text)
+        # vLLM's progress lines are INFO records; its error records and traceback lines never mark a stage
+        marker = None if line.text.startswith(_NOT_PROGRESS) else stage_of(line.text)
         if marker is not None and STAGES.index(marker) > STAGES.index(stage):
             stage = marker
         stage_at.append(stage)
     final_stage = stage
+    if final_stage == BEFORE_START and any(line.text.startswith(guard_report.STARTS) and
+                                           guard_report.is_report_line(line.text) for line in lines):
+        report = guard_report.failed_preflight(lines)
+        if report is not None:  # the guard refused to start vLLM: its own report, not a vLLM failure
+            checks, evidence = report
+            return Diagnosis("preflight_failed", BEFORE_START, {"failed_checks": len(checks["failed_checks"])},
+                             evidence, _signal_of(exit_status), ", ".join(checks["failed_checks"]) or None,
+                             {**ctx, **checks}, template=guard_report.SOURCE, stage_from=certainty.MESSAGE)
     tbs = logread.tracebacks(lines)
+    frame_stage = certainty.frame_stages(tbs)
     signal = _signal_of(exit_status)
+    fallback: list[Diagnosis] = []  # an OOM the log does not place: said when nothing decisive follows
+    # A line read before (same process, same text less vLLM's logging prefix of level, time and file:line,
+    # same traceback stage around it) decides nothing new: a crash loop's million identical errors cost a set
+    # lookup each (issue 28). Whether a prefix was there stays in the key, for the rules anchored at ^; the
+    # rules that read the lines around (`when`) are never skipped.
+    tried: set[tuple[str, str, str | None]] = set()
     for i in range(len(lines)):
         for text in _candidates(lines, i):
-            if not RULE_WORDS.search(text):
+            body = logread.body(text)
+            key = (lines[i].proc, body if body is text else "\x00" + body, frame_stage(lines[i].proc, i))
+            if key in tried:
+                continue
+            rules = rules_for(body)  # no rule word lives in vLLM's logging prefix: read the body only
+            if rules is None or not any(rule.when for rule in rules):
+                tried.add(key)
+            if rules is None:
                 continue
             m_exit = _EXIT_IN_LOG.search(text)
             if m_exit and signal is None:
                 signal = _signal_from_match(m_exit)
             if WRAPPERS.search(text):
                 break
-            found = _match(text, lines, i, ctx, stage_at, final_stage, tbs, signal)
+            found = _match(text, rules, lines, i, ctx, stage_at, final_stage, frame_stage, signal, fallback)
             if found is not None:
                 return found
+    if fallback:
+        return fallback[0]
     if signal == SIGKILL:
         # A SIGKILL alone does not say who sent it: the host's OOM killer (most likely while the weights
         # are read through host memory), `docker kill`, a watchdog or a person. Not a confident host_oom.
         note = ("vLLM was killed (SIGKILL): by the host OOM killer, `docker kill`, a watchdog or a person; "
                 "the log does not say which (look for 'Out of memory: Killed process' in dmesg or the journal)")
         return Diagnosis("unknown", final_stage, {"signal": SIGKILL}, (note, *_last_errors(lines, tbs, 4)), signal,
-                         "sigkill", ctx)
+                         "sigkill", ctx, confidence="none", stage_from=certainty.PROGRESS,
+                         hint=("host_oom", "a SIGKILL while loading is most often the host's OOM killer"))
     if signal == SIGBUS:
         return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, _last_errors(lines, tbs), signal,
-                         context=ctx)
+                         context=ctx, confidence="medium", template="the exit signal SIGBUS (7)",
+                         stage_from=certainty.PROGRESS)
     supported = _supported(lines, tbs, final_stage, signal, ctx)
     if supported is not None:
         return supported
-    return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx)
+    return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx, confidence="none",
+                     stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 
 
-def _match(text: str, lines: list[LogLine], i: int, ctx: dict[str, Any], stage_at: list[str], final_stage: str,
-           tbs: list[logread.Traceback], signal: int | None) -> Diagnosis | None:
+def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any], stage_at: list[str],
+           final_stage: str, frame_stage: Callable[[str, int], str | None], signal: int | None,
+           fallback: list[Diagnosis]) -> Diagnosis | None:
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
         numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}
@@ -229,21 +289,35 @@ def _match(text: str, lines: list[LogLine], i: int, ctx: dict[str, Any], stage_a
         if ray:
             numbers.update(numbers_of(ray, "worker_rss_gb", "node_used_gb", "node_total_gb"))
         evidence = (_cut(text), killed.group(0)) if killed and killed.group(0) not in text else (_cut(text),)
-        return Diagnosis("host_oom", _host_oom_stage(stage_at[i]), numbers, evidence, signal, context=ctx)
-    for rule in RULES:
+        return Diagnosis("host_oom", _host_oom_stage(stage_at[i]), numbers, evidence, signal, context=ctx,
+                         template=certainty.HOST_OOM_SOURCE, stage_from=certainty.PROGRESS)
+    for rule in rules:
         m = rule.pattern.search(text)
         if not m or (rule.when is not None and not rule.when(text, lines, i, ctx)):
             continue
+        if rule.cls == "oom" and fallback and frame_stage(lines[i].proc, i) is None:
+            continue  # an OOM the log does not place is already kept: its figures are not needed again
         numbers = rule.numbers(m) if rule.numbers else {}
         if rule.cls == "too_few_gpus" and "placement group" in text:
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
-            cls, at = _oom_class(_oom_stage(lines, i, stage_at, final_stage, tbs))
+            placed, how = _oom_stage(lines, i, stage_at, final_stage, frame_stage)
+            cls, at = _oom_class(placed)
             if cls == "unknown":
-                continue  # an OOM we cannot place: keep looking for a decisive line
-            return Diagnosis(cls, at, numbers, _evidence(lines, i, text), signal, context=ctx)
+                # A CUDA OOM is an OOM wherever it happened; without its stage the ladder cannot pick the
+                # change, so keep looking for a decisive line and say gpu_oom only when none comes.
+                if not fallback:
+                    at = UNKNOWN_STAGE if placed == BEFORE_START else placed
+                    fallback.append(Diagnosis("gpu_oom", at, numbers, _evidence(lines, i, text), signal,
+                                              context=ctx, confidence="medium", template=rule.source,
+                                              stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how))
+                continue
+            return Diagnosis(cls, at, numbers, _evidence(lines, i, text), signal, context=ctx,
+                             confidence="high" if how == certainty.FRAMES else "medium", template=rule.source,
+                             stage_from=how)
         at = rule.stage or stage_at[i]
-        return Diagnosis(rule.cls, at, numbers, _evidence(lines, i, text), signal, rule.detail, ctx)
+        return Diagnosis(rule.cls, at, numbers, _evidence(lines, i, text), signal, rule.detail, ctx,
+                         template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
     return None
 
 
@@ -251,56 +325,37 @@ def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, s
                ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
-    if not download:
-        return None
     for line in lines:
         if "free disk space" in line.text:
             m = _DISK_WARNING.search(line.text)
             if m:
                 numbers = (numbers_of(m, "expected_file_mb", "free_disk_mb")
                            or {"free_disk_mb": float(m.group("free_mb"))})
+                # Without the download's traceback, only a file that cannot fit in a start that never got
+                # ready: huggingface_hub warns (and goes on) when statvfs may be wrong (llm-d #857).
+                short = numbers.get("free_disk_mb", 1.0) < numbers.get("expected_file_mb", 0.0)
+                if not download and (not short or _ready(lines)):
+                    continue
                 evidence = (*_last_errors(lines, tbs, 3), f"supporting: {_cut(line.text)}")
-                return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx)
+                return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx,
+                                 confidence="medium", template=certainty.DISK_WARNING_SOURCE,
+                                 stage_from=certainty.FRAMES)
     return None
 
 
-# The functions in a traceback that say which stage raised (vLLM V0 to 0.33; the CUDA-graph ones first:
-# a capture runs dummy forward passes, and a profile run never runs inside a capture).
-_FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
-    (CUDA_GRAPH, frozenset(("capture_model", "_capture_cudagraphs", "capture_end", "capture_begin", "capture",
-                            "_capture_graphs", "capture_cudagraphs"))),
-    (PROFILING, frozenset(("profile_run", "_dummy_sampler_run", "_dummy_pooler_run", "determine_num_available_blocks",
-                           "determine_available_memory", "_profile_run"))),
-    (KV_CACHE, frozenset(("initialize_kv_cache", "_allocate_kv_cache", "allocate_kv_cache", "_init_cache_engine",
-                          "initialize_kv_cache_tensors", "_allocate_kv_cache_tensors", "init_cache_engine"))),
-    (LOADING, frozenset(("load_model", "load_weights", "create_weights", "make_layers", "get_model",
-                         "initialize_model", "_initialize_model", "_init_workers", "init_model"))),
-)
-
-
-def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
-    """The start-up stage a traceback's frames were in, or None when they do not say."""
-    funcs = {f.func for f in frames}
-    for stage, names in _FRAME_STAGES:
-        if funcs & names:
-            return stage
-    return None
 
 
 def _oom_stage(lines: list[LogLine], i: int, stage_at: list[str], final_stage: str,
-               tbs: list[logread.Traceback]) -> str:
-    """Where an OOM happened: its traceback's frames, else the stage the start had reached.
+               frame_stage: Callable[[str, int], str | None]) -> tuple[str, str]:
+    """Where an OOM happened, and how that is known: its traceback's frames, else the stage the start reached.
 
     stdout (the stage lines) and stderr (the traceback) interleave out of order in a pasted log, so
     the stage reached by the end of the start is a better guess than the stage above the OOM line.
     """
-    proc = lines[i].proc
-    for tb in tbs:
-        if tb.proc == proc and tb.first <= i and (tb.exception is None or tb.exception >= i):
-            stage = stage_of_frames(tb.frames)
-            if stage is not None:
-                return stage
-    return final_stage if STAGES.index(final_stage) > STAGES.index(stage_at[i]) else stage_at[i]
+    stage = frame_stage(lines[i].proc, i)
+    if stage is not None:
+        return stage, certainty.FRAMES
+    return (final_stage if STAGES.index(final_stage) > STAGES.index(stage_at[i]) else stage_at[i]), certainty.PROGRESS
 
 
 def _signal_from_match(m: re.Match[str]) -> int | None:
@@ -361,11 +416,30 @@ def _last_errors(lines: list[LogLine], tbs: list[logread.Traceback] | None = Non
     ``ValueError: ...``), and then wraps it several times ("Engine core initialization failed"):
     the exception of the deepest process that is not a wrapper is what the user needs to read.
     """
-    errors = [line.text for line in lines if _ERRORISH.search(line.text)]
-    tail = errors[-n:] if errors else [line.text for line in lines[-n:]]
+    # the last n error lines, read from the end; the first exception, read from the start (both stop early)
+    tail = []
+    for line in reversed(lines):
+        if _ERRORISH.search(line.text):
+            tail.append(line.text)
+            if len(tail) == n:
+                break
+    tail = tail[::-1] if tail else [line.text for line in lines[-n:]]
     ends = sorted((_depth(lines[t.exception].proc), t.exception) for t in tbs or ()
                   if t.exception is not None and not WRAPPERS.search(lines[t.exception].text))
-    root = lines[ends[0][1]].text if ends else next(
-        (text for text in errors if _EXCEPTION.search(text) and not WRAPPERS.search(text)), None)
+    root = lines[ends[0][1]].text if ends else _first_exception(lines)
     picked = ([root] if root is not None else []) + [t for t in tail if t != root]
     return tuple(_cut(text) for text in picked[:n])
+
+
+def _first_exception(lines: list[LogLine]) -> str | None:
+    """The first exception line that is not a wrapper; a repeated line is judged once (a crash loop)."""
+    seen: set[str] = set()
+    for line in lines:
+        # an approximate body (after the first "] "): it only decides which line is shown, never a class
+        body = line.text.partition("] ")[2] or line.text
+        if body in seen:
+            continue
+        seen.add(body)
+        if _ERRORISH.search(line.text) and _EXCEPTION.search(line.text) and not WRAPPERS.search(line.text):
+            return line.text
+    return None

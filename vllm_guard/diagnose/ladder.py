@@ -51,6 +51,11 @@ class Step:
     reason: str
     wait_for_gpu: bool = False
 
+    @property
+    def change(self) -> bool:
+        """A value to set: a parameter and its value (a step without a value is a start unchanged)."""
+        return self.param is not None and self.value is not None
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"param": self.param, "value": self.value, "reason": self.reason}
         if self.wait_for_gpu:
@@ -78,6 +83,8 @@ NOT_RELAXABLE = {
     "model_access": "the model cannot be read: a wrong id, a gated repository or a missing token",
     "remote_code_required": "the model needs --trust-remote-code, which the guard never adds on its own",
     "unsupported_architecture": "this vLLM does not support the model's architecture",
+    "gpu_oom": "the GPU ran out of memory at a stage the log does not show: the change depends on the stage",
+    "preflight_failed": "the guard's preflight refused to start vLLM: apply the failed checks' fixes to the profile",
     "first_request_failed": "vLLM answered /health but not its first request (see the evidence): no setting "
                             "the ladder changes fixes that",
     "usage_error": "vLLM refused its command line (an unknown option or a bad value): fix the profile or the "
@@ -184,13 +191,16 @@ def _shrink_batch(s: Settings, limits: Limits) -> Step | Stop:
         half = tokens // 2
         if half >= floor and half >= 1:
             return Step("max-num-batched-tokens", half, "halve the profiling batch: a smaller activation peak")
-    elif s.max_num_seqs is None:
-        return Step("max-num-batched-tokens", None, "halve --max-num-batched-tokens (its value is not in the log)")
     step = _halve_seqs(s)
     if step is not None:
         return step
     if not s.enforce_eager and limits.allow_enforce_eager:
         return Step("enforce-eager", True, "no CUDA-graph memory in the budget")
+    if tokens is None and s.max_num_seqs is None:
+        # A step is a value the guard can set: "half of a number the log does not show" is none (and a
+        # None value has no TOML spelling). Say what to halve instead.
+        return Stop("the log shows neither --max-num-batched-tokens nor --max-num-seqs: halve the one the "
+                    "profile sets, or set --max-num-batched-tokens explicitly and start again")
     return Stop("the batch is at its smallest and vLLM is already eager: a smaller or quantized model is needed")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vllm_guard.diagnose.logread import MAX_LINE_CHARS
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, any_of
 
 # Stages, in the order vLLM 0.33 goes through them (vllm-reference §3).
 BEFORE_START, LOADING, PROFILING, KV_CACHE, CUDA_GRAPH, API_SERVER = (
@@ -33,9 +33,9 @@ STAGE_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Graph capturing finished|init engine \(profile, create kv cache|Starting vLLM server on"
                 r"|Application startup complete|Supported tasks:"), API_SERVER),
 )
-_MARKER_WORDS = re.compile(r"load|Load|Using|Memory profiling|profile run|KV cache|blocks:|concurrency|Captur|"
-                           r"Compile and|Warming up model|"
-                           r"Graph capturing|init engine|Starting vLLM|startup complete|Supported tasks")
+_MARKER_WORDS = any_of(("load", "Load", "Using", "Memory profiling", "profile run", "KV cache", "blocks:",
+                        "concurrency", "Captur", "Compile and", "Warming up model", "Graph capturing", "init engine",
+                        "Starting vLLM", "startup complete", "Supported tasks"))
 
 
 def stage_of(line: str) -> str | None:
@@ -81,8 +81,8 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("graphs", re.compile(r"Graph capturing finished")),
     ("port", re.compile(r"Starting vLLM server on")),
 )
-_PHASE_WORDS = re.compile(r"Resolved arch|Initializing|took|Memory profiling|KV cache|Warming up done|# GPU blocks|"
-                          r"Graph capturing|Starting vLLM server|RayWorkerWrapper|in world size")
+_PHASE_WORDS = any_of(("Resolved arch", "Initializing", "took", "Memory profiling", "KV cache", "Warming up done",
+                       "# GPU blocks", "Graph capturing", "Starting vLLM server", "RayWorkerWrapper", "in world size"))
 
 
 def phases_of(line: str) -> tuple[str, ...]:

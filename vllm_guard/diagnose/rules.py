@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, any_of
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
 
 SIGKILL, SIGBUS = 9, 7
@@ -21,6 +22,9 @@ class Rule:
     detail: str | None = None
     numbers: Callable[[re.Match[str]], dict[str, Any]] | None = None
     when: Callable[[str, list[LogLine], int, dict[str, Any]], bool] | None = None
+    # Where the message comes from (the program, its file and the versions it was read in): shown with the
+    # diagnosis as the template it matched. Rules without one are listed in diagnose/catalogue.py.
+    source: str = ""
 
 
 def _bundle_gpus(text: str) -> dict[str, Any]:
@@ -113,135 +117,167 @@ def _api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, A
 RULES: tuple[Rule, ...] = (
     # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
     Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: (?P<message>.{1,500})"
-                                   r"|^(?:usage: )?[\w. -]{1,64}: error: unrecognized arguments: "), BEFORE_START),
+                                   r"|^(?:usage: )?[\w. -]{1,64}: error: unrecognized arguments: "), BEFORE_START,
+         source=SOURCES["usage_error"]),
     # The CPU build's gpu_busy: --gpu-memory-utilization is the fraction of the NUMA node's memory.
     Rule("gpu_busy", re.compile(
         r"Available memory on node (?P<node>\d+) \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
         r"is less than desired CPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
         BEFORE_START, detail="cpu_node_memory",
-        numbers=lambda m: numbers_of(m, "free_gib", "total_gib", "utilization", "requested_gib")),
+        numbers=lambda m: numbers_of(m, "free_gib", "total_gib", "utilization", "requested_gib"),
+         source=SOURCES["cpu_node_memory"]),
     Rule("gpu_busy", re.compile(
         r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) "
         r"on startup "
         r"is less than desired GPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
-        BEFORE_START, numbers=lambda m: numbers_of(m, "free_gib", "total_gib", "utilization", "requested_gib")),
+        BEFORE_START, numbers=lambda m: numbers_of(m, "free_gib", "total_gib", "utilization", "requested_gib"),
+         source=SOURCES["gpu_busy"]),
     Rule("kv_cache_too_small", re.compile(
         r"To serve at least one request with the models?'s max seq len \((?P<max_seq_len>\d+)\), \(?"
         r"(?P<needed_gib>[\d.]+) ?Gi?B KV cache is needed, which is larger than the available KV cache memory "
         r"\((?P<available_gib>[\d.]+) ?Gi?B\)"
         r"(?:.{0,300}?estimated maximum model length is (?P<estimated_max_len>\d+))?"),
-        KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "needed_gib", "available_gib", "estimated_max_len")),
+        KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "needed_gib", "available_gib", "estimated_max_len"),
+         source=SOURCES["kv_too_small"]),
     Rule("kv_cache_too_small", re.compile(
         r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be "
         r"stored in KV cache \((?P<kv_tokens>\d+)\)"),
-        KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "kv_tokens")),
+        KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "kv_tokens"), source=SOURCES["kv_too_small_v0"]),
     Rule("no_kv_memory", re.compile(r"No available memory for the cache blocks|Cannot auto-fit max_model_len: not "
-                                    r"enough GPU memory"), KV_CACHE),
+                                    r"enough GPU memory"), KV_CACHE, source=SOURCES["no_kv_memory"]),
     # 0.10-0.11 went on to fail with a negative budget ("Available KV cache memory: -0.53 GiB").
     Rule("no_kv_memory", re.compile(r"Available KV cache memory: (?P<available_kv_gib>-[\d.]{1,20}) ?GiB"), KV_CACHE,
-         numbers=lambda m: numbers_of(m, "available_kv_gib")),
+         numbers=lambda m: numbers_of(m, "available_kv_gib"), source=SOURCES["negative_kv"]),
     Rule("unknown", re.compile(r"Error in memory profiling\. Initial free memory (?P<initial_free_gib>[\d.]+) ?GiB, "
                                r"current free memory (?P<current_free_gib>[\d.]+) ?GiB"), PROFILING,
-         detail="profiling_assertion", numbers=lambda m: numbers_of(m, "initial_free_gib", "current_free_gib")),
-    Rule("oom_loading", re.compile(r"Failed to load model - not enough GPU memory"), LOADING),
+         detail="profiling_assertion", numbers=lambda m: numbers_of(m, "initial_free_gib", "current_free_gib"),
+         source=SOURCES["profiling_assertion"]),
+    Rule("oom_loading", re.compile(r"Failed to load model - not enough GPU memory"), LOADING,
+         source=SOURCES["load_oom"]),
     Rule("oom_profiling", re.compile(r"CUDA out of memory occurred when warming up (?:sampler|pooler) with "
                                      r"(?P<dummy_requests>\d+) dummy requests"), PROFILING, detail="sampler_warmup",
-         numbers=lambda m: numbers_of(m, "dummy_requests")),
-    Rule("oom", _OOM, numbers=_oom_numbers),  # resolved by stage below
+         numbers=lambda m: numbers_of(m, "dummy_requests"), source=SOURCES["sampler_oom"]),
+    # resolved by stage below (classify._oom_class)
+    Rule("oom", _OOM, numbers=_oom_numbers, source=SOURCES["torch_oom"]),
     Rule("shm_exhausted", re.compile(
         r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
-        r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib")),
+        r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib"),
+         source=SOURCES["shm_vllm"]),
     Rule("shm_exhausted", re.compile(r"Unexpected bus error encountered in worker|insufficient shared memory \(shm\)"
                                      r"|Error while creating shared memory segment"
-                                     r"|NCCL WARN.{0,300}?(?:/dev/shm|shm_open|"
-                                     r"[Ss]hared memory)|^Bus error|SIGBUS")),
+                                     # NCCL's shmutils.cc: creating or sizing a segment; not "Error while
+                                     # attaching ... No such file" (another process's segment is gone: vllm #18831)
+                                     r"|NCCL WARN(?!.{0,300}?(?:attaching|No such file)).{0,300}?(?:/dev/shm|shm_open|"
+                                     r"[Ss]hared memory)|^Bus error|SIGBUS"), source=SOURCES["shm_other"]),
     Rule("tp_indivisible", re.compile(r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by "
                                       r"tensor parallel size \((?P<tp_size>\d+)\)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "heads", "tp_size")),
+         numbers=lambda m: numbers_of(m, "heads", "tp_size"), source=SOURCES["tp_heads"]),
     Rule("tp_indivisible", re.compile(r"is not divisible by group_size=(?P<group_size>\d+)"), LOADING,
-         detail="quant_group", numbers=lambda m: numbers_of(m, "group_size")),
+         detail="quant_group", numbers=lambda m: numbers_of(m, "group_size"), source=SOURCES["tp_group"]),
     Rule("tp_indivisible", re.compile(r"AssertionError: (?P<numerator>\d+) is not divisible by (?P<denominator>\d+)"),
-         LOADING, detail="kv_heads", numbers=lambda m: numbers_of(m, "numerator", "denominator")),
+         LOADING, detail="kv_heads", numbers=lambda m: numbers_of(m, "numerator", "denominator"),
+         source=SOURCES["tp_kv_heads"]),
     Rule("dtype_unsupported", re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least "
                                          r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "min_capability", "current_capability")),
+         numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["bf16"]),
     Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method "
                                          r"(?P<method>\S{1,64})\. "
-                                         r"Supported dtypes"), BEFORE_START),
+                                         r"Supported dtypes"), BEFORE_START, source=SOURCES["quant_dtype"]),
     Rule("quant_unsupported", re.compile(r"(?:The quantization method (?P<method>\S{1,64})|Quantization scheme) is "
                                          r"not supported for the current "
                                          r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
                                          r"Current capability: (?P<current_capability>\d+)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "min_capability", "current_capability")),
+         numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["quant_capability"]),
     Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
                                          r".{0,200}?compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
-         detail="kv_cache_dtype", numbers=lambda m: numbers_of(m, "current_capability")),
+         detail="kv_cache_dtype", numbers=lambda m: numbers_of(m, "current_capability"),
+         source=SOURCES["fp8_kv_backend"]),
     Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"),
          LOADING,
-         detail="kv_cache_dtype"),
+         detail="kv_cache_dtype", source=SOURCES["no_backend"]),
     Rule("max_len_exceeds_model", re.compile(
         r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
         r"\((?P<key>\w+)=(?P<derived_max_len>\d+)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "max_model_len", "derived_max_len")),
+         numbers=lambda m: numbers_of(m, "max_model_len", "derived_max_len"), source=SOURCES["max_len"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
                                     r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "world_size", "gpus")),
+         numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
     Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"
-                                    r"|Failed to infer device type"), BEFORE_START),
+                                    r"|Failed to infer device type"), BEFORE_START, source=SOURCES["dp_rank"]),
     # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
     Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
-                                    r"(?P<where>placement group|cluster)"), BEFORE_START),
+                                    r"(?P<where>placement group|cluster)"), BEFORE_START,
+         source=SOURCES["ray_required_gpus"]),
     # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
     Rule("too_few_gpus", re.compile(r"Current node has no GPU available\..{0,1000}?vLLM engine cannot start without "
-                                    r"GPU"), BEFORE_START, detail="ray_head_without_gpu"),
+                                    r"GPU"), BEFORE_START, detail="ray_head_without_gpu",
+         source=SOURCES["ray_head_gpu"]),
     # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
     Rule("too_few_gpus", re.compile(r"Cannot provide a placement group of placement_group_specs=.{0,4000}? within "
                                     r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
-         numbers=lambda m: {**numbers_of(m, "timeout_s"), **_bundle_gpus(m.group(0))}),
+         numbers=lambda m: {**numbers_of(m, "timeout_s"), **_bundle_gpus(m.group(0))},
+         source=SOURCES["ray_pg_timeout"]),
+    # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
+    # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).
+    Rule("too_few_gpus", re.compile(r"Ray does not allocate any GPUs on the driver node"), BEFORE_START,
+         detail="ray_head_without_gpu", source=SOURCES["ray_driver_gpu"]),
+    # Ray's own check of a bundle index (ray/util/placement_group.py, check_placement_group_index): vLLM's
+    # workers asked for more bundles than the placement group has (OpenRLHF #728).
+    Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "
+                                    r"placement group indexes: 0-(?P<last_index>\d+)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "bundle_index", "last_index"), source=SOURCES["ray_bundle"]),
     # Nodes on different Ray or Python versions: Ray refuses to connect them (ray/_private/utils.py
     # check_version_info: "Version mismatch: The cluster was started with: Ray: ... Python: ...").
-    Rule("version_mismatch", re.compile(r"Version mismatch: [Tt]he cluster was started with"), BEFORE_START),
+    Rule("version_mismatch", re.compile(r"Version mismatch: [Tt]he cluster was started with"), BEFORE_START,
+         source=SOURCES["ray_version"]),
     # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages).
     Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
                                r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"),
-         detail="nccl"),
+         detail="nccl", source=SOURCES["nccl"]),
     Rule("network", re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/\w{1,32}\.cc:\d{1,6}\] "
-                               r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo"),
+                               r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo", source=SOURCES["gloo"]),
     # Not a bare DistNetworkError: a busy local port (EADDRINUSE) raises it too, and that is no network's fault.
     Rule("network", re.compile(r"(?:DistNetworkError|DistStoreError): .{0,300}?(?:[Tt]imed out|Connection refused"
-                               r"|No route to host)"), detail="rendezvous"),
+                               r"|No route to host)"), detail="rendezvous", source=SOURCES["rendezvous"]),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): address already in use"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)")),
+         numbers=lambda m: numbers_of(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
+         source=SOURCES["uvicorn_bind"]),
     Rule("port_in_use", re.compile(r"OSError: \[Errno 98\] Address already in use"), BEFORE_START,
-         when=_api_bind(r"(?!x)x")),
-    Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]")),
+         when=_api_bind(r"(?!x)x"), source=SOURCES["cpython_bind"]),
+    Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]"), source=SOURCES["disk"]),
     Rule("model_access", re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
                                     r"|\b401 Client Error|\b403 Client Error|RepositoryNotFoundError"
                                     r"|Repository Not Found|Invalid repository ID or local directory specified"
                                     r"|is not a local folder and is not a valid model identifier"
-                                    r"|Invalid user token|invalid credentials"), BEFORE_START),
+                                    r"|Invalid user token|invalid credentials"), BEFORE_START,
+         source=SOURCES["hub_access"]),
     # A local path that does not exist is taken for a Hub id, which a path can never be (0.32-0.33).
     Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
-                                    r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path"),
+                                    r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path",
+         source=SOURCES["hub_path"]),
     # Not a bare "trust_remote_code=True": the engine's config line prints that when it is set.
-    Rule("remote_code_required", re.compile(r"(?:setting|pass the argument|set the option) `?trust_remote_code=True"
+    Rule("remote_code_required", re.compile(r"(?:setting|pass(?:ing)? the argument|set the option) "
+                                            r"[`']?trust_remote_code=[Tt]rue"
+                                            # transformers dynamic_module_utils.py resolve_trust_remote_code (4.3x)
+                                            r"|contains custom code which must be executed to correctly load"
                                             r"|requires you to execute the (?:configuration|modeling) file"
                                             r"|Failed to load the model config\. If the model is a custom model"),
-         BEFORE_START),
+         BEFORE_START, source=SOURCES["remote_code"]),
     Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
                                                 r"supported for now|does not recognize this architecture"),
-         BEFORE_START),
+         BEFORE_START, source=SOURCES["architecture"]),
     # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
-                                       r"|Timed out waiting for engines to send ?initial message")),
+                                       r"|Timed out waiting for engines to send ?initial message"),
+         source=SOURCES["startup_timeout"]),
 )
 
 # Cheap prefilters: a line without one of these words cannot match a rule, a stage marker or a
 # setting, so a 100k-line log is scanned by three regexes, not forty.
-RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
+_WORDS = (
     "Free memory on device", "max seq len", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
@@ -254,5 +290,31 @@ RULE_WORDS = re.compile("|".join(re.escape(w) for w in (
     "Available KV cache memory: -", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
     "Cannot provide a placement group", "Current node has no GPU", "Version mismatch", "Watchdog caught",
     "ncclRemoteError", "network error",
-    "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError",
-)))
+    "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
+    "placement group bundle index", "Ray does not allocate",
+)
+RULE_WORDS = any_of(_WORDS)
+# Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
+# is tried on every candidate line): a log of a million error lines costs one findall per line, not forty
+# searches (issue 28). tests/test_explain_collected.py checks the dispatch against trying every rule.
+_BY_WORD: dict[str, tuple[int, ...]] = {w: tuple(i for i, r in enumerate(RULES) if w in r.pattern.pattern)
+                                        for w in _WORDS}
+_ALWAYS = tuple(i for i, r in enumerate(RULES) if not any(w in r.pattern.pattern for w in _WORDS))
+
+
+def rules_for(text: str) -> tuple[Rule, ...] | None:
+    """The rules that can match a line, in the table's order; None when the line holds no word of the
+    prefilter (it can match no rule, and says nothing of an exit or a kill either)."""
+    words = frozenset(RULE_WORDS.findall(text[:MAX_LINE_CHARS]))
+    if not words:
+        return None
+    picked = _PICKED.get(words)
+    if picked is None:
+        ids = set(_ALWAYS).union(*(_BY_WORD[w] for w in words))
+        picked = tuple(RULES[i] for i in sorted(ids))
+        if len(_PICKED) < 4096:  # bounded: a hostile log cannot grow it
+            _PICKED[words] = picked
+    return picked
+
+
+_PICKED: dict[frozenset[str], tuple[Rule, ...]] = {}  # the word sets seen (real logs: a few dozen)

@@ -89,7 +89,7 @@ def dry_run_json(pre: Preflight, plan: LaunchPlan, check: dict[str, Any], *, for
 def _step_dict(step: Step) -> dict[str, Any]:
     """The ladder's step, with the two pasteable spellings of its change."""
     d = step.to_dict()
-    if step.param:
+    if step.change and step.param:
         d["toml"], d["flag"] = toml_line(step.param, step.value), flag(step.param, step.value)
     return d
 
@@ -111,7 +111,16 @@ def explain_json(d: Diagnosis, step: Step | Stop) -> str:
         "does_not_help": list(advice.does_not_help),
         "next_step": _step_dict(step) if isinstance(step, Step) else None,
         "no_step_reason": step.reason if isinstance(step, Stop) else None,
+        # How sure the reading is (diagnose/certainty.py): the template matched, where the stage came from,
+        # and for `unknown` the best candidate below the bar (never acted on).
+        "confidence": d.confidence,
+        "template": d.template,
+        "stage_from": d.stage_from,
+        "hint": {"class": d.hint[0], "why": d.hint[1]} if d.hint else None,
     }
+    if d.cls == "preflight_failed":
+        doc["failed_checks"] = list(d.context.get("failed_checks", []))
+        doc["fixes"] = dict(d.context.get("fixes", {}))
     return json.dumps(doc, indent=2)
 
 

@@ -21,6 +21,18 @@ def _shown_number(key: str, value: Any) -> str:
     return fmt(value)
 
 
+def _certainty(d: Diagnosis) -> str:
+    """How sure the diagnosis is, and on what: the template matched and where the stage came from."""
+    if d.cls == "unknown":
+        return "confidence: none (no known failure message decides this start)"
+    parts = [f"confidence: {d.confidence}"]
+    if d.template:
+        parts.append(f"template: {d.template}")
+    if d.stage_from:
+        parts.append(f"stage from {d.stage_from}")
+    return parts[0] + (f" ({'; '.join(parts[1:])})" if parts[1:] else "")
+
+
 def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
     c = console_for(stream)
     advice = advice_for(d)
@@ -30,6 +42,9 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
         c.print(plain("numbers: " + ", ".join(f"{k} {_shown_number(k, v)}" for k, v in d.numbers.items())))
     if d.exit_signal:
         c.print(f"vLLM was killed by signal {d.exit_signal}", markup=False)
+    c.print(plain(_certainty(d)))
+    if d.hint:
+        c.print(plain(f"best candidate (below the bar, not acted on): {d.hint[0]}: {d.hint[1]}"))
     c.print("[bold]evidence[/bold]")
     for line in d.evidence:
         c.print(plain(f"  {mask_url_credentials(line)}"))
@@ -45,7 +60,7 @@ def print_explain(d: Diagnosis, step: Step | Stop, stream: TextIO) -> None:
     if isinstance(step, Step):
         # A log does not say whether vLLM was started from a profile or a command line: both spellings.
         change = (f"{toml_line(step.param, step.value)} in a profile's [vllm] table, or {flag(step.param, step.value)}"
-                  " on the command line") if step.param else "no change"
+                  " on the command line") if step.change and step.param else "no change"
         c.print(Text.assemble(("next step: ", "bold"), (change, "bold green"), f" ({step.reason})"))
     else:
         c.print(Text.assemble(("next step: ", "bold"), ("none the ladder can take", "bold"), f" ({step.reason})"))

@@ -141,7 +141,8 @@ class LaunchStatus:
             changed = "\n".join(f"{k}: {old} -> {new}" for k, (old, new) in a.changed.items()) or "-"
             failure = f"{a.diagnosis.cls} ({a.diagnosis.stage})" if a.diagnosis else "-"
             step = a.step
-            nxt = (toml_line(step.param, step.value) if getattr(step, "param", None) else getattr(step, "reason", "-"))
+            nxt = (toml_line(step.param, step.value) if getattr(step, "param", None)
+                   and getattr(step, "value", None) is not None else getattr(step, "reason", "-"))
             table.add_row(*(plain(cell) for cell in (a.number, changed, a.outcome, failure, nxt or "-")))
         with self._lock:
             self._flush()

@@ -111,7 +111,7 @@ def _attempt_cells(r: dict[str, Any]) -> tuple[object, ...]:
     changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
     failure = (r.get("failure") or {}).get("class")
     nxt = r.get("next") or {}
-    if nxt.get("param"):
+    if nxt.get("param") and nxt.get("value") is not None:  # a None value has no TOML spelling
         next_text = "next: " + toml_line(str(nxt["param"]), nxt.get("value"))
     else:
         next_text = nxt.get("stop") or nxt.get("reason") or ""

@@ -1,0 +1,91 @@
+"""Where each failure message the rules match comes from: the program, its file, and the releases it was read in.
+
+A rule of rules.py names one of these as its `source`; `explain` shows it as the template that matched. The
+vLLM 0.33 locations are from shared/docs/vllm-reference.md (read in vLLM's source at 0.33); the older ones are the
+files and functions in the tracebacks of the real logs (tests/data/real-logs, whose index.json names the
+version where the paste gives it), from 0.2 (V0 engine) through 0.6-0.10 (V0 and V1) to 0.11-0.33 (V1).
+A message whose wording changed across releases has one rule per wording, each citing its own.
+"""
+
+from __future__ import annotations
+
+SOURCES: dict[str, str] = {
+    "usage_error": "argparse (vllm serve's parser, entrypoints/cli/serve.py; exit status 2), all releases",
+    "cpu_node_memory": "vLLM CPU build 0.32-0.33, v1/worker/cpu_worker.py: 'Available memory on node N ... is "
+                       "less than desired CPU memory utilization'",
+    "gpu_busy": "vLLM 0.9-0.33 request_memory (v1/worker/utils.py at 0.33; v1/worker/gpu_worker.py init_device "
+                "in 0.9-0.11): 'Free memory on device ... on startup is less than desired GPU memory utilization'",
+    "kv_too_small": "vLLM 0.8-0.33 _check_enough_kv_cache_memory (v1/core/kv_cache_utils.py; "
+                    "v1/core/kv_cache_planning.py at 0.33): 'To serve at least one request with the model's max "
+                    "seq len ...'",
+    "kv_too_small_v0": "vLLM 0.2-0.7 (V0) raise_if_cache_size_invalid (worker/worker.py): 'The model's max seq len "
+                       "(N) is larger than the maximum number of tokens that can be stored in KV cache (M)'",
+    "no_kv_memory": "vLLM 'No available memory for the cache blocks': V0 worker/worker.py "
+                    "raise_if_cache_size_invalid (0.2-0.7), V1 v1/core/kv_cache_utils.py "
+                    "check_enough_kv_cache_memory (0.8-0.33); 0.33's auto-fit: 'Cannot auto-fit max_model_len'",
+    "negative_kv": "vLLM 0.10-0.11 v1/worker/gpu_worker.py determine_available_memory: 'Available KV cache memory: "
+                   "-N GiB'",
+    "profiling_assertion": "vLLM 0.6-0.33 determine_available_memory (v1/worker/gpu_worker.py; V0 worker.py "
+                           "determine_num_available_blocks): 'Error in memory profiling. Initial free memory ...'",
+    "load_oom": "vLLM 0.5.1-0.7 (V0) model_runner.py load_model: 'Failed to load model - not enough GPU memory' "
+                "(vllm #5714)",
+    "sampler_oom": "vLLM 0.8-0.33 v1/worker/gpu_model_runner.py _dummy_sampler_run: 'CUDA out of memory occurred "
+                   "when warming up sampler with N dummy requests'",
+    "torch_oom": "PyTorch's CUDA caching allocator: 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                 "...' (2.1+; torch.cuda.OutOfMemoryError before), HIP on ROCm, CUBLAS_STATUS_ALLOC_FAILED",
+    "shm_vllm": "vLLM 0.33 distributed/device_communicators/shm_broadcast.py: 'Insufficient space in /dev/shm for "
+                "...'",
+    "shm_other": "vLLM's worker bus-error handler ('Unexpected bus error encountered in worker'), NCCL shmutils.cc "
+                 "('Error while creating shared memory segment'), the kernel's SIGBUS",
+    "tp_heads": "vLLM 0.1-0.33 verify_with_parallel_config (config.py; config/model.py at 0.33): 'Total number of "
+                "attention heads (N) must be divisible by tensor parallel size (T)'",
+    "tp_group": "vLLM 0.33 distributed/utils.py: 'Weight ... is not divisible by group_size=N'",
+    "tp_kv_heads": "vLLM model_executor/layers/linear.py, distributed/utils.py divide(): 'AssertionError: N is not "
+                   "divisible by M'",
+    "bf16": "vLLM 0.1-0.33 _check_if_gpu_supports_dtype (V0 worker/worker.py; platforms/cuda.py at 0.33): "
+            "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'",
+    "quant_dtype": "vLLM config verification: 'X is not supported for quantization method Y. Supported dtypes'",
+    "quant_capability": "vLLM 0.2-0.33 quantization checks (config.py _verify_quantization / model_loader; "
+                        "compressed_tensors.py _check_scheme_supported): 'The quantization method X is not "
+                        "supported for the current GPU. Minimum capability: N' / 'Quantization scheme is not "
+                        "supported ...'",
+    "fp8_kv_backend": "vLLM 0.33 v1/attention/backends/triton_attn.py: 'FP8 KV cache is not supported by the ... "
+                      "attention backend'",
+    "no_backend": "vLLM 0.33 platforms/cuda.py: 'No valid attention backend found ... kv_cache_dtype not "
+                  "supported'",
+    "max_len": "vLLM 0.2-0.33 _get_and_verify_max_len (config.py; config/model.py at 0.33): 'User-specified "
+               "max_model_len (N) is greater than the derived max_model_len'",
+    "world_size": "vLLM 0.33 platform check: 'World size (N) is larger than the number of available GPUs (M)'",
+    "dp_rank": "vLLM V1 data parallel: 'DP adjusted local rank N is out of bounds'; 'Failed to infer device type'",
+    "ray_required_gpus": "vLLM 0.4-0.6 executor/ray_utils.py initialize_ray_cluster: 'The number of required GPUs "
+                         "exceeds the total number of available GPUs in the placement group|cluster'",
+    "ray_head_gpu": "vLLM v1/executor/ray_utils.py initialize_ray_cluster: 'Current node has no GPU available ... "
+                    "vLLM engine cannot start without GPU'",
+    "ray_pg_timeout": "vLLM v1/executor/ray_utils.py _wait_until_pg_ready: 'Cannot provide a placement group of "
+                      "placement_group_specs=... within N seconds'",
+    "ray_driver_gpu": "vLLM 0.6-0.10 (V0) executor/ray_distributed_executor.py _init_workers_ray: 'Ray does not "
+                      "allocate any GPUs on the driver node'",
+    "ray_bundle": "Ray util/placement_group.py check_placement_group_index: 'placement group bundle index N is "
+                  "invalid'",
+    "ray_version": "Ray _private/utils.py check_version_info: 'Version mismatch: The cluster was started with ...'",
+    "nccl": "PyTorch ProcessGroupNCCL.cpp watchdog ('Watchdog caught collective operation timeout'), NCCL "
+            "('ncclRemoteError', 'NET/Socket : Connect')",
+    "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",
+    "rendezvous": "PyTorch c10d: DistNetworkError/DistStoreError timed out, connection refused, no route to host",
+    "uvicorn_bind": "uvicorn server.py startup: '[Errno 98] error while attempting to bind on address (host, port): "
+                    "address already in use'",
+    "cpython_bind": "CPython socket.bind in vLLM's API server (entrypoints/openai/api_server.py run_server / "
+                    "launcher.py create_server_socket): 'OSError: [Errno 98] Address already in use'",
+    "disk": "the OS: 'OSError: [Errno 28] No space left on device'",
+    "hub_access": "huggingface_hub / transformers: GatedRepoError, 401/403 Client Error, RepositoryNotFoundError; "
+                  "vLLM 0.8+ 'Invalid repository ID or local directory specified'",
+    "hub_path": "huggingface_hub validators (vLLM 0.32-0.33 through transformers): 'Repo id must be in the form "
+                "...' for a local path that does not exist",
+    "remote_code": "transformers dynamic_module_utils.py resolve_trust_remote_code ('requires you to execute the "
+                   "configuration file', 'pass(ing) the argument trust_remote_code=True', 'contains custom code "
+                   "which must be executed'); vLLM 0.33 'Failed to load the model config'",
+    "architecture": "vLLM 0.1-0.33 model_executor/models/registry.py: 'Model architectures [...] are not supported "
+                    "for now'; transformers 'does not recognize this architecture'",
+    "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
+                       "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
+}

@@ -1,0 +1,112 @@
+"""Pure: how sure a diagnosis is, and the best candidate when it is not sure enough to name a class.
+
+A class is named with confidence "high" when a known message (a template of vLLM, PyTorch, NCCL, Ray,
+transformers or the kernel; diagnose/catalogue.py lists them with their sources) matched and the stage comes
+from the message itself or from the traceback's frames; "medium" when the class is sure but the stage was read
+from the progress lines around it (stdout and stderr interleave out of order in a paste), or the class rests on
+supporting evidence (a disk warning under a failed download, a SIGBUS). Below that bar the answer is `unknown`
+with confidence "none", and at most a hint: a candidate class and why, which the ladder never acts on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable
+
+from vllm_guard.diagnose import logread
+from vllm_guard.diagnose.logread import LogLine
+from vllm_guard.diagnose.markers import CUDA_GRAPH, KV_CACHE, LOADING, PROFILING
+
+LEVELS = ("high", "medium", "none")
+
+# Where a diagnosis's stage came from.
+MESSAGE = "the message itself"  # the rule's message belongs to one stage (a config check, the KV check)
+FRAMES = "the traceback's frames"
+PROGRESS = "the progress lines reached"
+NO_STAGE = "nothing in the log"
+
+HOST_OOM_SOURCE = ("the kernel's OOM killer (dmesg 'Out of memory: Killed process'), systemd's result 'oom-kill', "
+                   "Docker's OOMKilled, Ray's memory monitor")
+DISK_WARNING_SOURCE = ("huggingface_hub file_download.py: 'Not enough free disk space to download the file' "
+                       "under a failed download")
+
+# The functions in a traceback that say which stage raised (vLLM V0 to 0.33; the CUDA-graph ones first:
+# a capture runs dummy forward passes, and a profile run never runs inside a capture).
+FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
+    (CUDA_GRAPH, frozenset(("capture_model", "_capture_cudagraphs", "capture_end", "capture_begin", "capture",
+                            "_capture_graphs", "capture_cudagraphs"))),
+    (PROFILING, frozenset(("profile_run", "_dummy_sampler_run", "_dummy_pooler_run", "determine_num_available_blocks",
+                           "determine_available_memory", "_profile_run"))),
+    (KV_CACHE, frozenset(("initialize_kv_cache", "_allocate_kv_cache", "allocate_kv_cache", "_init_cache_engine",
+                          "initialize_kv_cache_tensors", "_allocate_kv_cache_tensors", "init_cache_engine"))),
+    (LOADING, frozenset(("load_model", "load_weights", "create_weights", "make_layers", "get_model",
+                         "initialize_model", "_initialize_model", "_init_workers", "init_model"))),
+)
+
+
+def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
+    """The start-up stage a traceback's frames were in, or None when they do not say."""
+    funcs = {f.func for f in frames}
+    for stage, names in FRAME_STAGES:
+        if funcs & names:
+            return stage
+    return None
+
+
+def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | None]:
+    """(process, line index) -> the stage of the earliest traceback of that process around the line whose
+    frames name one. A traceback the paste cut (no exception) counts from its start to the end of the log.
+    Looked up by bisection: a log of a million OOM tracebacks stays linear (issue 28)."""
+    closed: dict[str, list[tuple[int, int, str]]] = {}
+    first_open: dict[str, tuple[int, str]] = {}
+    for tb in tbs:
+        stage = stage_of_frames(tb.frames)
+        if stage is None:
+            continue
+        if tb.exception is None:
+            if tb.proc not in first_open:
+                first_open[tb.proc] = (tb.first, stage)
+        else:
+            closed.setdefault(tb.proc, []).append((tb.first, tb.exception, stage))
+    starts_of = {proc: [c[0] for c in spans] for proc, spans in closed.items()}
+
+    def lookup(proc: str, i: int) -> str | None:
+        found: tuple[int, str] | None = None
+        spans = closed.get(proc)
+        if spans:
+            k = bisect.bisect_right(starts_of[proc], i) - 1
+            if k >= 0 and spans[k][1] >= i:
+                found = (spans[k][0], spans[k][2])
+        opened = first_open.get(proc)
+        if opened is not None and opened[0] <= i and (found is None or opened[0] < found[0]):
+            found = opened
+        return found[1] if found else None
+
+    return lookup
+
+
+# Ray's text when a worker dies without a reason (ray/_private/worker.py): it lists the OOM killer first.
+_RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage")
+# Ray's warning at start in a container with Docker's default /dev/shm (ray/_private/services.py).
+_RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
+# Where a traceback that the paste cut off was, and what most often fails there.
+_CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
+           LOADING: "oom_loading"}
+
+
+def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, str] | None:
+    """The best candidate for a log that names no failure with confidence, or None when there is none."""
+    for line in lines:
+        if "OOM killer" in line.text and _RAY_MAYBE_OOM.search(line.text):
+            return "host_oom", "Ray says a worker died and names the OOM killer first among the possible causes"
+        if "/dev/shm has only" in line.text:
+            m = _RAY_SMALL_SHM.search(line.text)
+            if m and int(m.group(1)) < 1 << 30:
+                return "shm_exhausted", f"Ray warned that /dev/shm holds only {int(m.group(1)) >> 20} MiB"
+    cut = [tb for tb in tbs if tb.exception is None and tb.frames]
+    if cut:
+        stage = stage_of_frames(cut[-1].frames)
+        if stage in _CUT_IN:
+            return _CUT_IN[stage], f"the paste stops inside a traceback in {stage.replace('_', ' ')}, before its error"
+    return None
