@@ -38,8 +38,18 @@ def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
         profile, remembered, note = site.pre.profile, dict[str, Any](), None
         if args.dry_run and not _exec_mode(site, args):
-            # The command line the first attempt really starts: remembered relaxations applied, as `serve` does.
-            profile, remembered, note = _supervisor(site, env, stdout, stderr, launching=False).first_start()
+            # The command line the first attempt really starts: remembered relaxations applied, decided as
+            # `serve` decides it (launch/remembered.py), without importing the supervisor.
+            from vllm_guard.launch import remembered as kept
+            from vllm_guard.profile.model import world_size
+
+            build = site.facts.vllm_build
+            start = kept.first_start(site.pre.profile, site.pre.estimate,
+                                     site.facts.gpus[: world_size(site.pre.profile)],
+                                     build.version if build else None, env)
+            for ignored in start.ignored:
+                stderr.write(f"vllm-guard: note: {ignored}\n")
+            profile, remembered, note = start.profile, start.values, start.note
         plan = site.plan(build_plan(profile, environ=env, cuda_visible_devices=site.facts.cuda_visible_devices))
         if args.dry_run:
             return _dry_run(site, plan, args, stdout, remembered, note)
@@ -50,19 +60,13 @@ def _exec_mode(site: Site, args: argparse.Namespace) -> bool:
     return bool(args.exec or site.pre.profile.setting("mode") == "exec")
 
 
-def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: TextIO, *,
-                launching: bool = True) -> Supervisor:
-    """The one Supervisor of a launch; ``launching=False`` (a dry run) asks it only what it would start with,
-    so it gets no launch hooks (no live probes, no locks)."""
+def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> Supervisor:
     from vllm_guard.launch.supervisor import Supervisor
     from vllm_guard.report.live import LaunchStatus
 
     pre = site.pre
-    status = LaunchStatus(stdout, stderr)
-    if not launching:
-        return Supervisor(pre, site.facts, environ=env, status=status, forced=pre.verdict == "fail")
     hooks = site.launch_hooks()
-    return Supervisor(pre, site.facts, environ=env, status=status, forced=pre.verdict == "fail",
+    return Supervisor(pre, site.facts, environ=env, status=LaunchStatus(stdout, stderr), forced=pre.verdict == "fail",
                       gpu_probe=hooks.gpu_probe, launch_locks=hooks.launch_locks, gpu_label=hooks.gpu_label)
 
 

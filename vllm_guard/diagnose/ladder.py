@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vllm_guard.diagnose.classify import Diagnosis
+if TYPE_CHECKING:  # annotations only: the ladder is imported by a dry run, which needs no classifier
+    from vllm_guard.diagnose.classify import Diagnosis
 
 BLOCK = 16  # vLLM 0.33's default block size: lengths are rounded down to it
 GPU_BUSY_MARGIN_GIB = 0.5  # vLLM measures free memory after its own CUDA context

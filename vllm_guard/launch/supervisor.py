@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from vllm_guard.diagnose import ladder
 from vllm_guard.exit_codes import ExitCode
@@ -79,11 +78,6 @@ class Supervisor:
         """The real readiness probe: /health within guard.health-timeout, given up at once on a stop signal."""
         return health.check(url, float(self.ctx.pre.profile.setting("health-timeout")),
                             should_stop=lambda: self.ctx.stop_signal is not None)
-
-    def first_start(self) -> tuple[Profile, dict[str, Any], str | None]:
-        """The profile the first attempt starts with (remembered relaxations applied), what was applied, and
-        the note saying so: what `serve --dry-run` shows, decided as `run` decides it."""
-        return self.relax.first_start(self.ctx.pre.profile)
 
     # --- signals -------------------------------------------------------------------
 
