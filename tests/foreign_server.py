@@ -1,8 +1,10 @@
-"""Another user's server on the guard's port, for the tests of issue 23's false READY."""
+"""Other people's servers on a port the guard uses: one that answers as a vLLM would (issue 23's false READY),
+and one that accepts and never answers (a Ray address where no Ray listens, issue 28)."""
 
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 
 
@@ -37,3 +39,40 @@ class ForeignServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class SilentPort:
+    """A TCP port on 127.0.0.1 that accepts every connection, counts it, and never says a word: it holds the
+    connections open (``hold``) or closes them at once."""
+
+    def __init__(self, *, hold: bool) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.hold = hold
+        self.held: list[socket.socket] = []
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            if self.hold:
+                self.held.append(conn)
+            else:
+                conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        for c in self.held:
+            c.close()
+        self.sock.close()

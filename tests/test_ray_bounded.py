@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,44 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.foreign_server import SilentPort
 
 TP2_RAY = '[model]\nid = "Qwen/Qwen3-0.6B"\n[vllm]\ntensor-parallel-size = 2\ndistributed-executor-backend = "ray"\n'
 
 
-class Mute:
-    """Accepts every connection and never says a word (holds them open)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.held: list[socket.socket] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        for c in self.held:
-            c.close()
-        self.sock.close()
-
-
 @pytest.fixture
-def mute() -> Iterator[Mute]:
+def mute() -> Iterator[SilentPort]:
     pytest.importorskip("ray")
-    m = Mute()
+    m = SilentPort(hold=True)
     yield m
     m.close()
 
@@ -69,7 +38,7 @@ def guard(tmp_path: Path, command: str, port: int) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def test_check_against_a_mute_ray_port_ends_with_exit_4_well_within_15_s(tmp_path: Path, mute: Mute) -> None:
+def test_check_against_a_mute_ray_port_ends_with_exit_4_well_within_15_s(tmp_path: Path, mute: SilentPort) -> None:
     p = guard(tmp_path, "check", mute.port)
     try:
         _out, err = p.communicate(timeout=15)
@@ -82,7 +51,7 @@ def test_check_against_a_mute_ray_port_ends_with_exit_4_well_within_15_s(tmp_pat
     assert "Traceback" not in err
 
 
-def test_serve_waiting_on_a_mute_ray_port_stops_on_sigterm_with_143(tmp_path: Path, mute: Mute) -> None:
+def test_serve_waiting_on_a_mute_ray_port_stops_on_sigterm_with_143(tmp_path: Path, mute: SilentPort) -> None:
     p = guard(tmp_path, "serve", mute.port)
     try:
         deadline = time.monotonic() + 60

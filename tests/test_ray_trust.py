@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import pwd
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.foreign_server import SilentPort
 from vllm_guard.cluster import trust
 
 IS_ROOT = os.geteuid() == 0
@@ -46,38 +45,9 @@ def plant(tmp: Path, text: str, *, dir_mode: int = 0o755, file_mode: int = 0o644
     return {"RAY_TMPDIR": str(base)}
 
 
-class Listener:
-    """A TCP port on 127.0.0.1 that counts the connections made to it (and never answers)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        self.sock.close()
-
-
 @pytest.fixture
-def listener() -> Iterator[Listener]:
-    one = Listener()
+def listener() -> Iterator[SilentPort]:
+    one = SilentPort(hold=False)
     yield one
     one.close()
 
@@ -134,7 +104,7 @@ TP2 = '[model]\nid = "Qwen/Qwen3-0.6B"\n[vllm]\ntensor-parallel-size = 2\n'
 
 @needs_root
 def test_roots_check_makes_no_connection_to_a_planted_cluster_and_says_why(tmp_path: Path,
-                                                                           listener: Listener) -> None:
+                                                                           listener: SilentPort) -> None:
     """The issue's attack: nobody plants the address of its own head; root checks a profile that needs more
     GPUs than the machine has. No connection reaches the port, and the report names the ignored file."""
     env = plant(tmp_path, f"127.0.0.1:{listener.port}", file_uid=nobody())

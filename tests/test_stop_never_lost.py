@@ -20,17 +20,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_serve import Rig, fake_processes, gone_soon, kill_running_guards, subtree, wait_for_engine
+from tests.test_serve import (
+    Rig,
+    fake_processes,
+    gone_soon,
+    no_leftovers,  # noqa: F401 (autouse: no fake vLLM outlives a test)
+    subtree,
+    wait_for_engine,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl, subreapers, /proc: Linux's")
-
-
-@pytest.fixture(autouse=True)
-def no_leftovers():
-    assert gone_soon(), f"processes left by an earlier test: {fake_processes()}"
-    yield
-    assert not kill_running_guards(), "a guard was still running after the test"
-    assert gone_soon(), f"processes left behind: {fake_processes()}"
 
 
 def keeper_of(guard: subprocess.Popen[str]) -> int:

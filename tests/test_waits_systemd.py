@@ -17,19 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_serve import Rig, fake_processes, gone_soon, kill_running_guards
+from tests.test_serve import (
+    Rig,
+    no_leftovers,  # noqa: F401 (autouse: no fake vLLM outlives a test)
+)
 from tests.test_systemd import NotifySocket
 
 L4_UUID = "GPU-00000000-example-nvidia-l4"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="flock, /proc/locks: Linux's")
-
-
-@pytest.fixture(autouse=True)
-def no_leftovers():
-    assert gone_soon(), f"processes left by an earlier test: {fake_processes()}"
-    yield
-    assert not kill_running_guards(), "a guard was still running after the test"
-    assert gone_soon(), f"processes left behind: {fake_processes()}"
 
 
 def hold_lock(lock_dir: Path) -> subprocess.Popen[str]:
