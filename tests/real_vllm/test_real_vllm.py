@@ -83,6 +83,14 @@ class Guard:
         assert self.out is not None
         return code, self.out.text()
 
+    def start_until(self, stage: str) -> None:
+        """Start with a long stop grace (60 s) and return once vLLM serves, or once its engine runs."""
+        self.start(self.profile(stop_timeout=60))
+        if stage == "serving":
+            self.wait_ready()
+        else:
+            self.wait_for_process("VLLM::EngineCore")
+
     def wait_ready(self, timeout: float = 300) -> None:
         assert self.proc is not None and self.out is not None
         self.out.wait_for("vLLM is ready on http", self.proc, timeout)
@@ -250,12 +258,8 @@ def _keeper(guard: Guard) -> int:
 def test_kill_9_of_guard_and_keeper_together_leaves_no_process(guard: Guard, stage: str) -> None:
     """Nothing of the launch is left to stop it: vLLM's parent-death signal and the keeper's sentinel do (the
     files a killed vLLM leaves are not removed then: only processes are asked of here)."""
-    guard.start(guard.profile(stop_timeout=60))
+    guard.start_until(stage)
     assert guard.proc is not None and guard.watch is not None
-    if stage == "serving":
-        guard.wait_ready()
-    else:
-        guard.wait_for_process("VLLM::EngineCore")
     os.kill(_keeper(guard), signal.SIGKILL)
     guard.proc.kill()
     guard.proc.wait()
@@ -266,12 +270,8 @@ def test_kill_9_of_guard_and_keeper_together_leaves_no_process(guard: Guard, sta
 def test_sigterm_then_kill_9_of_the_guard_leaves_no_process(guard: Guard, stage: str) -> None:
     """Once asked to stop, the keeper still watches its guard: killed then, the rest goes at once, not after the
     60 s grace."""
-    guard.start(guard.profile(stop_timeout=60))
+    guard.start_until(stage)
     assert guard.proc is not None and guard.watch is not None
-    if stage == "serving":
-        guard.wait_ready()
-    else:
-        guard.wait_for_process("VLLM::EngineCore")
     guard.proc.send_signal(signal.SIGTERM)
     time.sleep(0.5)  # the stop is under way
     guard.proc.kill()
