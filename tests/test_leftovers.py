@@ -53,7 +53,7 @@ def test_a_new_file_the_launch_never_held_is_not_taken(tmp_path: Path) -> None:
 
 
 def test_what_a_process_holds_is_seen(tmp_path: Path) -> None:
-    from vllm_guard.probes.host import files_held_by
+    from vllm_guard.probes.procfs import files_held_by
 
     segment = tmp_path / "psm_mapped"
     segment.write_bytes(b"\0" * 4096)

@@ -15,8 +15,9 @@ from tests.fake_nvml import GIB, MIB, NOT_SUPPORTED, Device, FakeNvml, NVMLError
 from vllm_guard.facts.machine import Machine
 from vllm_guard.probes import load_machine, probe_machine
 from vllm_guard.probes.gpu import probe_gpus
-from vllm_guard.probes.host import cgroup_memory, gpu_process_info, is_orphaned_vllm
+from vllm_guard.probes.host import gpu_process_info, is_orphaned_vllm
 from vllm_guard.probes.ports import port_free
+from vllm_guard.probes.procfs import cgroup_memory
 from vllm_guard.probes.smi import parse
 
 

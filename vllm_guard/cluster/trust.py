@@ -77,7 +77,7 @@ def foreign_head(address: str, *, euid: int | None = None) -> str | None:
     """As root: who else owns the head listening at a host:port address on this machine, None when root does,
     when the guard is not root, or when the head is on another machine (then the operator named it: trusted).
 
-    Looked up in /proc/net/tcp (probes.host.listener_uids): the socket's owner is the user who started the head.
+    Looked up in /proc/net/tcp (probes.procfs.listener_uids): the socket's owner is the user who started the head.
     """
     import ipaddress
     import socket
@@ -94,7 +94,8 @@ def foreign_head(address: str, *, euid: int | None = None) -> str | None:
         ip = ipaddress.ip_address(host)
     except ValueError:
         return None  # another name: resolving it could hang on DNS; a remote head was named, hence trusted
-    from vllm_guard.probes.host import interfaces, listener_uids
+    from vllm_guard.probes.host import interfaces
+    from vllm_guard.probes.procfs import listener_uids
 
     local = ip.is_loopback or ip.is_unspecified or str(ip) in {a for addrs in interfaces().values() for a in addrs}
     if not local:

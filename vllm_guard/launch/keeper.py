@@ -39,7 +39,8 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.launch import leftovers, process, sentinel
-from vllm_guard.probes.host import descendants, files_held_by
+from vllm_guard.probes.host import descendants
+from vllm_guard.probes.procfs import files_held_by
 
 POLL_S = 0.1
 GUARD_GONE_GRACE_S = 3.0  # well inside the promise of nothing left within 10 s, on a loaded host too

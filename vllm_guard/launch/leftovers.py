@@ -82,7 +82,7 @@ def remove_own(before: Before, held: set[str]) -> list[str]:
 
     ``held``: the files the launch's processes were seen holding, and the rendezvous its log named.
     """
-    from vllm_guard.probes.host import paths_in_use
+    from vllm_guard.probes.procfs import paths_in_use
 
     candidates = before.new_files() & held
     if not candidates:

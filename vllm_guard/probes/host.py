@@ -7,16 +7,12 @@ import os
 import resource
 import shutil
 import socket
-import sys
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from vllm_guard.facts.machine import Disk, Host, HostProcess
+from vllm_guard.probes.procfs import cgroup_memory, disk_usage, node_memory, statvfs_sizes
 from vllm_guard.proctitles import PRELOAD_NAME, REAPERS, VLLM_CHILD_PREFIXES, vllm_command
-
-# Above this a cgroup v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX pages).
-CGROUP_V1_UNLIMITED = 2**62
 
 
 def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup",
@@ -31,7 +27,7 @@ def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cg
     except (OSError, RuntimeError):
         swap_free = None
     limit, usage = cgroup_memory(proc_root, cgroup_root)
-    shm_total, shm_free = _statvfs(shm_path)
+    shm_total, shm_free = statvfs_sizes(shm_path)
     try:
         cpus: int | None = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -40,7 +36,7 @@ def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cg
     node_total, node_available = node_memory(sys_root)
     disks = []
     for path in dict.fromkeys(disk_paths):
-        total, free = _disk_usage(path)
+        total, free = disk_usage(path)
         disks.append(Disk(path=path, free_bytes=free, total_bytes=total))
     return Host(
         memory_total_bytes=int(vm.total),
@@ -56,117 +52,6 @@ def probe_host(*, disk_paths: tuple[str, ...] = (), proc_root: str = "/proc", cg
         node_memory_available_bytes=node_available,
         disks=tuple(disks),
     )
-
-
-def node_memory(sys_root: str = "/sys") -> tuple[int | None, int | None]:
-    """(total, available) bytes of the NUMA node of our first allowed CPU, as vLLM 0.32's CPU worker reads
-    them (utils/cpu_resource_utils.py): node meminfo's MemTotal, and MemFree + Active(file) + Inactive(file)
-    + SReclaimable. No per-node file (no NUMA): (None, None), and vLLM uses the host's figures."""
-    try:
-        cpu = min(os.sched_getaffinity(0))
-    except (AttributeError, OSError, ValueError):
-        cpu = 0
-    node = 0
-    with contextlib.suppress(OSError):
-        linked = [n for n in os.listdir(f"{sys_root}/devices/system/cpu/cpu{cpu}") if n[4:].isdigit()
-                  and n.startswith("node")]
-        if linked:
-            node = int(linked[0][4:])
-    values: dict[str, int] = {}
-    try:
-        with open(f"{sys_root}/devices/system/node/node{node}/meminfo") as f:
-            for line in f.read(65536).splitlines():
-                parts = line.split()  # "Node 0 MemTotal:  8612044 kB"
-                if len(parts) >= 4 and parts[3].isdigit():
-                    values[parts[2].rstrip(":")] = int(parts[3]) * 1024
-    except OSError:
-        return None, None
-    total = values.get("MemTotal")
-    kinds = ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")
-    if total is None or any(k not in values for k in kinds):
-        return total, None
-    return total, sum(values[k] for k in kinds)
-
-
-def _statvfs(path: str) -> tuple[int | None, int | None]:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return None, None
-    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize  # df's Size and Avail
-
-
-def _disk_usage(path: str) -> tuple[int | None, int | None]:
-    """Usage of the filesystem that holds ``path``, or will hold it once created."""
-    p = Path(path)
-    try:
-        while not p.exists() and p != p.parent:
-            p = p.parent
-        usage = shutil.disk_usage(p)
-    except (OSError, ValueError):  # ENAMETOOLONG, a NUL byte: no such disk
-        return None, None
-    return int(usage.total), int(usage.free)
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    if text == "max":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def cgroup_memory(proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> tuple[int | None, int | None]:
-    """The memory limit and usage of this process's cgroup (what Docker --memory and MemoryMax= set).
-
-    cgroup v2: the tightest ``memory.max`` from this cgroup up to the root, and ``memory.current``.
-    cgroup v1: ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` of the memory controller.
-    Returns (None, None) where there is no limit or no memory controller.
-    """
-    try:
-        lines = Path(proc_root, "self", "cgroup").read_text().splitlines()
-    except OSError:
-        return None, None
-    root = Path(cgroup_root)
-    v2_path: str | None = None
-    for line in lines:
-        hierarchy, _, rest = line.partition(":")
-        controllers, _, rel = rest.partition(":")
-        if "memory" in controllers.split(","):
-            # A v1 memory controller wins, also on hybrid hosts where "0::/" lists no controllers.
-            return _cgroup_v1(root / "memory", rel)
-        if hierarchy == "0" and controllers == "":
-            v2_path = rel
-    if v2_path is not None:
-        return _cgroup_v2(root, v2_path)
-    return None, None
-
-
-def _candidates(base: Path, rel: str) -> list[Path]:
-    """This cgroup's directory and its ancestors; inside a container the namespace root is ``base``."""
-    parts = [p for p in rel.strip("/").split("/") if p]
-    dirs = [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
-    return [d for d in dirs if d.is_dir()] or [base]
-
-
-def _cgroup_v2(root: Path, rel: str) -> tuple[int | None, int | None]:
-    dirs = _candidates(root, rel)
-    limits = [v for d in dirs if (v := _read_int(d / "memory.max")) is not None]
-    usage = next((v for d in dirs if (v := _read_int(d / "memory.current")) is not None), None)
-    return (min(limits) if limits else None), (usage if limits else None)
-
-
-def _cgroup_v1(root: Path, rel: str) -> tuple[int | None, int | None]:
-    dirs = _candidates(root, rel)
-    limits = [v for d in dirs if (v := _read_int(d / "memory.limit_in_bytes")) is not None
-              and v < CGROUP_V1_UNLIMITED]
-    usage = next((v for d in dirs if (v := _read_int(d / "memory.usage_in_bytes")) is not None), None)
-    return (min(limits) if limits else None), (usage if limits else None)
 
 
 def gpu_process_info(pid: int) -> dict[str, Any]:
@@ -359,43 +244,6 @@ def process_started(pid: int) -> float | None:
         return None
 
 
-def _files_of(pid_dir: str, keep: Callable[[str], bool]) -> set[str]:
-    """The files one process has open or mapped, from /proc/PID/fd and /proc/PID/maps, that ``keep`` accepts
-    (psutil's memory_maps reads smaps, far slower on vLLM's thousands of mappings)."""
-    found: set[str] = set()
-    with contextlib.suppress(OSError):
-        for fd in os.scandir(f"{pid_dir}/fd"):
-            with contextlib.suppress(OSError):
-                target = os.readlink(fd.path)
-                if keep(target):
-                    found.add(target)
-    with contextlib.suppress(OSError), open(f"{pid_dir}/maps", errors="replace") as maps:
-        for line in maps:
-            rest = line.rstrip("\n").partition("/")[2]
-            if rest and keep("/" + rest):
-                found.add("/" + rest)
-    return found
-
-
-def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
-    """Which of these paths some live process has open or mapped."""
-    used: set[str] = set()
-    for entry in os.scandir(proc_root):
-        if entry.name.isdigit():
-            used |= _files_of(entry.path, paths.__contains__)
-            if used >= paths:
-                break
-    return used
-
-
-def files_held_by(pids: Iterable[int], prefixes: tuple[str, ...], proc_root: str = "/proc") -> set[str]:
-    """The files under these path prefixes that these processes have open or mapped right now."""
-    found: set[str] = set()
-    for pid in pids:
-        found |= _files_of(f"{proc_root}/{pid}", lambda path: path.startswith(prefixes))
-    return found
-
-
 def interfaces() -> dict[str, tuple[str, ...]]:
     """Each network interface and its IPv4 addresses. Equivalent: ``ip -4 -o addr``."""
     import psutil
@@ -416,41 +264,3 @@ def route_ip() -> str | None:
     return None
 
 
-def listener_uids(ip: str, port: int, proc_root: str = "/proc") -> set[int]:
-    """The owners (uids) of the TCP sockets listening on ``port`` at ``ip`` or on every address, from
-    /proc/net/tcp and tcp6 (columns: local address as hex IP:port, state 0A = LISTEN, uid). Empty when none or
-    unreadable; only this network namespace's sockets."""
-    import ipaddress
-
-    try:
-        wanted = ipaddress.ip_address(ip)
-    except ValueError:
-        return set()
-    found: set[int] = set()
-    for name, size in (("tcp", 4), ("tcp6", 16)):
-        try:
-            lines = Path(proc_root, "net", name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 8 or fields[3] != "0A":
-                continue
-            addr_hex, _, port_hex = fields[1].partition(":")
-            try:
-                if int(port_hex, 16) != port:
-                    continue
-                raw = bytes.fromhex(addr_hex)
-                # The kernel prints each 32-bit word in host byte order (little-endian on x86 and arm64).
-                words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)) if sys.byteorder == "little" \
-                    else raw
-                local = ipaddress.ip_address(words) if len(words) == size else None
-                uid = int(fields[7])
-            except ValueError:
-                continue
-            if local is None:
-                continue
-            mapped = local.ipv4_mapped if isinstance(local, ipaddress.IPv6Address) else None
-            if local.is_unspecified or wanted in (local, mapped):
-                found.add(uid)
-    return found
