@@ -97,6 +97,9 @@ def _serve_and_check(command: Callable[..., argparse.ArgumentParser],
     serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
     serve.add_argument("--exec", action="store_true",
                        help="after preflight, replace the guard by vLLM: no ladder, no supervision")
+    serve.add_argument("--status-address", metavar="HOST:PORT",
+                       help="guard.status-address: serve /livez, /startupz, /readyz and /metrics there while the "
+                       "guard runs (docs/kubernetes.md; env VLLMGUARD_STATUS_ADDRESS)")
     serve.add_argument("--json", action="store_true",
                        help="with --dry-run: print the checks, the command line and the environment as JSON")
     target(serve)
@@ -185,7 +188,8 @@ class GuardOption:
 GUARD_OPTIONS: dict[str, dict[str, GuardOption]] = {
     "serve": {"--dry-run": GuardOption(False), "--force": GuardOption(False), "--exec": GuardOption(False),
               "--machine": GuardOption(True), "--debug": GuardOption(False), "--json": GuardOption(False),
-              "--gpus": GuardOption(True, after_target=False)},
+              "--gpus": GuardOption(True, after_target=False),
+              "--status-address": GuardOption(True, after_target=False)},
     "check": {"--json": GuardOption(False), "--machine": GuardOption(True), "--debug": GuardOption(False),
               "--list": GuardOption(False), "--gpus": GuardOption(True, after_target=False)},
 }
