@@ -24,7 +24,7 @@ COMMANDS = {
     "serve": ("serve", "serve"), "check": ("serve", "check"), "snapshot": ("snapshot", "snapshot"),
     "explain": ("explain", "explain"), "init": ("init", "init"), "attempts": ("attempts", "attempts"),
     "ps": ("ps", "ps"), "checks": ("listings", "list_checks"), "completion": ("listings", "completion"),
-    "models": ("listings", "models"),
+    "models": ("listings", "models"), "manifest": ("manifest", "manifest"),
 }
 
 

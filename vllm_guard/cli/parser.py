@@ -163,6 +163,17 @@ def _reporting_commands(command: Callable[..., argparse.ArgumentParser]) -> None
                     help="where guards register (their guard.lock-dir); default: VLLMGUARD_LOCK_DIR, else "
                     "/run/lock/vllm-guard, else this user's private directory")
 
+    manifest = command("manifest", "write Kubernetes objects for a profile: ConfigMap, Deployment, Service",
+                       "Write a ConfigMap with the profile, a Deployment with the guard as its entrypoint (GPUs from "
+                       "the layout, /dev/shm, probes on the guard's status endpoint whose start-up budget covers the "
+                       "ladder's, the grace period from the stop) and a Service (docs/kubernetes.md).")
+    manifest.add_argument("profile", metavar="PROFILE", help="a profile file (*.toml)")
+    manifest.add_argument("--machine", metavar="FILE",
+                          help="the machine snapshot of a node: its vLLM's option table, and the preflight against it "
+                          "(exit 4 when it fails; the objects are written anyway)")
+    manifest.add_argument("-o", "--output", metavar="FILE", help="write the YAML to FILE (default: stdout)")
+    manifest.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+
     checks = command("checks", "list every preflight check id with what it checks")
     checks.add_argument("--json", action="store_true", help="print the list as JSON")
 
