@@ -120,8 +120,24 @@ def test_a_malformed_status_address_is_a_usage_error(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     code, _, err = rig.run("--status-address", "nowhere", rig.profile("max-model-len = 8192"))
     assert code == 2 and "--status-address" in err and "HOST:PORT" in err
-    code, _, err = rig.run(rig.profile("max-model-len = 8192", extra='status-address = "127.0.0.1:99999"'))
+    message = tmp_path / "why"
+    code, _, err = rig.run(rig.profile("max-model-len = 8192", extra='status-address = "127.0.0.1:99999"'),
+                           env={"VLLMGUARD_TERMINATION_LOG": str(message)})
     assert code == 3 and "status-address" in err
+    assert message.read_text().startswith("vllm-guard: exit 3 (profile or machine snapshot invalid): ")
+    assert "status-address" in message.read_text()
+
+
+@linux
+def test_an_exhausted_ladder_leaves_the_last_class_and_what_helps(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, hang=True)
+    message = tmp_path / "why"
+    extra = f'startup-timeout = 2\ntermination-log = "{message}"'
+    code, _, err = rig.run(rig.profile("max-model-len = 8192", extra=extra))
+    assert code == 5, err
+    text = message.read_text()
+    assert text.startswith("vllm-guard: exit 5 (start failed") and "startup_timeout" in text and "fix: " in text
+    assert len(text.encode()) <= 4096
 
 
 @linux
@@ -201,3 +217,17 @@ def test_a_client_that_never_sends_does_not_stop_the_endpoint() -> None:
     finally:
         endpoint.close()
 
+
+
+@linux
+def test_a_stop_waits_for_vllms_drain_beyond_stop_timeout(tmp_path: Path) -> None:
+    """--shutdown-timeout 3 with stop-timeout 1: one SIGTERM, and the drain ends on its own (exit 0), no SIGKILL."""
+    rig = Rig(tmp_path)
+    guard = rig.start(rig.profile("max-model-len = 8192\nshutdown-timeout = 3", stop_timeout=1))
+    rig.wait_ready(guard)
+    guard.send_signal(signal.SIGTERM)
+    _, err = guard.communicate(timeout=60)
+    assert guard.returncode == 143, err
+    assert "SIGKILL after 8s" in err  # 3 s of drain plus the margin, not the 1 s stop-timeout
+    end = rig.records()[-1]
+    assert end["phase"] == "serving" and end["outcome"] == "stopped" and end["exit"] == 0, end
