@@ -121,6 +121,8 @@ def test_a_malformed_status_address_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = rig.run("--status-address", "nowhere", rig.profile("max-model-len = 8192"))
     assert code == 2 and "--status-address" in err and "HOST:PORT" in err
     message = tmp_path / "why"
+    code, _, err = rig.run("--status-address", env={"VLLMGUARD_TERMINATION_LOG": str(message)})  # no value
+    assert code == 2 and message.read_text().startswith("vllm-guard: exit 2 (usage error")
     code, _, err = rig.run(rig.profile("max-model-len = 8192", extra='status-address = "127.0.0.1:99999"'),
                            env={"VLLMGUARD_TERMINATION_LOG": str(message)})
     assert code == 3 and "status-address" in err
