@@ -233,3 +233,52 @@ def test_a_stop_waits_for_vllms_drain_beyond_stop_timeout(tmp_path: Path) -> Non
     assert "SIGKILL after 8s" in err  # 3 s of drain plus the margin, not the 1 s stop-timeout
     end = rig.records()[-1]
     assert end["phase"] == "serving" and end["outcome"] == "stopped" and end["exit"] == 0, end
+
+
+@linux
+def test_a_start_waiting_for_a_launch_lock_is_alive_and_says_what_it_waits_for(tmp_path: Path) -> None:
+    from vllm_guard.launch.lock import GpuLocks
+
+    rig = Rig(tmp_path)
+    port = free_port()
+    held = GpuLocks(tmp_path / "locks", ["GPU-00000000-example-nvidia-l4"], {"profile": "other.toml", "host": "h"})
+    assert held.acquire(on_wait=lambda uuid, who: None)
+    guard = rig.start("--status-address", f"127.0.0.1:{port}", rig.profile("max-model-len = 8192"))
+    try:
+        def waiting() -> dict | None:
+            try:
+                doc = json.loads(ask(port, "/startupz")[1])
+            except OSError:
+                return None
+            return doc if doc["waiting_for"] else None
+
+        doc = wait_for(waiting)
+        assert doc["attempt"] == 1 and "launch lock" in doc["waiting_for"] and doc["phase"] is None
+        assert ask(port, "/livez")[0] == 200 and ask(port, "/startupz")[0] == 503 and ask(port, "/readyz")[0] == 503
+        held.release()
+        rig.wait_ready(guard)
+        assert wait_for(lambda: ask(port, "/readyz")[0] == 200)
+        assert json.loads(ask(port, "/startupz")[1])["waiting_for"] is None
+    finally:
+        held.release()
+        guard.send_signal(signal.SIGTERM)
+        guard.communicate(timeout=30)
+    assert guard.returncode == 143
+
+
+@linux
+def test_readyz_follows_the_looks_at_health_after_ready(tmp_path: Path) -> None:
+    """A stall after ready: /readyz 503 at the first failed look (traffic elsewhere), the guard still alive; then
+    exit 6 with its termination message."""
+    rig = Rig(tmp_path, stall_after_ready_s=4.0)
+    port = free_port()
+    message = tmp_path / "why"
+    extra = f'health-interval = 0.3\nhealth-failures = 12\ntermination-log = "{message}"'
+    guard = rig.start("--status-address", f"127.0.0.1:{port}", rig.profile("max-model-len = 8192", extra=extra))
+    rig.wait_ready(guard)
+    assert ask(port, "/readyz")[0] == 200
+    assert wait_for(lambda: ask(port, "/readyz")[0] == 503)
+    assert ask(port, "/livez")[0] == 200 and ask(port, "/startupz")[0] == 200
+    _, err = guard.communicate(timeout=60)
+    assert guard.returncode == 6, err
+    assert message.read_text().startswith("vllm-guard: exit 6 (vLLM exited after it was ready")
