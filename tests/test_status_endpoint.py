@@ -64,7 +64,10 @@ def wait_for(check, timeout: float = 30.0):  # type: ignore[no-untyped-def]
 def test_a_slow_start_is_told_to_the_kubelet_honestly(tmp_path: Path) -> None:
     rig = Rig(tmp_path, load_s=4.0)
     port = free_port()
-    guard = rig.start("--status-address", f"127.0.0.1:{port}", rig.profile("max-model-len = 8192"))
+    secret = "sk-never-on-the-status-endpoint"
+    guard = rig.start("--status-address", f"127.0.0.1:{port}",
+                      rig.profile(f'max-model-len = 8192\napi-key = "{secret}"'))
+    bodies = []
     try:
         # During the load: alive, starting (attempt 1 of 5, the weights), not ready.
         def loading() -> tuple[int, dict] | None:
@@ -95,10 +98,12 @@ def test_a_slow_start_is_told_to_the_kubelet_honestly(tmp_path: Path) -> None:
         shares = dict((labels["phase"], value) for labels, value in after["vllm_guard_startup_phase_seconds"])
         assert shares["weights"] >= 4.0
         assert ask(port, "/nothing")[0] == 404
+        bodies = [ask(port, path)[1] for path in ("/livez", "/startupz", "/readyz", "/metrics", "/nothing")]
     finally:
         guard.send_signal(signal.SIGTERM)
         _, err = guard.communicate(timeout=30)
     assert guard.returncode == 143, err
+    assert bodies and not any(secret in body for body in bodies)
     with pytest.raises(OSError):  # closed with the guard
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
