@@ -287,3 +287,15 @@ def test_readyz_follows_the_looks_at_health_after_ready(tmp_path: Path) -> None:
     _, err = guard.communicate(timeout=60)
     assert guard.returncode == 6, err
     assert message.read_text().startswith("vllm-guard: exit 6 (vLLM exited after it was ready")
+
+
+def test_status_addresses_are_host_and_port() -> None:
+    from vllm_guard.options.values import ValueProblem
+    from vllm_guard.profile.settings import parse_address
+
+    assert parse_address("0.0.0.0:9090") == ("0.0.0.0", 9090)
+    assert parse_address("[::]:9090") == ("::", 9090)
+    assert parse_address("guard.local:1") == ("guard.local", 1)
+    for bad in ("9090", ":9090", "host:0", "host:65536", "host:port", "a b:80", "x" * 300 + ":80", 9090):
+        with pytest.raises(ValueProblem):
+            parse_address(bad)
