@@ -228,11 +228,19 @@ def test_a_client_that_never_sends_does_not_stop_the_endpoint() -> None:
 
 @linux
 def test_a_stop_waits_for_vllms_drain_beyond_stop_timeout(tmp_path: Path) -> None:
-    """--shutdown-timeout 3 with stop-timeout 1: one SIGTERM, and the drain ends on its own (exit 0), no SIGKILL."""
+    """--shutdown-timeout 3 with stop-timeout 1: one SIGTERM, /readyz 503 at once, and the drain ends on its own
+    (exit 0), no SIGKILL."""
     rig = Rig(tmp_path)
-    guard = rig.start(rig.profile("max-model-len = 8192\nshutdown-timeout = 3", stop_timeout=1))
+    port = free_port()
+    guard = rig.start("--status-address", f"127.0.0.1:{port}",
+                      rig.profile("max-model-len = 8192\nshutdown-timeout = 3", stop_timeout=1))
     rig.wait_ready(guard)
+    assert wait_for(lambda: ask(port, "/readyz")[0] == 200)
     guard.send_signal(signal.SIGTERM)
+    # While vLLM drains: no new traffic (/readyz 503), and the guard is alive.
+    code, body = wait_for(lambda: (got := ask(port, "/readyz"))[0] == 503 and got, timeout=2.5)
+    assert code == 503 and json.loads(body)["stopping"] is True
+    assert ask(port, "/livez")[0] == 200 and guard.poll() is None
     _, err = guard.communicate(timeout=60)
     assert guard.returncode == 143, err
     assert "SIGKILL after 8s" in err  # 3 s of drain plus the margin, not the 1 s stop-timeout

@@ -56,6 +56,9 @@ class AttemptObserver(Protocol):
 
     def serving_ended(self, outcome: str, code: int | None) -> None: ...
 
+    def stopping(self, signum: int) -> None:
+        """A stop signal came (called from the signal handler: it must take no lock the guard's thread holds)."""
+
 
 class Journal:
     """The attempt log, the attempts so far, and the registry entry of this guard."""

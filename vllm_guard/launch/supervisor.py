@@ -70,6 +70,7 @@ class Supervisor:
             launch_locks=launch_locks, gpu_label=gpu_label,
             lock_dir=lock.lock_dir(pre.profile.setting("lock-dir"), environ), host=host or Host(),
             port=port or PortWatch(), pause=pause)
+        self.observer = observer
         self.journal = Journal(self.ctx, forced=forced, observer=observer)
         self.relax = Relaxer(self.ctx)
         ender = ChildEnder(self.ctx)
@@ -88,6 +89,8 @@ class Supervisor:
         if ctx.stop_signal is None:
             ctx.stop_signal = signum
             ctx.notifier.stopping(f"stopping: signal {signum}")
+            if self.observer is not None:
+                self.observer.stopping(signum)
         ctx.wake.set()
 
     # --- the ladder ------------------------------------------------------------------

@@ -30,9 +30,10 @@ def startup(v: View) -> tuple[int, dict[str, Any]]:
 
 
 def readiness(v: View) -> tuple[int, dict[str, Any]]:
-    """/readyz: 200 only while vLLM is ready (its /health and the first request passed) and its /health passes."""
-    ok = v.ready and v.healthy
-    return (200 if ok else 503), {"ready": ok, "state": v.stage}
+    """/readyz: 200 only while vLLM is ready (its /health and the first request passed) and its /health passes;
+    503 from the stop signal on, so that no new request comes while vLLM drains."""
+    ok = v.ready and v.healthy and not v.stopping
+    return (200 if ok else 503), {"ready": ok, "state": v.stage, "stopping": v.stopping}
 
 
 def liveness(v: View) -> tuple[int, dict[str, Any]]:

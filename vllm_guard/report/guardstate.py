@@ -41,6 +41,7 @@ class View:
     waiting_for: str | None
     ready: bool
     healthy: bool
+    stopping: bool
     attempts: int
     time_to_ready_s: float | None
     relaxations: Mapping[str, int]
@@ -60,13 +61,15 @@ class GuardState:
     phase: str | None = None
     waiting_for: str | None = None
     healthy: bool = False
+    stopping: bool = False  # a stop signal came: not ready, whatever /health says, while vLLM drains
     attempts: int = 0
     time_to_ready_s: float | None = None
     relaxations: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     phase_seconds: dict[str, float] = field(default_factory=dict)  # the last recorded attempt: each phase's share
     ended: dict[str, int] = field(default_factory=dict)  # after ready: exited | stalled | stopped
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Re-entrant: a stop signal's handler runs on the guard's thread, perhaps inside one of its updates.
+    lock: threading.RLock = field(default_factory=threading.RLock)
     since: float = 0.0
 
     def __post_init__(self) -> None:
@@ -81,7 +84,8 @@ class GuardState:
         with self.lock:
             return View(stage=self.stage, attempt=self.attempt, of=self.of, phase=self.phase,
                         since_s=round(self.clock() - self.since, 1), waiting_for=self.waiting_for,
-                        ready=self.stage == READY, healthy=self.healthy, attempts=self.attempts,
+                        ready=self.stage == READY, healthy=self.healthy, stopping=self.stopping,
+                        attempts=self.attempts,
                         time_to_ready_s=self.time_to_ready_s, relaxations=dict(self.relaxations),
                         failures=dict(self.failures), phase_seconds=dict(self.phase_seconds),
                         ended=dict(self.ended))
@@ -185,3 +189,6 @@ class ObservedStatus:
 
     def health_looked(self, ok: bool) -> None:
         self.state.health_looked(ok)
+
+    def stopping(self, signum: int) -> None:
+        self.state.change(stopping=True)
