@@ -7,6 +7,7 @@ also on their own, with real sockets and files."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
@@ -168,6 +169,10 @@ def test_a_planted_symlink_is_never_followed_and_never_fatal(tmp_path: Path) -> 
     assert note is not None and "symbolic link" in note
     assert victim.read_text() == "precious\n"
     assert termination.write("x", str(tmp_path / "no" / "dir" / "f"), kubelet_path=tmp_path / "absent") is not None
+    hard = tmp_path / "hard"
+    os.link(victim, hard)
+    note = termination.write("vllm-guard: exit 4\n", str(hard), kubelet_path=tmp_path / "absent")
+    assert note is not None and "hard links" in note and victim.read_text() == "precious\n"
 
 
 def test_the_kubelet_file_comes_first_and_the_message_fits_its_limit(tmp_path: Path) -> None:

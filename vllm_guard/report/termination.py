@@ -5,7 +5,8 @@ The kubelet shows the file ``terminationMessagePath`` (``/dev/termination-log`` 
 fix, and what the exit code means, so a CrashLoopBackOff says why without reading logs. Without that file,
 ``guard.termination-log`` (a file of the user's choice) gets it; with neither, nothing is written.
 
-The file is opened without following a symbolic link (another user could plant one) and never created at the
+The file is opened without following a symbolic link (another user could plant one), never truncated when it has
+other names (hard links) or, for ``guard.termination-log``, when another user owns it, and never created at the
 kubelet's path; a file that cannot be written is a note on stderr, never a crash.
 """
 
@@ -51,22 +52,28 @@ def write(text: str, configured: str | None, *, kubelet_path: Path = KUBELET_PAT
     candidates = [(kubelet_path, False)] if kubelet_path.exists() else []
     candidates += [(Path(configured), True)] if configured else []
     for path, create in candidates:
-        problem = _write_one(path, cut(text).encode(), create=create)
+        # The kubelet's file is root's, writable by the container's user; a file of our own choosing must be ours.
+        problem = _write_one(path, cut(text).encode(), create=create, own=create)
         if problem is None:
             return None
         notes.append(f"the termination message was not written to {path}: {problem}")
     return "; ".join(notes) or None
 
 
-def _write_one(path: Path, data: bytes, *, create: bool) -> str | None:
+def _write_one(path: Path, data: bytes, *, create: bool, own: bool) -> str | None:
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | (os.O_CREAT if create else 0)
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as e:
         return "a symbolic link" if e.errno == errno.ELOOP else str(e.strerror or e)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return "not a regular file"
+        if st.st_nlink > 1:  # a hard link another user made to a file of ours (or root's) is never truncated
+            return "a file with other names (hard links)"
+        if own and st.st_uid != os.geteuid():
+            return "another user's file"
         os.ftruncate(fd, 0)
         os.write(fd, data)
     except OSError as e:
