@@ -21,7 +21,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import free_port
+from tests.test_json_schemas import documented, problems
 from tests.test_serve import Rig, gone_soon, kill_running_guards
+from vllm_guard import schemas
 from vllm_guard.diagnose.knowledge import STAGE_NAMES
 from vllm_guard.launch.notify import Notifier
 from vllm_guard.launch.phases import PhaseTracker
@@ -80,6 +82,7 @@ def test_a_slow_start_is_told_to_the_kubelet_honestly(tmp_path: Path) -> None:
             return (code, doc) if doc["phase"] == "weight_loading" else None
 
         code, doc = wait_for(loading)
+        assert problems(doc, documented()[schemas.STATUS]) == []
         assert code == 503 and doc["attempt"] == 1 and doc["of"] == 5 and doc["waiting_for"] is None
         assert isinstance(doc["since_s"], float) and doc["since_s"] >= 0
         assert ask(port, "/livez")[0] == 200
@@ -92,6 +95,9 @@ def test_a_slow_start_is_told_to_the_kubelet_honestly(tmp_path: Path) -> None:
         rig.wait_ready(guard)
         assert wait_for(lambda: ask(port, "/readyz")[0] == 200)
         assert ask(port, "/startupz")[0] == 200 and ask(port, "/livez")[0] == 200
+        for path in ("/livez", "/startupz", "/readyz"):
+            doc = json.loads(ask(port, path)[1])
+            assert problems(doc, documented()[schemas.STATUS]) == [] and doc["state"] == "ready" and doc["ready"]
         after = metrics(ask(port, "/metrics")[1])
         assert after["vllm_guard_attempts"] == [({}, 1.0)]
         assert after["vllm_guard_ready"] == [({}, 1.0)]
@@ -271,6 +277,7 @@ def test_a_start_waiting_for_a_launch_lock_is_alive_and_says_what_it_waits_for(t
             return doc if doc["waiting_for"] else None
 
         doc = wait_for(waiting)
+        assert problems(doc, documented()[schemas.STATUS]) == []
         assert doc["attempt"] == 1 and "launch lock" in doc["waiting_for"] and doc["phase"] is None
         assert ask(port, "/livez")[0] == 200 and ask(port, "/startupz")[0] == 503 and ask(port, "/readyz")[0] == 503
         held.release()

@@ -17,28 +17,32 @@ from typing import Any
 
 from vllm_guard.errors import UsageError
 from vllm_guard.report.guardstate import GAVE_UP, READY, GuardState, View
+from vllm_guard.schemas import STATUS
 
 REQUEST_TIMEOUT_S = 5.0  # a client that sends its request slower than this is dropped
 JSON = "application/json"
 
 
-def startup(v: View) -> tuple[int, dict[str, Any]]:
+def document(v: View) -> dict[str, Any]:
+    """What /livez, /startupz and /readyz answer alike (vllm-guard.status/1); each path's HTTP status is its own."""
+    return {"schema": STATUS, "state": v.stage, "attempt": v.attempt, "of": v.of, "phase": v.phase,
+            "since_s": v.since_s, "waiting_for": v.waiting_for, "ready": v.serves, "stopping": v.stopping}
+
+
+def startup(v: View) -> int:
     """/startupz: 200 once vLLM was ready, 500 after the ladder gave up, 503 while the guard starts."""
-    code = 200 if v.stage == READY or v.time_to_ready_s is not None else 500 if v.stage == GAVE_UP else 503
-    return code, {"attempt": v.attempt, "of": v.of, "phase": v.phase, "since_s": v.since_s,
-                  "waiting_for": v.waiting_for, "state": v.stage}
+    return 200 if v.stage == READY or v.time_to_ready_s is not None else 500 if v.stage == GAVE_UP else 503
 
 
-def readiness(v: View) -> tuple[int, dict[str, Any]]:
+def readiness(v: View) -> int:
     """/readyz: 200 only while vLLM is ready (its /health and the first request passed) and its /health passes;
     503 from the stop signal on, so that no new request comes while vLLM drains."""
-    ok = v.ready and v.healthy and not v.stopping
-    return (200 if ok else 503), {"ready": ok, "state": v.stage, "stopping": v.stopping}
+    return 200 if v.serves else 503
 
 
-def liveness(v: View) -> tuple[int, dict[str, Any]]:
+def liveness(v: View) -> int:
     """/livez: 200 while the guard runs and supervises (waiting for a lock or a GPU too)."""
-    return 200, {"alive": True, "state": v.stage}
+    return 200
 
 
 ROUTES = {"/livez": liveness, "/startupz": startup, "/readyz": readiness}
@@ -74,8 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             self._send(404, json.dumps({"error": "not found", "paths": [*ROUTES, "/metrics"]}).encode(), JSON, body)
             return
-        code, doc = route(view)
-        self._send(code, (json.dumps(doc) + "\n").encode(), JSON, body)
+        self._send(route(view), (json.dumps(document(view)) + "\n").encode(), JSON, body)
 
     def _send(self, code: int, data: bytes, content_type: str, body: bool) -> None:
         self.send_response(code)

@@ -49,6 +49,11 @@ class View:
     phase_seconds: Mapping[str, float]
     ended: Mapping[str, int]
 
+    @property
+    def serves(self) -> bool:
+        """Ready for traffic: vLLM was ready, its /health still passes, and no stop was asked for."""
+        return self.ready and self.healthy and not self.stopping
+
 
 @dataclass
 class GuardState:

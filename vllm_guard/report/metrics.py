@@ -58,7 +58,7 @@ def families(v: View) -> Iterator[Metric]:
         failures.add_metric([name], count)
     yield failures
     yield GaugeMetricFamily("vllm_guard_ready", "1 while the guard considers vLLM ready and its /health passes",
-                            value=1 if v.ready and v.healthy and not v.stopping else 0)
+                            value=1 if v.serves else 0)
     if v.time_to_ready_s is not None:  # unknown until ready: absent, never 0
         yield GaugeMetricFamily("vllm_guard_time_to_ready_seconds", "seconds from the ready attempt's start to "
                                 "ready", value=v.time_to_ready_s)
