@@ -103,10 +103,13 @@ def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: Text
                       observer=observed)
 
 
-def _status_endpoint(site: Site) -> StatusEndpoint | None:
+def _status_endpoint(site: Site, args: argparse.Namespace, stderr: TextIO) -> StatusEndpoint | None:
     """guard.status-address: the endpoint, bound now (or exit 2), before the first start."""
     address = site.pre.profile.setting("status-address")
     if not address:
+        return None
+    if _exec_mode(site, args):
+        stderr.write("vllm-guard: note: guard.status-address is not served in exec mode: the guard becomes vLLM\n")
         return None
     from vllm_guard.profile.settings import parse_address
     from vllm_guard.report.endpoint import StatusEndpoint
@@ -149,7 +152,7 @@ def _dry_run(site: Site, plan: LaunchPlan, args: argparse.Namespace, stdout: Tex
 
 def _launch(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO,
             stderr: TextIO) -> int:
-    endpoint = _status_endpoint(site)
+    endpoint = _status_endpoint(site, args, stderr)
     try:
         return _launch_served(site, plan, args, env, stdout, stderr, endpoint)
     finally:
