@@ -118,6 +118,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key", nargs="+")
     p.add_argument("--hf-token", nargs="?")
+    p.add_argument("--shutdown-timeout", type=float, default=0.0)
     args, _ = p.parse_known_args(argv)
     return args
 
@@ -218,6 +219,9 @@ def api_server(argv: list[str]) -> int:
         if not stopping.is_set():
             stopping.set()
             log(proc, "[shutdown] API server: shutdown triggered", where="launcher.py:253")
+            if args.shutdown_timeout > 0:  # vLLM's drain: the requests in flight finish, up to the timeout
+                time.sleep(min(args.shutdown_timeout, float(scenario.get("drain_s", args.shutdown_timeout))))
+                log(proc, "[shutdown] drained", where="launcher.py:260")
             log(proc, f"[shutdown] Process manager: send sigterm to process {engine.pid}", where="utils.py:605")
             engine.terminate()
             try:

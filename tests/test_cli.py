@@ -60,7 +60,7 @@ def test_python_m_works_and_import_has_no_side_effects() -> None:
     assert r.returncode == 0 and __version__ in r.stdout
 
 
-COMMANDS = ["serve", "check", "snapshot", "explain", "init", "attempts", "checks", "models", "completion"]
+COMMANDS = ["serve", "check", "snapshot", "explain", "init", "attempts", "checks", "models", "completion", "manifest"]
 
 
 def test_every_option_has_help() -> None:

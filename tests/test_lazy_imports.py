@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("ray", "huggingface_hub", "vllm_guard.diagnose.classify", "vllm_guard.diagnose.rules",
-         "vllm_guard.cluster.rayapi", "vllm_guard.cluster.gather", "vllm_guard.launch.supervisor", "yaml")
+         "vllm_guard.cluster.rayapi", "vllm_guard.cluster.gather", "vllm_guard.launch.supervisor", "yaml",
+         "prometheus_client", "vllm_guard.report.endpoint")  # the status endpoint's: only when it runs (issue 25)
 
 
 def _modules_after(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:

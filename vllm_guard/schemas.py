@@ -20,9 +20,10 @@ MACHINE = "vllm-guard.machine/1"  # snapshot --json and the snapshot file
 CLUSTER = "vllm-guard.cluster/1"  # snapshot --cluster: every node of a Ray cluster (docs/ray.md)
 CLUSTER_CHECK = "vllm-guard.cluster-check/1"  # check --json when the target runs on a Ray cluster
 ATTEMPT = "vllm-guard.attempt/1"  # one line of the attempt log
+STATUS = "vllm-guard.status/1"  # the status endpoint's /livez, /startupz and /readyz (docs/kubernetes.md)
 # The guard's own state file of remembered relaxations (remember.py, docs/serve.md): read back by the guard only,
 # so not among the documents of docs/json.md.
 REMEMBERED = "vllm-guard.remembered/1"
 
 ALL = (CHECK, EXPLAIN, ATTEMPTS, INIT, DRY_RUN, CHECKS, MODELS, PS, INSTANCE, ERROR, MACHINE, ATTEMPT, CLUSTER,
-       CLUSTER_CHECK)
+       CLUSTER_CHECK, STATUS)

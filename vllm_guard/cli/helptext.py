@@ -8,6 +8,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "vllm-guard serve profiles/llama-3.1-8b-l4.toml",
         "vllm-guard serve --dry-run profile.toml                # checks, command line, environment; starts nothing",
         "vllm-guard serve --dry-run --json profile.toml         # the same as JSON (docs/json.md)",
+        "vllm-guard serve --status-address 0.0.0.0:9090 profile.toml   # /livez /startupz /readyz /metrics",
     ),
     "check": (
         "vllm-guard check profile.toml",
@@ -43,6 +44,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "vllm-guard ps --json | jq '.instances[] | select(.state == \"orphaned\")'",
         "vllm-guard ps --machine gpu-01.json                    # the vLLM processes a snapshot recorded",
         "vllm-guard ps --lock-dir /srv/locks                    # guards whose profile sets guard.lock-dir",
+    ),
+    "manifest": (
+        "vllm-guard manifest profile.toml -o llama.yaml         # ConfigMap, Deployment, Service",
+        "vllm-guard manifest profile.toml | kubectl apply -f -",
+        "vllm-guard manifest --machine gpu-node.json profile.toml   # and the preflight against that node",
     ),
     "checks": ("vllm-guard checks", "vllm-guard checks --json"),
     "models": ("vllm-guard models", "vllm-guard models --json | jq -r '.models[].id'"),

@@ -24,7 +24,7 @@ COMMANDS = {
     "serve": ("serve", "serve"), "check": ("serve", "check"), "snapshot": ("snapshot", "snapshot"),
     "explain": ("explain", "explain"), "init": ("init", "init"), "attempts": ("attempts", "attempts"),
     "ps": ("ps", "ps"), "checks": ("listings", "list_checks"), "completion": ("listings", "completion"),
-    "models": ("listings", "models"),
+    "models": ("listings", "models"), "manifest": ("manifest", "manifest"),
 }
 
 
@@ -73,6 +73,20 @@ def _leave_if_ray_abandoned(code: int) -> None:
         os._exit(code)
 
 
+def _usage_termination_message(guard_part: list[str], e: UsageError, env: Mapping[str, str], err: TextIO) -> None:
+    """A `serve` command line argparse refuses: the pod's termination message says so (cli/serve.py writes the
+    others)."""
+    words = [w for w in guard_part if not w.startswith("-")]
+    if words[:1] != ["serve"] or "--dry-run" in guard_part:
+        return
+    from vllm_guard.report import termination
+
+    note = termination.write(termination.summary(int(e.exit_code), e.message, [e.hint] if e.hint else []),
+                             env.get("VLLMGUARD_TERMINATION_LOG") or None)
+    if note is not None:
+        err.write(f"{PROG}: note: {note}\n")
+
+
 def _interrupted(e: KeyboardInterrupt) -> int:
     """Ctrl-C: 130; a stop signal before the supervisor's handlers (process.StopSignalled): 128+signum."""
     signum = getattr(e, "signum", None)
@@ -92,7 +106,11 @@ def _main(args_list: list[str], *, environ: Mapping[str, str] | None, stdout: Te
         # argparse prints --help and --version to sys.stdout; send them where the caller asked.
         guard_part, vllm_part = split_at_target(args_list)
         with contextlib.redirect_stdout(out):
-            args = build_parser().parse_args(guard_part)
+            try:
+                args = build_parser().parse_args(guard_part)
+            except UsageError as e:
+                _usage_termination_message(guard_part, e, env, err)
+                raise
         if vllm_part:
             args.target, args.vllm_args = None, vllm_part
         debug = bool(getattr(args, "debug", False))

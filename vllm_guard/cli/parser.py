@@ -97,6 +97,9 @@ def _serve_and_check(command: Callable[..., argparse.ArgumentParser],
     serve.add_argument("--force", action="store_true", help="launch even when a preflight check fails")
     serve.add_argument("--exec", action="store_true",
                        help="after preflight, replace the guard by vLLM: no ladder, no supervision")
+    serve.add_argument("--status-address", metavar="HOST:PORT",
+                       help="guard.status-address: serve /livez, /startupz, /readyz and /metrics there while the "
+                       "guard runs (docs/kubernetes.md; env VLLMGUARD_STATUS_ADDRESS)")
     serve.add_argument("--json", action="store_true",
                        help="with --dry-run: print the checks, the command line and the environment as JSON")
     target(serve)
@@ -160,6 +163,17 @@ def _reporting_commands(command: Callable[..., argparse.ArgumentParser]) -> None
                     help="where guards register (their guard.lock-dir); default: VLLMGUARD_LOCK_DIR, else "
                     "/run/lock/vllm-guard, else this user's private directory")
 
+    manifest = command("manifest", "write Kubernetes objects for a profile: ConfigMap, Deployment, Service",
+                       "Write a ConfigMap with the profile, a Deployment with the guard as its entrypoint (GPUs from "
+                       "the layout, /dev/shm, probes on the guard's status endpoint whose start-up budget covers the "
+                       "ladder's, the grace period from the stop) and a Service (docs/kubernetes.md).")
+    manifest.add_argument("profile", metavar="PROFILE", help="a profile file (*.toml)")
+    manifest.add_argument("--machine", metavar="FILE",
+                          help="the machine snapshot of a node: its vLLM's option table, and the preflight against it "
+                          "(exit 4 when it fails; the objects are written anyway)")
+    manifest.add_argument("-o", "--output", metavar="FILE", help="write the YAML to FILE (default: stdout)")
+    manifest.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+
     checks = command("checks", "list every preflight check id with what it checks")
     checks.add_argument("--json", action="store_true", help="print the list as JSON")
 
@@ -185,7 +199,8 @@ class GuardOption:
 GUARD_OPTIONS: dict[str, dict[str, GuardOption]] = {
     "serve": {"--dry-run": GuardOption(False), "--force": GuardOption(False), "--exec": GuardOption(False),
               "--machine": GuardOption(True), "--debug": GuardOption(False), "--json": GuardOption(False),
-              "--gpus": GuardOption(True, after_target=False)},
+              "--gpus": GuardOption(True, after_target=False),
+              "--status-address": GuardOption(True, after_target=False)},
     "check": {"--json": GuardOption(False), "--machine": GuardOption(True), "--debug": GuardOption(False),
               "--list": GuardOption(False), "--gpus": GuardOption(True, after_target=False)},
 }

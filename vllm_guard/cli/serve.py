@@ -14,6 +14,8 @@ from vllm_guard.sites import Site, open_site
 if TYPE_CHECKING:
     from vllm_guard.launch.plan import LaunchPlan
     from vllm_guard.launch.supervisor import Supervisor
+    from vllm_guard.report.endpoint import StatusEndpoint
+    from vllm_guard.report.guardstate import GuardState
 
 
 def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
@@ -30,7 +32,32 @@ def check(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, s
 
 
 def serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    # guard.termination-log once the profile is read; before, only its environment variable.
+    where: dict[str, str | None] = {"termination-log": env.get("VLLMGUARD_TERMINATION_LOG") or None}
+    try:
+        return _serve(args, env=env, stdout=stdout, stderr=stderr, where=where)
+    except GuardError as e:
+        if not args.dry_run:  # a usage or profile error, a missing vLLM: the pod's termination message says so
+            from vllm_guard.report import termination
+
+            _terminate(termination.summary(int(e.exit_code), e.message, [e.hint] if e.hint else []),
+                       where["termination-log"], stderr)
+        raise
+
+
+def _terminate(text: str | None, configured: str | None, stderr: TextIO) -> None:
+    """The termination message (report/termination.py); a file that cannot be written is a note."""
+    from vllm_guard.report import termination
+
+    note = termination.write(text, configured) if text is not None else None
+    if note is not None:
+        stderr.write(f"vllm-guard: note: {note}\n")
+
+
+def _serve(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
+           where: dict[str, str | None]) -> int:
     with _open(args, env, keep_connection=not args.dry_run) as site:
+        where["termination-log"] = site.pre.profile.setting("termination-log")
         if args.json and not args.dry_run:  # after the target is read: --json may also follow TARGET
             raise UsageError("--json goes with --dry-run: a running vLLM's output is its own log",
                              hint="vllm-guard serve --dry-run --json TARGET ...")
@@ -60,14 +87,36 @@ def _exec_mode(site: Site, args: argparse.Namespace) -> bool:
     return bool(args.exec or site.pre.profile.setting("mode") == "exec")
 
 
-def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> Supervisor:
+def _supervisor(site: Site, env: Mapping[str, str], stdout: TextIO, stderr: TextIO,
+                state: GuardState | None) -> Supervisor:
+    from vllm_guard.launch.phases import Status
     from vllm_guard.launch.supervisor import Supervisor
+    from vllm_guard.report.guardstate import ObservedStatus
     from vllm_guard.report.live import LaunchStatus
 
     pre = site.pre
     hooks = site.launch_hooks()
-    return Supervisor(pre, site.facts, environ=env, status=LaunchStatus(stdout, stderr), forced=pre.verdict == "fail",
-                      gpu_probe=hooks.gpu_probe, launch_locks=hooks.launch_locks, gpu_label=hooks.gpu_label)
+    status: Status = LaunchStatus(stdout, stderr)
+    observed = ObservedStatus(status, state) if state is not None else None
+    return Supervisor(pre, site.facts, environ=env, status=observed or status, forced=pre.verdict == "fail",
+                      gpu_probe=hooks.gpu_probe, launch_locks=hooks.launch_locks, gpu_label=hooks.gpu_label,
+                      observer=observed)
+
+
+def _status_endpoint(site: Site, args: argparse.Namespace, stderr: TextIO) -> StatusEndpoint | None:
+    """guard.status-address: the endpoint, bound now (or exit 2), before the first start."""
+    address = site.pre.profile.setting("status-address")
+    if not address:
+        return None
+    if _exec_mode(site, args):
+        stderr.write("vllm-guard: note: guard.status-address is not served in exec mode: the guard becomes vLLM\n")
+        return None
+    from vllm_guard.profile.settings import parse_address
+    from vllm_guard.report.endpoint import StatusEndpoint
+    from vllm_guard.report.guardstate import GuardState
+
+    host, port = parse_address(address)
+    return StatusEndpoint(GuardState(of=int(site.pre.profile.ladder_setting("max-attempts"))), host, port)
 
 
 def _open(args: argparse.Namespace, env: Mapping[str, str], *, keep_connection: bool) -> Site:
@@ -103,9 +152,21 @@ def _dry_run(site: Site, plan: LaunchPlan, args: argparse.Namespace, stdout: Tex
 
 def _launch(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO,
             stderr: TextIO) -> int:
+    endpoint = _status_endpoint(site, args, stderr)
+    try:
+        return _launch_served(site, plan, args, env, stdout, stderr, endpoint)
+    finally:
+        if endpoint is not None:
+            endpoint.close()
+
+
+def _launch_served(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping[str, str], stdout: TextIO,
+                   stderr: TextIO, endpoint: StatusEndpoint | None) -> int:
     from vllm_guard.launch.lock import sharing_note
+    from vllm_guard.report import termination
 
     pre = site.pre
+    configured = pre.profile.setting("termination-log")
     # vLLM writes its log to stdout; the guard's report goes to stderr, next to vLLM's own errors.
     site.print_report(stderr, with_fix=False)
     for note in (*plan.notes, sharing_note(pre.profile.setting("lock-dir"), env)):
@@ -114,6 +175,7 @@ def _launch(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping
     if pre.verdict == "fail" and not args.force:
         stderr.write("vllm-guard: preflight failed: vLLM was not started (the fixes are above; --force starts it "
                      "anyway)\n")
+        _terminate(termination.for_preflight(pre.findings), configured, stderr)
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
     if _exec_mode(site, args):
@@ -122,7 +184,10 @@ def _launch(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: Mapping
         stderr.write(f"vllm-guard: exec {plan.command_line()}\n")
         stderr.flush()
         run_exec(plan, env)
-    return _supervisor(site, env, stdout, stderr).run()
+    supervisor = _supervisor(site, env, stdout, stderr, endpoint.state if endpoint is not None else None)
+    code = supervisor.run()
+    _terminate(termination.for_launch(code, supervisor.journal.history), configured, stderr)
+    return code
 
 
 def _require_executable(name: str, env: Mapping[str, str]) -> None:

@@ -29,6 +29,8 @@ def target_profile(args: argparse.Namespace, env: Mapping[str, str]) -> Profile:
     profile = resolve_target(args.target, args.vllm_args, env, args=args, machine_file=machine_file(args, env))
     if getattr(args, "gpus", None):
         profile = with_gpus(profile, args.gpus)
+    if getattr(args, "status_address", None):
+        profile = with_status_address(profile, args.status_address)
     return profile
 
 
@@ -152,6 +154,19 @@ def with_gpus(profile: Profile, spec: str) -> Profile:
     except ValueProblem as e:
         raise UsageError(f"--gpus: {e}", hint='for example --gpus auto or --gpus 0,1') from None
     return replace(profile, guard={**profile.guard, "gpus": gpus}, overridden=(*profile.overridden, "guard.gpus"))
+
+
+def with_status_address(profile: Profile, address: str) -> Profile:
+    """--status-address before TARGET: guard.status-address, over the profile and VLLMGUARD_STATUS_ADDRESS."""
+    from vllm_guard.options.values import ValueProblem
+    from vllm_guard.profile.settings import parse_address
+
+    try:
+        parse_address(address)
+    except ValueProblem as e:
+        raise UsageError(f"--status-address: {e}", hint="for example --status-address 0.0.0.0:9090") from None
+    return replace(profile, guard={**profile.guard, "status-address": address},
+                   overridden=(*profile.overridden, "guard.status-address"))
 
 
 def _starts_with(path: Path, magic: bytes) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from vllm_guard.profile.model import stop_grace_s
+
 if TYPE_CHECKING:
     from vllm_guard.launch.context import LaunchContext
 
@@ -58,8 +60,8 @@ class ChildEnder:
 
     def stop(self, child: Child) -> int:
         ctx = self.ctx
-        grace = float(ctx.pre.profile.setting("stop-timeout"))
-        code = child.stop(grace)
+        # One SIGTERM, then vLLM's drain (--shutdown-timeout) or guard.stop-timeout, whichever is longer.
+        code = child.stop(stop_grace_s(ctx.pre.profile))
         # Only when the keeper itself was killed are vLLM's processes re-parented to the guard; an engine
         # comes to us only once its API server is gone, hence a second look.
         for _ in range(3):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vllm_guard.diagnose import ladder
 from vllm_guard.diagnose.classify import Diagnosis
@@ -46,12 +46,27 @@ def now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
+class AttemptObserver(Protocol):
+    """Who else follows a launch (the guard's status endpoint, report/guardstate.py): each attempt as it is
+    recorded, each look at /health, and how serving ended. Called on the supervisor's thread; must not block."""
+
+    def recorded(self, attempt: Attempt) -> None: ...
+
+    def health_looked(self, ok: bool) -> None: ...
+
+    def serving_ended(self, outcome: str, code: int | None) -> None: ...
+
+    def stopping(self, signum: int) -> None:
+        """A stop signal came (called from the signal handler: it must take no lock the guard's thread holds)."""
+
+
 class Journal:
     """The attempt log, the attempts so far, and the registry entry of this guard."""
 
-    def __init__(self, ctx: LaunchContext, *, forced: bool) -> None:
+    def __init__(self, ctx: LaunchContext, *, forced: bool, observer: AttemptObserver | None = None) -> None:
         self.ctx = ctx
         self.forced = forced
+        self.observer = observer
         profile = ctx.pre.profile
         stem = attempt_log.profile_stem(profile.name, profile.path, profile.model)
         self.log_path = attempt_log.log_path(profile.setting("attempt-log"), stem, ctx.environ)
@@ -123,12 +138,16 @@ class Journal:
                 {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
         }
         self.attempt_log.append(record)
+        if self.observer is not None:
+            self.observer.recorded(attempt)
 
     def _attempt_log_failed(self, text: str) -> None:
         self.ctx.status.message(text, style="bold yellow")
         self.ctx.notifier.status(text)
 
     def record_end(self, attempt: Attempt, outcome: str, code: int | None, reason: str | None = None) -> None:
+        if self.observer is not None:
+            self.observer.serving_ended(outcome, code)
         self.attempt_log.append({
             "profile": str(attempt.profile.path) if attempt.profile.path else None,
             "profile_sha256": attempt.profile.sha256, "model": attempt.profile.model,

@@ -13,7 +13,7 @@ from vllm_guard.launch.child import Child, ChildEnder
 from vllm_guard.launch.context import LaunchContext
 from vllm_guard.launch.journal import Attempt, Journal, now
 from vllm_guard.launch.relax import LADDER_DESTS, Relaxer
-from vllm_guard.profile.model import Profile
+from vllm_guard.profile.model import Profile, stop_grace_s
 from vllm_guard.redact import mask_url_credentials, printable
 
 
@@ -73,7 +73,7 @@ class Serving:
                 return int(ExitCode.CHILD_EXITED)
             if ctx.stop_signal is not None:
                 ctx.status.message(f"stopping vLLM (signal {process.signal_name(ctx.stop_signal)}): SIGTERM, "
-                                   f"SIGKILL after {ctx.pre.profile.setting('stop-timeout')}s")
+                                   f"SIGKILL after {stop_grace_s(ctx.pre.profile):g}s")
                 code = self.ender.stop(child)
                 self.journal.record_end(attempt, "stopped", code)
                 return ctx.exit_for_signal()

@@ -22,7 +22,7 @@ from vllm_guard.launch import health, lock, process
 from vllm_guard.launch.attempt import AttemptRunner
 from vllm_guard.launch.child import ChildEnder
 from vllm_guard.launch.context import Host, LaunchContext, Spawner
-from vllm_guard.launch.journal import Attempt, Journal
+from vllm_guard.launch.journal import Attempt, AttemptObserver, Journal
 from vllm_guard.launch.lock import LaunchLocks
 from vllm_guard.launch.notify import Notifier
 from vllm_guard.launch.ownership import PortOwner, PortWatch
@@ -40,7 +40,8 @@ class Supervisor:
     """Runs the ladder and then supervises; every collaborator has a real default and can be replaced.
 
     ``pause`` is how the guard waits between looks (None: on an event that a stop signal sets); ``host``
-    is the guard's own process (signals, subreaper, adopted children). Tests pass fakes of both.
+    is the guard's own process (signals, subreaper, adopted children). Tests pass fakes of both. ``observer``
+    follows the attempts and the looks at /health (the status endpoint's state).
     """
 
     def __init__(
@@ -61,14 +62,16 @@ class Supervisor:
         gpu_label: Callable[[Gpu], str] = gpu_label,
         pause: Callable[[float], object] | None = None,
         host: Host | None = None,
+        observer: AttemptObserver | None = None,
     ) -> None:
         self.ctx = LaunchContext(
             pre=pre, facts=facts, environ=environ, status=status, notifier=notifier or Notifier(environ),
-            clock=clock, spawner=spawner, ready=ready or self._health, gpu_probe=gpu_probe,
+            clock=clock, spawner=spawner, ready=_observed(ready or self._health, observer), gpu_probe=gpu_probe,
             launch_locks=launch_locks, gpu_label=gpu_label,
             lock_dir=lock.lock_dir(pre.profile.setting("lock-dir"), environ), host=host or Host(),
             port=port or PortWatch(), pause=pause)
-        self.journal = Journal(self.ctx, forced=forced)
+        self.observer = observer
+        self.journal = Journal(self.ctx, forced=forced, observer=observer)
         self.relax = Relaxer(self.ctx)
         ender = ChildEnder(self.ctx)
         self.attempts = AttemptRunner(self.ctx, self.journal, self.relax, ender, FirstRequest(self.ctx, ender))
@@ -86,6 +89,8 @@ class Supervisor:
         if ctx.stop_signal is None:
             ctx.stop_signal = signum
             ctx.notifier.stopping(f"stopping: signal {signum}")
+            if self.observer is not None:
+                self.observer.stopping(signum)
         ctx.wake.set()
 
     # --- the ladder ------------------------------------------------------------------
@@ -150,6 +155,18 @@ class Supervisor:
         if attempt.outcome == "failed" and attempt.diagnosis is not None:
             attempt.step = self.relax.next_step(attempt, guard_set_kv=guard_set_kv, unchanged=unchanged)
         self.journal.record(attempt)
+
+
+def _observed(ready: Callable[[str], bool], observer: AttemptObserver | None) -> Callable[[str], bool]:
+    """The readiness probe, each answer also told to the observer."""
+    if observer is None:
+        return ready
+
+    def look(url: str) -> bool:
+        ok = ready(url)
+        observer.health_looked(ok)
+        return ok
+    return look
 
 
 def run_exec(plan: LaunchPlan, environ: Mapping[str, str]) -> None:

@@ -39,6 +39,7 @@ from vllm_guard.profile.settings import (
     LADDER_SETTINGS,
     SUBTABLES,
     Setting,
+    parse_address,
     parse_duration,
     parse_gpus,
 )
@@ -376,6 +377,9 @@ def _coerce_setting(setting: Setting, value: Any) -> Any:
         return tuple(value)
     if kind == "gpus":
         return parse_gpus(value)
+    if kind == "address":
+        parse_address(value)
+        return value
     number: float
     if kind == "len" and isinstance(value, str):
         number = parse_human_int(value)

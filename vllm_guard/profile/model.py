@@ -100,6 +100,19 @@ def model_parallel_size(profile: Profile) -> int:
     return math.prod(max(int(v or 1), 1) for v in sizes)
 
 
+DRAIN_MARGIN_S = 5.0  # beyond vLLM's --shutdown-timeout: its last responses written, its processes ended
+
+
+def stop_grace_s(profile: Profile) -> float:
+    """Seconds between the one SIGTERM and the SIGKILL: guard.stop-timeout, or vLLM's --shutdown-timeout (its drain
+    of the requests in flight) plus a margin when that is longer, so a drain is never cut short."""
+    stop = float(profile.setting("stop-timeout"))
+    drain = profile.value("shutdown_timeout")
+    if isinstance(drain, (int, float)) and not isinstance(drain, bool) and drain > 0:
+        return max(stop, float(drain) + DRAIN_MARGIN_S)
+    return stop
+
+
 def world_size(profile: Profile) -> int:
     """GPUs one vLLM instance uses: tensor x pipeline x data parallel (every replica of a data-parallel launch)."""
     return model_parallel_size(profile) * max(int(profile.value("data_parallel_size") or 1), 1)

@@ -16,7 +16,7 @@ MISSING: Any = object()
 class Setting:
     """One key of ``[guard]`` or its sub-tables: its type, default and meaning."""
 
-    kind: str  # str | bool | int | float | gpus | str_list | len | duration | choice
+    kind: str  # str | bool | int | float | gpus | str_list | len | duration | choice | address
     default: Any
     help: str
     env: str | None = None
@@ -71,6 +71,11 @@ GUARD_SETTINGS: dict[str, Setting] = {
                            "cluster started on this machine"),
     "ray-node-timeout": Setting("duration", 5.0, "seconds each Ray node has to answer the preflight probe",
                                 minimum=0.1),
+    # Kubernetes (docs/kubernetes.md): the guard's own /livez, /startupz, /readyz and /metrics; off by default.
+    "status-address": Setting("address", None, 'HOST:PORT of the guard\'s status endpoint (/livez, /startupz, '
+                              '/readyz, /metrics); default: none', env="VLLMGUARD_STATUS_ADDRESS"),
+    "termination-log": Setting("str", None, "where a failed exit's summary goes when /dev/termination-log (the "
+                               "kubelet's) is absent; default: nowhere", env="VLLMGUARD_TERMINATION_LOG"),
     "ray-tensor-parallel-across-nodes": Setting("bool", False, "let a tensor-parallel group span nodes (slow "
                                                 "without a fast interconnect); default: within a node"),
 }
@@ -128,6 +133,22 @@ def parse_gpus(value: Any) -> tuple[int | str, ...] | str:
     ):
         raise ValueProblem(f'expected "auto", or a list of GPU indices (0, 1, ...) or UUIDs, got {shown}')
     return tuple(items)
+
+
+ADDRESS_MAX_CHARS = 262  # a DNS name (253), brackets, a colon and a port
+
+
+def parse_address(value: Any) -> tuple[str, int]:
+    """guard.status-address: "HOST:PORT" (an IPv6 host in brackets, "[::]:9090"), port 1-65535."""
+    if not isinstance(value, str) or not value or len(value) > ADDRESS_MAX_CHARS:
+        raise ValueProblem(f'expected "HOST:PORT" (for example "0.0.0.0:9090"), got {str(value)[:40]!r}')
+    host, sep, port = value.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or not re.fullmatch(
+            r"[A-Za-z0-9.:_-]+", host):
+        raise ValueProblem(f'expected "HOST:PORT" with a port from 1 to 65535 (for example "0.0.0.0:9090"), '
+                           f"got {value!r}")
+    return host, int(port)
 
 
 def parse_duration(text: str) -> float:

@@ -55,3 +55,19 @@ def read_config(path: str) -> list[tuple[str, Any]]:
             raise ConfigFileError(f"--config {path}: option names are strings, got {key!r}")
         items.append((key, value))
     return items
+
+
+def dump_documents(documents: list[dict[str, Any]]) -> str:
+    """YAML documents separated by ``---`` (the Kubernetes manifest of `vllm-guard manifest`), keys in order."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:  # every object spelled out: no &id001 / *id001
+            return True
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        # A multi-line string (the profile in its ConfigMap) as a literal block, readable as written.
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    _Dumper.add_representer(str, text)
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
