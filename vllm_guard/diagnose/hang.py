@@ -139,6 +139,7 @@ class ProgressDetector:
         self._shapes: set[str] = set()
         self._bars: dict[str, str] = {}
         self._bytes: int | None = None
+        self._looked = False
         self._gpu_bytes: int | None = None
         self._phase: str | None = None
 
@@ -190,13 +191,15 @@ class ProgressDetector:
         return True
 
     def cache_bytes(self, n: int | None, t: float) -> bool:
-        """Bytes in the model's download cache; None: not known (no progress, and no change remembered)."""
-        if n is None:
-            return False
-        moved = self._bytes is not None and n != self._bytes
-        self._bytes = n
-        if moved:
+        """Bytes of the model's downloads in flight (partial files in its cache); None: none in flight. A
+        partial file means the start is downloading; a change (a file begun, grown or finished) is progress.
+        The first look is no change: it says where the start is, not that it moved."""
+        before, looked = self._bytes, self._looked
+        self._bytes, self._looked = n, True
+        if n is not None:
             self.activity = "download"
+        moved = looked and n != before
+        if moved:
             self._moved(t)
         return moved
 

@@ -48,3 +48,16 @@ def main_frames(text: str, n: int = INNERMOST) -> tuple[str, ...]:
     found = threads(text)
     main = next((t for t in found if t.name == "MainThread"), found[0] if found else None)
     return main.frames[:n] if main is not None else ()
+
+
+def summary(frames: object, per_process: int = 3, processes: int = 4) -> list[str]:
+    """One line per process from a record's ``hang.frames`` (label -> innermost frames): "label: f1 < f2 < f3".
+    The record is read back from a file anyone could edit: anything not a mapping of lists of text is skipped."""
+    if not isinstance(frames, dict):
+        return []
+    out = []
+    for label, stack in list(frames.items())[:processes]:
+        if isinstance(stack, list) and stack:
+            shown = " < ".join(_CONTROL.sub("", str(f))[:FRAME_CHARS] for f in stack[:per_process])
+            out.append(f"{_CONTROL.sub('', str(label))[:80]}: {shown}")
+    return out

@@ -26,7 +26,7 @@ from vllm_guard.launch.phases import EXTEND_S, PhaseTracker
 from vllm_guard.launch.plan import build_plan
 from vllm_guard.launch.readiness import HEALTH_POLL_S, FirstRequest
 from vllm_guard.launch.relax import Relaxer
-from vllm_guard.launch.stall import HangProbes, StallWatch, limits_of
+from vllm_guard.launch.stall import HangProbes, StallWatch, limits_of, stall_summary
 from vllm_guard.launch.waits import Wait, duration_text
 from vllm_guard.probes.select import describe_choice, gpu_kind, select_gpus
 from vllm_guard.profile.model import Profile, world_size
@@ -220,6 +220,8 @@ class AttemptRunner:
                 ctx.status.message(f"no progress for {hung.idle_s:g}s ({tracker.stage_name}): reading the stacks of "
                                    "vLLM's processes, then stopping it")
                 attempt.diagnosis, attempt.hang = stall.hung(child.pid, hung, self.journal.stacks_path(attempt))
+                for line in stall_summary(attempt.hang):
+                    ctx.status.message(line)
                 attempt.exit_status = self.ender.stop(child)
                 attempt.outcome = "failed"
                 return None

@@ -59,8 +59,9 @@ def py_spy_dump(pid: int, timeout_s: float) -> tuple[str | None, str | None]:
 
 
 def model_cache_bytes(model: str, environ: Mapping[str, str]) -> int | None:
-    """Bytes in the Hugging Face cache's blobs of this model (downloads land there as *.incomplete first);
-    None for a local path or a model not in the cache yet. A listing of one directory: cheap."""
+    """Bytes of this model's downloads in flight: huggingface_hub writes each file as ``blobs/<hash>.incomplete``
+    in the cache and renames it when done (file_download.py). None for a local path, or no download in flight.
+    A listing of one directory: cheap."""
     if not model or "/" not in model or model.startswith(("/", ".", "~")):
         return None
     hub = environ.get("HF_HUB_CACHE") or os.path.join(
@@ -69,9 +70,20 @@ def model_cache_bytes(model: str, environ: Mapping[str, str]) -> int | None:
     blobs = os.path.join(hub, "models--" + model.replace("/", "--"), "blobs")
     try:
         with os.scandir(blobs) as entries:
-            return sum(e.stat(follow_symlinks=False).st_size for e in entries if e.is_file(follow_symlinks=False))
+            sizes = [e.stat(follow_symlinks=False).st_size for e in entries
+                     if e.name.endswith(".incomplete") and e.is_file(follow_symlinks=False)]
     except OSError:
         return None
+    return sum(sizes) if sizes else None
+
+
+def stall_summary(record: Mapping[str, Any]) -> list[str]:
+    """What the guard says of a hang it stopped: the stage, where each process was stuck, or why not known."""
+    lines = [f"startup_hang in {record['stage']} (from {record['stage_from']}): "
+             f"no progress for {record['idle_s']:g}s"]
+    lines += [f"stuck in {line}" for line in stack_text.summary(record.get("frames"))]
+    lines += [f"stacks: {record['stacks_file']}"] if record.get("stacks_file") else []
+    return lines + [f"stacks: {note}" for note in record.get("notes") or ()]
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,9 @@ class StallWatch:
 
     def look(self, now_s: float) -> Verdict | None:
         """The verdict when the start is hung; None while it moves (or is within its limit)."""
-        if self._last_look is None or now_s - self._last_look >= LOOK_S:
+        # often enough that a short stall-timeout is judged on fresh bytes and memory, at most every LOOK_S
+        every_s = min(LOOK_S, self.detector.limits.for_stage(self.detector.activity) / 4)
+        if self._last_look is None or now_s - self._last_look >= every_s:
             self._last_look = now_s
             self.detector.cache_bytes(self.probes.cache_bytes(self.model, self.ctx.environ), now_s)
             self.detector.gpu_memory(self._gpu_used(), now_s)
