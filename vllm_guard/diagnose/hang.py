@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.catalogue import HANG_SOURCES
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, body
 
 HANG_STAGES = ("nccl_init", "custom_allreduce", "engine_handshake", "dp_coordinator", "ray_placement", "download",
@@ -47,12 +47,12 @@ class WaitingLine:
 
 WAITING: tuple[WaitingLine, ...] = (
     WaitingLine("dp_coordinator", re.compile(r"Waiting for READY message from DP Coordinator"),
-                SOURCES["hang_dp_coordinator"]),
+                HANG_SOURCES["hang_dp_coordinator"]),
     WaitingLine("engine_handshake", re.compile(r"Waiting for (?P<local_engines>\d{1,6}) local, (?P<remote_engines>"
                                                r"\d{1,6}) remote core engine proc\(s\) to (?:start|connect)"),
-                SOURCES["hang_engine_handshake"]),
+                HANG_SOURCES["hang_engine_handshake"]),
     WaitingLine("ray_placement", re.compile(r"Waiting for creating a placement group of specs for (?P<waited_s>"
-                                            r"\d{1,9}) seconds"), SOURCES["hang_ray_placement"]),
+                                            r"\d{1,9}) seconds"), HANG_SOURCES["hang_ray_placement"]),
 )
 _WAITING_WORDS = re.compile(r"Waiting for")
 
@@ -150,6 +150,7 @@ class ProgressDetector:
 
     def line(self, text: str, t: float) -> bool:
         """One log line; True when it is progress."""
+        text = text.rstrip("\r\n")
         found = waiting_line(text)
         if found is not None:
             self.waiting = (found[0], found[1], text[:MAX_LINE_CHARS])

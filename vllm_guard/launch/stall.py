@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vllm_guard.diagnose import stacks as stack_text
-from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.catalogue import HANG_SOURCES
 from vllm_guard.diagnose.classify import Diagnosis
 from vllm_guard.diagnose.hang import ProgressDetector, StallLimits, Verdict, hang_stage
 from vllm_guard.launch import process
@@ -137,9 +137,11 @@ class StallWatch:
         numbers = {"stall_timeout_s": verdict.limit_s, "idle_s": verdict.idle_s, **verdict.numbers}
         evidence = [f"no progress for {verdict.idle_s:g}s (stall-timeout {verdict.limit_s:g}s while "
                     f"{verdict.activity}), vLLM still running"]
-        evidence += [e for e in (verdict.waiting or verdict.last_progress, reading.evidence) if e]
+        for said in (verdict.waiting or verdict.last_progress, reading.evidence):
+            if said and said not in evidence:
+                evidence.append(said)
         return Diagnosis("startup_hang", reading.stage, numbers, tuple(evidence[:3]), detail=reading.stage,
-                         template=SOURCES["hang_guard"], stage_from=reading.came_from), record
+                         template=HANG_SOURCES["hang_guard"], stage_from=reading.came_from), record
 
     def _dump_all(self, root_pid: int) -> tuple[dict[str, str], list[str]]:
         """py-spy on each process of the launch, one after the other in a thread; a stop signal ends the wait."""
