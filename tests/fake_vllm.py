@@ -134,10 +134,15 @@ HANG_LINES = {
     "engine_handshake": ("APIServer", "DEBUG", "utils.py:1407",
                          "Waiting for 1 local, 0 remote core engine proc(s) to start."),
 }
+# Said once before a silent hang: the last progress line names the stage (pynccl.py:148, vLLM 0.32).
+HANG_ONCE = {"nccl_init": ("Worker_TP0", "INFO", "pynccl.py:148", "vLLM is using nccl==2.27.3")}
 
 
 def hang(scenario: dict) -> None:
     """Never ready: silent, or repeating a real waiting line every ``hang_interval_s`` (vLLM: 10 s)."""
+    once = HANG_ONCE.get(str(scenario["hang"]))
+    if once is not None:
+        log(once[0], once[3], level=once[1], where=once[2])
     line = HANG_LINES.get(str(scenario["hang"]))
     while True:
         if line is not None:
@@ -286,7 +291,8 @@ def api_server(argv: list[str]) -> int:
             err("RuntimeError: Engine core initialization failed. See root cause above. "
                 f"Failed core proc(s): {{'EngineCore': {code}}}")
             return 1
-    if scenario.get("hang"):
+    # hang_unless_env: the hang a variable cures, as NCCL_P2P_DISABLE=1 cures NCCL on broken peer-to-peer
+    if scenario.get("hang") and os.environ.get(str(scenario.get("hang_unless_env", "")), "") != "1":
         hang(scenario)
     serving.set()
     log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
@@ -400,7 +406,7 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
               f"kv_cache_dtype={args.kv_cache_dtype}")
     for rank in range(args.tensor_parallel_size if args.tensor_parallel_size > 1 else 0):
         workers.append(subprocess.Popen([f"VLLM::Worker_TP{rank}", "-c", "import time; time.sleep(3600)",
-                                         "fake_vllm"], executable=sys.executable))
+                                         "fake_vllm"], executable=sys.executable or os.readlink("/proc/self/exe")))
     util = args.gpu_memory_utilization
     total = gpu.total
     free = total - gpu.others()

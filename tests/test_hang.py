@@ -175,3 +175,16 @@ def test_explain_names_a_pasted_log_that_ends_waiting() -> None:
     # a waiting line followed by the error that ended it is that error, not a hang
     ended = log + "\nERROR 12-02 02:32:00 [core.py:700] RuntimeError: Input socket thread died during startup"
     assert classify(ended).cls != "startup_hang"
+
+
+def test_the_peer_to_peer_relaxation_brings_its_environment() -> None:
+    from vllm_guard.launch.remembered import check_remembered, with_relaxation
+    from vllm_guard.profile.model import Profile
+
+    profile = Profile(model="meta-llama/Llama-3.1-8B-Instruct", env={"OTHER": "x"})
+    relaxed = with_relaxation(profile, "disable-custom-all-reduce", True)
+    assert relaxed.value("disable_custom_all_reduce") is True
+    assert relaxed.env == {"OTHER": "x", "NCCL_P2P_DISABLE": "1"}
+    assert check_remembered(profile, {"disable-custom-all-reduce": True}) == ({"disable-custom-all-reduce": True},
+                                                                             None)
+    assert with_relaxation(profile, "enforce-eager", True).env == {"OTHER": "x"}

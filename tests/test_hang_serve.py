@@ -4,13 +4,16 @@ stage, stopped once, never started again, and nothing is left behind; a slow dow
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import MACHINES
 from tests.test_serve import Rig, gone_soon, no_leftovers  # noqa: F401  (the autouse fixture: nothing left)
 from vllm_guard.diagnose.hang import HANG_STAGES
 
+A100_X2 = str(MACHINES / "a100-80gb-x2.json")
 STALL = 'stall-timeout = 2\nstartup-timeout = 120'
 
 
@@ -56,3 +59,29 @@ def test_a_slow_download_that_moves_is_never_called_hung(tmp_path: Path) -> None
     guard.communicate(timeout=30)
     first = rig.records()[0]
     assert first["outcome"] == "ready", json.dumps(first)[:2000]
+
+
+def test_an_nccl_hang_on_two_gpus_retries_once_without_peer_to_peer_and_remembers_it(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, hang="nccl_init", hang_unless_env="NCCL_P2P_DISABLE")
+    profile = rig.profile("max-model-len = 8192\ntensor-parallel-size = 2", extra=STALL)
+    guard = rig.start("--machine", A100_X2, "--force", profile)
+    rig.wait_ready(guard, timeout=90)
+    guard.terminate()
+    _, err = guard.communicate(timeout=30)
+    first, second = rig.records()[:2]
+    assert (first["failure"]["class"], first["failure"]["stage"]) == ("startup_hang", "nccl_init")
+    assert (first["next"]["param"], first["next"]["value"]) == ("disable-custom-all-reduce", True)
+    assert "NCCL_P2P_DISABLE=1" in err
+    assert second["outcome"] == "ready" and "--disable-custom-all-reduce" in second["argv"]
+    assert second["changed"] == {"disable-custom-all-reduce": [False, True]}
+    assert "remembered for the next start of this profile: disable-custom-all-reduce True" in err
+    # The next start begins from it, the environment it implies included: the fake hangs without NCCL_P2P_DISABLE.
+    again = rig.start("--machine", A100_X2, "--force", profile)
+    deadline = time.monotonic() + 60
+    while sum(r["outcome"] == "ready" for r in rig.records()) < 2:  # the first run's ready line is there already
+        assert again.poll() is None and time.monotonic() < deadline, rig.records()
+        time.sleep(0.2)
+    again.terminate()
+    again.communicate(timeout=30)
+    third = [r for r in rig.records() if r.get("phase") != "serving"][2]
+    assert third["outcome"] == "ready" and third["remembered"] == {"disable-custom-all-reduce": True}
