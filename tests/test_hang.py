@@ -188,3 +188,35 @@ def test_the_peer_to_peer_relaxation_brings_its_environment() -> None:
     assert check_remembered(profile, {"disable-custom-all-reduce": True}) == ({"disable-custom-all-reduce": True},
                                                                              None)
     assert with_relaxation(profile, "enforce-eager", True).env == {"OTHER": "x"}
+
+
+def test_explain_reads_the_guards_own_report_of_a_hang_it_stopped() -> None:
+    """A unit's journal: vLLM's lines, then the guard's report (stall.stall_summary) and vLLM's own stop lines."""
+    from tests.conftest import DATA
+    from vllm_guard.launch.stall import stall_summary
+
+    record = {"stage": "dp_coordinator", "stage_from": "waiting line", "idle_s": 40.1, "stacks_file": None,
+              "frames": {"VLLM::EngineCore_DP0 (pid 23260)": [
+                  "Condition.wait (threading.py:331)", "Event.wait (threading.py:629)",
+                  "EngineCoreProc.__init__ (vllm/v1/engine/core.py:1243)"]}}
+    journal = "\n".join([(DATA / "logs" / "real_cpu032_dp_coordinator_hang.log").read_text().rstrip(),
+                         *(f"vllm-guard: {line}" for line in stall_summary(record)),
+                         "(EngineCore_DP0 pid=23260) ERROR 12-02 02:29:31 [multiproc_executor.py:315] Worker proc "
+                         "VllmWorker-0 died unexpectedly (exit code: 0), shutting down executor."])
+    d = classify(journal)
+    assert (d.cls, d.stage, d.numbers) == ("startup_hang", "dp_coordinator", {"idle_s": 40.1})
+    assert any("EngineCoreProc.__init__ (vllm/v1/engine/core.py:1243)" in e for e in d.evidence), d.evidence
+
+
+def test_attempts_shows_where_each_process_was_stuck() -> None:
+    import io
+
+    from vllm_guard.report.tables import print_attempts
+
+    out = io.StringIO()
+    print_attempts([{"attempt": 1, "outcome": "failed", "failure": {"class": "startup_hang"},
+                     "hang": {"stage": "nccl_init", "frames": {"VLLM::Worker_TP1 (pid 9)": [
+                         "ncclCommInitRank (libnccl.so.2)", "__init__ (vllm/distributed/pynccl.py:120)"],
+                         "evil\x1b[2J": "not a list"}}}], "a.jsonl", out)
+    text = out.getvalue()
+    assert "startup_hang (nccl_init)" in text and "ncclCommInitRank" in text and "\x1b" not in text

@@ -230,6 +230,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             return Diagnosis("preflight_failed", BEFORE_START, {"failed_checks": len(checks["failed_checks"])},
                              evidence, _signal_of(exit_status), ", ".join(checks["failed_checks"]) or None,
                              {**ctx, **checks}, template=guard_report.SOURCE, stage_from=certainty.MESSAGE)
+    if (stopped := hang.guard_hang(lines, ctx)) is not None:  # the guard stopped it: vLLM's stop lines follow
+        return stopped
     tbs = logread.tracebacks(lines)
     frame_stage = certainty.frame_stages(tbs)
     signal = _signal_of(exit_status)
@@ -275,10 +277,9 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     supported = _supported(lines, tbs, final_stage, signal, ctx)
     if supported is not None:
         return supported
-    hung = hang.log_hang(lines) if signal is None else None  # no error, no signal: the log ends waiting
+    hung = hang.log_hang(lines, ctx) if signal is None else None  # no error, no signal: the log ends waiting
     if hung is not None:
-        return Diagnosis("startup_hang", hung.stage, hung.numbers, hung.evidence, context=ctx, confidence="medium",
-                         template=hung.source, stage_from=certainty.MESSAGE)
+        return hung
     return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx, confidence="none",
                      stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 

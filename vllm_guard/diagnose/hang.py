@@ -17,10 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from vllm_guard.diagnose import certainty
 from vllm_guard.diagnose.catalogue import HANG_SOURCES
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, body
+
+if TYPE_CHECKING:
+    from vllm_guard.diagnose.classify import Diagnosis
 
 HANG_STAGES = ("nccl_init", "custom_allreduce", "engine_handshake", "dp_coordinator", "ray_placement", "download",
                "weights_loading", "compile", "graph_capture", "unknown")
@@ -277,20 +281,23 @@ def hang_stage(frames: Iterable[Sequence[str]], verdict: Verdict) -> StageReadin
     return StageReading(UNKNOWN, "nothing")
 
 
-@dataclass(frozen=True)
-class LogHang:
-    """A pasted log that ends waiting: where, the numbers and ranks its lines name, and the lines."""
-
-    stage: str
-    numbers: dict[str, Any]
-    evidence: tuple[str, ...]
-    source: str
-
-
 _DP_RANK = re.compile(r"_DP(\d{1,5})\b")
+# The guard's own report of a hang it stopped (launch/stall.py stall_summary), in its journal or a paste of it.
+_GUARD_HANG = re.compile(r"^vllm-guard: startup_hang in (?P<stage>[a-z_]{1,40}) \(from (?P<came_from>[^)]{1,40})\): "
+                         r"no progress for (?P<idle_s>[\d.]{1,12})s")
+_GUARD_STUCK = "vllm-guard: stuck in "
 
 
-def log_hang(lines: Sequence[LogLine]) -> LogHang | None:
+def _diagnosis(stage: str, numbers: dict[str, Any], evidence: tuple[str, ...], source: str, came_from: str,
+               context: dict[str, Any]) -> Diagnosis:
+    # imported here: classify imports this module to read a whole log; this module is read line by line too
+    from vllm_guard.diagnose.classify import Diagnosis
+
+    return Diagnosis("startup_hang", stage, numbers, evidence, context=context, confidence="medium",
+                     template=source, stage_from=came_from, detail=stage)
+
+
+def log_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
     """The log's last lines (after its last other line) are a waiting line, repeated or once: a hang there.
     A log that merely stops is no evidence (every truncated paste does); nor is one that ends in an error."""
     found: tuple[WaitingLine, dict[str, Any], LogLine] | None = None
@@ -310,4 +317,20 @@ def log_hang(lines: Sequence[LogLine]) -> LogHang | None:
     if rank:
         numbers["dp_rank"] = int(rank.group(1))
     said = f"the log ends waiting: {count} time(s) {wait.stage}'s waiting line, and nothing after it"
-    return LogHang(wait.stage, numbers, (last.text[:EVIDENCE_CHARS], said), wait.source)
+    return _diagnosis(wait.stage, numbers, (last.text[:EVIDENCE_CHARS], said), wait.source, certainty.MESSAGE, context)
+
+
+def guard_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
+    """The guard's own report that it stopped a hung start, with where each process was stuck (its last one)."""
+    for i in range(len(lines) - 1, -1, -1):
+        text = lines[i].text
+        if "startup_hang in " not in text:
+            continue
+        m = _GUARD_HANG.match(text)
+        if m is None or m.group("stage") not in HANG_STAGES:
+            continue
+        stuck = [line.text[len("vllm-guard: "):][:EVIDENCE_CHARS] for line in lines[i + 1:i + 12]
+                 if line.text.startswith(_GUARD_STUCK)][:4]
+        return _diagnosis(m.group("stage"), {"idle_s": float(m.group("idle_s"))}, (text[:EVIDENCE_CHARS], *stuck),
+                          HANG_SOURCES["hang_guard"], f"the guard's report ({m.group('came_from')})", context)
+    return None
