@@ -148,27 +148,33 @@ class StallWatch:
         procs = self.probes.processes(root_pid)[:MAX_PROCESSES]
         dumps: dict[str, str] = {}
         notes: list[str] = []
+        guard = threading.Lock()  # the worker may still be adding when the wait gives up on it
 
         def run() -> None:
             for pid, title in procs:
                 if self.ctx.stop_signal is not None:
                     return
                 text, why = self.probes.dump(pid, DUMP_TIMEOUT_S)
-                if text is not None:
-                    dumps[f"{title} (pid {pid})"] = text
-                elif why is not None and why not in notes:
-                    notes.append(why)
+                with guard:
+                    if text is not None:
+                        dumps[f"{title} (pid {pid})"] = text
+                    elif why is not None and why not in notes:
+                        notes.append(why)
 
         worker = threading.Thread(target=run, name="vllm-guard-stacks", daemon=True)
         worker.start()
         deadline = self.ctx.clock() + DUMP_TIMEOUT_S * len(procs) + 1.0
         while worker.is_alive() and self.ctx.stop_signal is None and self.ctx.clock() < deadline:
             worker.join(0.2)
+        with guard:
+            got, said = dict(dumps), list(notes)
         if not procs:
-            notes.append("no process of the launch was found to read")
+            said.append("no process of the launch was found to read")
         elif self.ctx.stop_signal is not None:
-            notes.append("a stop signal came while the stacks were read: the rest were not")
-        return dict(dumps), notes
+            said.append("a stop signal came while the stacks were read: the rest were not")
+        elif worker.is_alive():
+            said.append("py-spy did not finish in time: the stacks of the rest were not read")
+        return got, said
 
     def _write(self, path: Path, dumps: Mapping[str, str], notes: list[str]) -> str | None:
         text = "".join(f"== {label}\n{body}\n" for label, body in dumps.items())
