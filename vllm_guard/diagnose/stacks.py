@@ -56,8 +56,16 @@ def summary(frames: object, per_process: int = 3, processes: int = 4) -> list[st
     if not isinstance(frames, dict):
         return []
     out = []
-    for label, stack in list(frames.items())[:processes]:
+    # vLLM's own processes first, the engine first of them (a hang waits there); the wrappers and the
+    # multiprocessing resource tracker last
+    ranked = sorted(frames.items(), key=lambda kv: (0 if "EngineCore" in str(kv[0]) else
+                                                    1 if "VLLM::" in str(kv[0]) else 2))
+    for label, stack in ranked[:processes]:
         if isinstance(stack, list) and stack:
-            shown = " < ".join(_CONTROL.sub("", str(f))[:FRAME_CHARS] for f in stack[:per_process])
+            # the innermost frame (what it waits in), then vLLM's own innermost (why): threading.py's wait says
+            # little, vllm/v1/engine/core.py:1243 says which wait
+            texts = [_CONTROL.sub("", str(f))[:FRAME_CHARS] for f in stack]
+            picked = texts[:1] + [f for f in texts[1:] if "vllm/" in f][:per_process - 1]
+            shown = " < ".join(picked + [f for f in texts[1:] if f not in picked][:per_process - len(picked)])
             out.append(f"{_CONTROL.sub('', str(label))[:80]}: {shown}")
     return out
