@@ -37,8 +37,8 @@ def test_a_waiting_line_repeated_is_never_progress(template: str, stage: str, nu
 
 # Heartbeats vLLM or a library repeats with new numbers or times: the same shape, not progress after the first.
 HEARTBEATS = [
-    "INFO 12-02 02:31:{:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs",
-    "(EngineCore_DP0 pid=77) DEBUG 12-02 02:31:{:02d} [core.py:901] EngineCore waiting for work.",
+    "INFO 12-02 02:31:{:02d} [loggers.py:283] Engine 000: Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs",
+    "(EngineCore_DP0 pid=77) DEBUG 12-02 02:31:{:02d} [core.py:1584] EngineCore waiting for work.",
 ]
 
 
