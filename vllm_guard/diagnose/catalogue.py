@@ -89,3 +89,16 @@ SOURCES: dict[str, str] = {
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
 }
+
+# The waiting lines of a start that hangs (issue 24), read by diagnose/hang.py rather than by a rule of rules.py:
+# a waiting line is a failure only when nothing follows it.
+HANG_SOURCES: dict[str, str] = {
+    "hang_dp_coordinator": "vLLM 0.32 v1/engine/core.py EngineCoreProc.__init__ (data parallel): 'Waiting for "
+                           "READY message from DP Coordinator...' every 10 s until the coordinator answers",
+    "hang_engine_handshake": "vLLM 0.32 v1/engine/utils.py wait_for_engine_startup (debug level): 'Waiting for N "
+                             "local, M remote core engine proc(s) to start.' / '... to connect.'",
+    "hang_ray_placement": "vLLM 0.32 v1/executor/ray_utils.py _wait_until_pg_ready: 'Waiting for creating a "
+                          "placement group of specs for N seconds', with backoff",
+    "hang_guard": "the guard's own stall detector (guard.stall-timeout): no progress for the limit, the stage read "
+                  "from py-spy's stacks of the launch's processes and its last lines",
+}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.diagnose import certainty, guard_report, logread
+from vllm_guard.diagnose import certainty, guard_report, hang, logread
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING, PROFILING, STAGES, stage_of
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule, numbers_of, placement_numbers, rules_for
@@ -24,7 +24,7 @@ CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom
            "host_oom", "shm_exhausted", "tp_indivisible", "dtype_unsupported", "quant_unsupported",
            "max_len_exceeds_model", "too_few_gpus", "port_in_use", "disk_full", "model_access",
            "remote_code_required", "unsupported_architecture", "startup_timeout", "usage_error", "network",
-           "version_mismatch", "gpu_oom", "preflight_failed", "unknown")
+           "startup_hang", "version_mismatch", "gpu_oom", "preflight_failed", "unknown")
 UNKNOWN_STAGE = "unknown"  # a stage the log does not show (a bare CUDA OOM pasted without frames)
 
 @dataclass(frozen=True)
@@ -230,6 +230,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             return Diagnosis("preflight_failed", BEFORE_START, {"failed_checks": len(checks["failed_checks"])},
                              evidence, _signal_of(exit_status), ", ".join(checks["failed_checks"]) or None,
                              {**ctx, **checks}, template=guard_report.SOURCE, stage_from=certainty.MESSAGE)
+    if (stopped := hang.guard_hang(lines, ctx)) is not None:  # the guard stopped it: vLLM's stop lines follow
+        return stopped
     tbs = logread.tracebacks(lines)
     frame_stage = certainty.frame_stages(tbs)
     signal = _signal_of(exit_status)
@@ -275,6 +277,9 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     supported = _supported(lines, tbs, final_stage, signal, ctx)
     if supported is not None:
         return supported
+    hung = hang.log_hang(lines, ctx) if signal is None else None  # no error, no signal: the log ends waiting
+    if hung is not None:
+        return hung
     return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx, confidence="none",
                      stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 
@@ -341,8 +346,6 @@ def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, s
                                  confidence="medium", template=certainty.DISK_WARNING_SOURCE,
                                  stage_from=certainty.FRAMES)
     return None
-
-
 
 
 def _oom_stage(lines: list[LogLine], i: int, stage_at: list[str], final_stage: str,

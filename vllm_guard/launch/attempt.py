@@ -26,6 +26,7 @@ from vllm_guard.launch.phases import EXTEND_S, PhaseTracker
 from vllm_guard.launch.plan import build_plan
 from vllm_guard.launch.readiness import HEALTH_POLL_S, FirstRequest
 from vllm_guard.launch.relax import Relaxer
+from vllm_guard.launch.stall import HangProbes, StallWatch, limits_of, stall_summary
 from vllm_guard.launch.waits import Wait, duration_text
 from vllm_guard.probes.select import describe_choice, gpu_kind, select_gpus
 from vllm_guard.profile.model import Profile, world_size
@@ -38,8 +39,9 @@ class AttemptRunner:
     """Runs one attempt to its outcome (``Attempt.outcome``: ready, failed or stopped)."""
 
     def __init__(self, ctx: LaunchContext, journal: Journal, relax: Relaxer, ender: ChildEnder,
-                 first_request: FirstRequest) -> None:
+                 first_request: FirstRequest, hang_probes: HangProbes | None = None) -> None:
         self.ctx = ctx
+        self.hang_probes = hang_probes or HangProbes()
         self.journal = journal
         self.relax = relax
         self.ender = ender
@@ -147,11 +149,12 @@ class AttemptRunner:
         env = plan.environment(ctx.environ)
         build = ctx.facts.vllm_build
         names = CPU_STAGE_NAMES if build is not None and build.is_cpu else STAGE_NAMES
-        tracker = PhaseTracker(ctx.status, ctx.notifier, attempt.label, ctx.clock, names, start=attempt.started_mono)
+        tracker = PhaseTracker(ctx.status, ctx.notifier, attempt.label, ctx.clock, names, start=attempt.started_mono,
+                               stall=limits_of(attempt.profile.setting("stall-timeout")))
         try:
             child = ctx.spawner(plan.argv, env, tracker.sink(ctx.status.relay),
                                 grace_s=float(attempt.profile.setting("stop-timeout")), on_event=ctx.status.message,
-                                on_progress=ctx.status.progress)
+                                on_progress=tracker.progress_sink(ctx.status.progress))
         except OSError as e:
             raise GuardError(f"cannot start {plan.argv[0]}: {e.strerror or e}",
                              hint="install vLLM or set guard.vllm / VLLMGUARD_VLLM_BIN",
@@ -169,6 +172,7 @@ class AttemptRunner:
         timeout = float(attempt.profile.setting("startup-timeout"))
         start = ctx.clock()
         last_beat = start
+        stall = StallWatch(ctx, attempt.profile.model, tracker.detector, self.hang_probes)
         while True:
             if ctx.stop_signal is not None:
                 ctx.status.message(f"stopping vLLM during start-up ({tracker.stage_name}, signal "
@@ -210,6 +214,16 @@ class AttemptRunner:
                 attempt.diagnosis = Diagnosis(
                     "startup_timeout", tracker.stage, {"startup_timeout_s": timeout},
                     tuple(list(child.tail)[-3:]))
+                return None
+            hung = stall.look(now_s)
+            if hung is not None:  # alive and not moving: record where it is stuck, then stop it (issue 24)
+                ctx.status.message(f"no progress for {hung.idle_s:g}s ({tracker.stage_name}): reading the stacks of "
+                                   "vLLM's processes, then stopping it")
+                attempt.diagnosis, attempt.hang = stall.hung(child.pid, hung, self.journal.stacks_path(attempt))
+                for line in stall_summary(attempt.hang):
+                    ctx.status.message(line)
+                attempt.exit_status = self.ender.stop(child)
+                attempt.outcome = "failed"
                 return None
             if now_s - last_beat >= HEARTBEAT_S:
                 tracker.heartbeat()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vllm_guard.diagnose import ladder
@@ -40,6 +41,7 @@ class Attempt:
     first_request: list[dict[str, Any]] = field(default_factory=list)
     remembered: dict[str, Any] = field(default_factory=dict)  # values this start took from ladder.remember
     waited: list[dict[str, Any]] = field(default_factory=list)  # waits before it (a launch lock, a busy GPU): waits.py
+    hang: dict[str, Any] | None = None  # startup_hang: the stage, the stacks' innermost frames, their file (stall.py)
 
 
 def now() -> str:
@@ -134,12 +136,18 @@ class Journal:
             "first_request": attempt.first_request or None,
             "remembered": attempt.remembered or None,
             "waited": attempt.waited or None,
+            "hang": attempt.hang,
             "next": attempt.step.to_dict() if isinstance(attempt.step, ladder.Step) else (
                 {"stop": attempt.step.reason} if isinstance(attempt.step, ladder.Stop) else None),
         }
         self.attempt_log.append(record)
         if self.observer is not None:
             self.observer.recorded(attempt)
+
+    def stacks_path(self, attempt: Attempt) -> Path:
+        """Where a hung attempt's stacks go: beside the attempt log, named by the log and the attempt."""
+        stamp = (attempt.started_at or now()).replace(":", "").replace("+0000", "Z")
+        return self.log_path.parent / "stacks" / f"{self.log_path.stem}-{stamp}-attempt{attempt.number}.txt"
 
     def _attempt_log_failed(self, text: str) -> None:
         self.ctx.status.message(text, style="bold yellow")

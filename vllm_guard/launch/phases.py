@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from vllm_guard.diagnose.hang import ProgressDetector, StallLimits
 from vllm_guard.diagnose.knowledge import STAGE_NAMES
 from vllm_guard.diagnose.markers import BEFORE_START, PHASES, STAGES, phases_of, rendezvous_file, stage_of
 from vllm_guard.launch import process
@@ -51,7 +52,8 @@ class PhaseTracker:
     """Follows vLLM's log lines to know the phase and whether it progresses; reports phase changes."""
 
     def __init__(self, status: Status, notifier: Notifier, label: str, clock: Callable[[], float],
-                 names: Mapping[str, str] = STAGE_NAMES, start: float | None = None) -> None:
+                 names: Mapping[str, str] = STAGE_NAMES, start: float | None = None,
+                 stall: StallLimits | None = None) -> None:
         self.names = names
         self.claim: Callable[[str], None] | None = None  # hands the keeper vLLM's rendezvous file
         self._phase_times: dict[str, float] = {}
@@ -63,6 +65,8 @@ class PhaseTracker:
         self.start = clock() if start is None else start
         self.last_output = clock()
         self.stage = BEFORE_START
+        # Progress, not output (issue 24): every line, bar and phase goes to the pure detector too.
+        self.detector = ProgressDetector(self.start, stall)
 
     @property
     def stage_name(self) -> str:
@@ -73,6 +77,7 @@ class PhaseTracker:
             relay(raw, stream)
             self.last_output = self.clock()
             line = raw.decode(errors="replace")
+            self.detector.line(line, self.last_output)
             if not self._phase_times:
                 self.mark("first_line")
             for phase in phases_of(line):
@@ -84,12 +89,22 @@ class PhaseTracker:
             stage = stage_of(line)
             if stage is not None and STAGES.index(stage) > STAGES.index(self.stage):
                 self.stage = stage
+                self.detector.phase(stage, self.last_output)
                 self._report(heartbeat=False)
         return on_line
 
+    def progress_sink(self, show: Callable[[str], None]) -> Callable[[str], None]:
+        """A bar vLLM redraws in place (tqdm): shown, and judged by the detector (does it advance?)."""
+        def on_progress(text: str) -> None:
+            show(text)
+            self.detector.bar(text, self.clock())
+        return on_progress
+
     def mark(self, phase: str) -> None:
         """The first time a phase ends, in seconds since vLLM was started."""
-        self._phase_times.setdefault(phase, round(self.clock() - self.start, 2))
+        if phase not in self._phase_times:
+            self._phase_times[phase] = round(self.clock() - self.start, 2)
+            self.detector.phase(phase, self.clock())
 
     def phases(self) -> dict[str, float | None]:
         return {name: self._phase_times.get(name) for name in PHASES}

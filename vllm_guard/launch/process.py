@@ -405,3 +405,16 @@ def lower_own_oom_score() -> None:
 
 def signal_name(sig: int) -> str:
     return signal.Signals(sig).name
+
+
+def run_bounded(argv: Sequence[str], timeout_s: float, max_bytes: int) -> tuple[int | None, str]:
+    """A short helper run to its end (py-spy dump): its exit status (None: killed at ``timeout_s``) and its
+    stdout then stderr, cut at ``max_bytes``. Never raises for the helper's own failures."""
+    try:
+        done = subprocess.run(list(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"no answer within {timeout_s:g}s"
+    except OSError as e:
+        return -1, f"cannot run {argv[0]}: {e.strerror or e}"
+    return done.returncode, (done.stdout + done.stderr)[:max_bytes].decode(errors="replace")

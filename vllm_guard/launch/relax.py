@@ -15,7 +15,7 @@ from vllm_guard.diagnose import ladder
 from vllm_guard.launch import remembered
 from vllm_guard.launch.journal import Attempt, now
 from vllm_guard.launch.remembered import LADDER_DESTS, limits
-from vllm_guard.profile.model import Profile
+from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.state import remember
 
 __all__ = ["LADDER_DESTS", "Relaxer"]
@@ -56,6 +56,8 @@ class Relaxer:
             kv_cache_dtype=str(p.value("kv_cache_dtype") or "auto"),
             enable_chunked_prefill=p.value("enable_chunked_prefill"),
             kv_cache_memory_bytes=p.value("kv_cache_memory_bytes") or None,
+            world_size=world_size(p),
+            disable_custom_all_reduce=bool(p.value("disable_custom_all_reduce")),
         )
 
     def fp8_supported(self) -> bool | None:

@@ -28,7 +28,11 @@ FIT_MARGIN = 0.9
 # The vLLM options the ladder may change, by their profile spelling and the profile's dest.
 LADDER_DESTS = {"max-model-len": "max_model_len", "gpu-memory-utilization": "gpu_memory_utilization",
                 "max-num-batched-tokens": "max_num_batched_tokens", "max-num-seqs": "max_num_seqs",
-                "enforce-eager": "enforce_eager", "kv-cache-dtype": "kv_cache_dtype"}
+                "enforce-eager": "enforce_eager", "kv-cache-dtype": "kv_cache_dtype",
+                "disable-custom-all-reduce": "disable_custom_all_reduce"}
+# What a relaxation also sets in vLLM's environment: a start hung in NCCL or custom all-reduce set-up retries
+# without GPU peer-to-peer at all (NCCL reads NCCL_P2P_DISABLE at communicator init; ladder.P2P_HANG_STAGES).
+IMPLIED_ENV: dict[str, dict[str, str]] = {"disable-custom-all-reduce": {"NCCL_P2P_DISABLE": "1"}}
 # Where the preflight's memory estimate holds vLLM's resolved default for an option.
 # Not the utilization: on a shared GPU the preflight estimates at what is free (checks.preflight), while vLLM
 # runs with its own default unless told otherwise.
@@ -87,6 +91,11 @@ def limits(profile: Profile) -> ladder.Limits:
     )
 
 
+def with_relaxation(profile: Profile, name: str, value: Any) -> Profile:
+    """The profile with one relaxation: its option, and the environment it implies (IMPLIED_ENV)."""
+    profile = profile.with_value(LADDER_DESTS[name], value)
+    env = IMPLIED_ENV.get(name) if value else None
+    return replace(profile, env={**profile.env, **env}) if env else profile
 
 
 def effective_value(profile: Profile, dest: str, estimate: Estimate | None,
@@ -163,7 +172,7 @@ def first_start(original: Profile, estimate: Estimate | None, gpus: Sequence[Gpu
     profile = original
     for name, value in values.items():
         if name in LADDER_DESTS:
-            profile = profile.with_value(LADDER_DESTS[name], value)
+            profile = with_relaxation(profile, name, value)
     what = ", ".join(f"{k} {v}" for k, v in values.items())
     return FirstStart(profile, dict(values), (
         f"STARTING FROM REMEMBERED RELAXATIONS: {what} (a relaxed start of this profile on these GPUs with this "

@@ -29,8 +29,10 @@ from vllm_guard.launch.ownership import PortOwner, PortWatch
 from vllm_guard.launch.phases import Status
 from vllm_guard.launch.plan import LaunchPlan, build_plan
 from vllm_guard.launch.readiness import FirstRequest
-from vllm_guard.launch.relax import LADDER_DESTS, Relaxer
+from vllm_guard.launch.relax import Relaxer
+from vllm_guard.launch.remembered import IMPLIED_ENV, with_relaxation
 from vllm_guard.launch.serving import Serving
+from vllm_guard.launch.stall import HangProbes
 from vllm_guard.preflight.run import Preflight
 from vllm_guard.probes.select import gpu_label
 from vllm_guard.profile.model import Profile
@@ -63,6 +65,7 @@ class Supervisor:
         pause: Callable[[float], object] | None = None,
         host: Host | None = None,
         observer: AttemptObserver | None = None,
+        hang_probes: HangProbes | None = None,
     ) -> None:
         self.ctx = LaunchContext(
             pre=pre, facts=facts, environ=environ, status=status, notifier=notifier or Notifier(environ),
@@ -74,7 +77,8 @@ class Supervisor:
         self.journal = Journal(self.ctx, forced=forced, observer=observer)
         self.relax = Relaxer(self.ctx)
         ender = ChildEnder(self.ctx)
-        self.attempts = AttemptRunner(self.ctx, self.journal, self.relax, ender, FirstRequest(self.ctx, ender))
+        self.attempts = AttemptRunner(self.ctx, self.journal, self.relax, ender, FirstRequest(self.ctx, ender),
+                                      hang_probes)
         self.serving = Serving(self.ctx, self.journal, self.relax, ender)
 
     def _health(self, url: str) -> bool:
@@ -147,7 +151,9 @@ class Supervisor:
                     guard_set_kv = True
                 if attempt.diagnosis is not None and attempt.diagnosis.cls == "gpu_busy":
                     transient.add(step.param)
-                profile = profile.with_value(LADDER_DESTS[step.param], step.value)
+                profile = with_relaxation(profile, step.param, step.value)
+                if step.param in IMPLIED_ENV:
+                    ctx.status.message("next start: " + step.reason)
         ctx.status.attempts_table(self.journal.history, exhausted=True)
         return int(ExitCode.START_FAILED)
 

