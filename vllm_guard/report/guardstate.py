@@ -21,8 +21,18 @@ from vllm_guard.diagnose.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
 from vllm_guard.launch.journal import Attempt
 from vllm_guard.launch.phases import Status
 
+
 # The stage names the phase tracker writes ("attempt 1/5: weight loading (41s)"), back to their keys.
-STAGE_KEYS = {name: key for key, name in {**CPU_STAGE_NAMES, **STAGE_NAMES}.items()}
+def _stage_keys() -> dict[str, str]:
+    """Label -> stage key, the GPU build's labels first; the CPU build's own labels ("warm-up") are added."""
+    keys: dict[str, str] = {}
+    for names in (STAGE_NAMES, CPU_STAGE_NAMES):
+        for key, name in names.items():
+            keys.setdefault(name, key)
+    return keys
+
+
+STAGE_KEYS = _stage_keys()
 WAITING = "waiting for "
 
 # Where the guard is: before the first start, starting, vLLM ready, the ladder gave up, serving ended.
