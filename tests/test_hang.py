@@ -24,6 +24,10 @@ WAITING_LINES = [
     ("INFO 12-02 02:31:{:02d} [ray_utils.py:468] Waiting for creating a placement group of specs for 20 seconds. "
      "specs=[{{'GPU': 1.0, 'node:10.0.0.1': 0.001}}, {{'GPU': 1.0}}]. Check `ray status` and `ray list nodes` to see "
      "if you have enough resources", "ray_placement", {"waited_s": 20}),
+    # distributed/device_communicators/shm_broadcast.py LONG_WAIT_TIME_LOG_MSG (as vllm issue #51986 shows it)
+    ("(EngineCore pid=2025) INFO 08-13 11:{:02d}:02 [shm_broadcast.py:802] No available shared memory broadcast "
+     "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+     "time-consuming work (e.g. compilation, weight/kv cache quantization).", "unknown", {"waited_s": 60}),
 ]
 
 

@@ -4,7 +4,9 @@ A start that prints is not necessarily moving: vLLM repeats its waiting lines fo
 "Waiting for READY message from DP Coordinator..." every 10 s, v1/engine/core.py; the API server's "Waiting
 for N local, M remote core engine proc(s) to start." every 10 s at debug level, v1/engine/utils.py
 wait_for_engine_startup; Ray's "Waiting for creating a placement group of specs for N seconds", with backoff,
-v1/executor/ray_utils.py _wait_until_pg_ready; all read in vLLM 0.32). Progress is: a new phase, a log line
+v1/executor/ray_utils.py _wait_until_pg_ready; the message queue's "No available shared memory broadcast block
+found in 60 seconds" every minute while a peer is stuck, distributed/device_communicators/shm_broadcast.py; all
+read in vLLM 0.32). Progress is: a new phase, a log line
 whose shape (numbers and times taken out) was not seen before and is not a waiting line, a tqdm bar that
 advances, bytes arriving in the model's cache, or the launch's GPU memory changing.
 
