@@ -370,7 +370,8 @@ def log_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | N
     rank = _DP_RANK.search(last.proc)
     if rank:
         numbers["dp_rank"] = int(rank.group(1))
-    said = f"the log ends waiting: {count} time(s) {wait.stage}'s waiting line, and nothing after it"
+    whose = "the message queue's" if wait.stage == UNKNOWN else f"{wait.stage}'s"
+    said = f"the log ends waiting: {count} time(s) {whose} waiting line, and nothing after it"
     stage, came_from = wait.stage, certainty.MESSAGE
     evidence: tuple[str, ...] = (last.text[:EVIDENCE_CHARS], said)
     if wait.behind:
