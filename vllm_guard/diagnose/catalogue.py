@@ -99,6 +99,11 @@ HANG_SOURCES: dict[str, str] = {
                              "local, M remote core engine proc(s) to start.' / '... to connect.'",
     "hang_ray_placement": "vLLM 0.32 v1/executor/ray_utils.py _wait_until_pg_ready: 'Waiting for creating a "
                           "placement group of specs for N seconds', with backoff",
+    "hang_shm_broadcast": "vLLM 0.32 distributed/device_communicators/shm_broadcast.py LONG_WAIT_TIME_LOG_MSG: 'No "
+                          "available shared memory broadcast block found in N seconds', every N s while a reader "
+                          "or writer of the message queue is stuck",
+    "hang_stops": "a log with no error and no exit that stops right after NCCL's set-up lines or vLLM's P2P check "
+                  "(all_reduce_utils.py in 0.32), the steps that hang without a line; a paste cut short reads the same",
     "hang_guard": "the guard's own stall detector (guard.stall-timeout): no progress for the limit, the stage read "
                   "from py-spy's stacks of the launch's processes and its last lines",
 }

@@ -277,7 +277,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     supported = _supported(lines, tbs, final_stage, signal, ctx)
     if supported is not None:
         return supported
-    hung = hang.log_hang(lines, ctx) if signal is None else None  # no error, no signal: the log ends waiting
+    hung = hang.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
     return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx, confidence="none",

@@ -4,7 +4,9 @@ A start that prints is not necessarily moving: vLLM repeats its waiting lines fo
 "Waiting for READY message from DP Coordinator..." every 10 s, v1/engine/core.py; the API server's "Waiting
 for N local, M remote core engine proc(s) to start." every 10 s at debug level, v1/engine/utils.py
 wait_for_engine_startup; Ray's "Waiting for creating a placement group of specs for N seconds", with backoff,
-v1/executor/ray_utils.py _wait_until_pg_ready; all read in vLLM 0.32). Progress is: a new phase, a log line
+v1/executor/ray_utils.py _wait_until_pg_ready; the message queue's "No available shared memory broadcast block
+found in 60 seconds" every minute while a peer is stuck, distributed/device_communicators/shm_broadcast.py; all
+read in vLLM 0.32). Progress is: a new phase, a log line
 whose shape (numbers and times taken out) was not seen before and is not a waiting line, a tqdm bar that
 advances, bytes arriving in the model's cache, or the launch's GPU memory changing.
 
@@ -47,6 +49,9 @@ class WaitingLine:
     stage: str
     pattern: re.Pattern[str]
     source: str
+    # it waits behind another process (the API server behind its engines, a message queue behind its peer): what
+    # the start printed last before the waiting began says more about where it is stuck than the line itself
+    behind: bool = False
 
 
 WAITING: tuple[WaitingLine, ...] = (
@@ -54,20 +59,30 @@ WAITING: tuple[WaitingLine, ...] = (
                 HANG_SOURCES["hang_dp_coordinator"]),
     WaitingLine("engine_handshake", re.compile(r"Waiting for (?P<local_engines>\d{1,6}) local, (?P<remote_engines>"
                                                r"\d{1,6}) remote core engine proc\(s\) to (?:start|connect)"),
-                HANG_SOURCES["hang_engine_handshake"]),
+                HANG_SOURCES["hang_engine_handshake"], behind=True),
     WaitingLine("ray_placement", re.compile(r"Waiting for creating a placement group of specs for (?P<waited_s>"
                                             r"\d{1,9}) seconds"), HANG_SOURCES["hang_ray_placement"]),
+    # shm_broadcast.py (0.32): every VLLM_RINGBUFFER_WARNING_INTERVAL (60 s) while a message-queue peer is stuck;
+    # 0.5-0.6 said "No available block found in 60 second" (vllm issues #6614, #10661)
+    WaitingLine(UNKNOWN, re.compile(r"No available (?:shared memory broadcast )?block found in (?P<waited_s>"
+                                    r"\d{1,9}) second"), HANG_SOURCES["hang_shm_broadcast"], behind=True),
 )
-_WAITING_WORDS = re.compile(r"Waiting for")
+_WAITING_WORDS = re.compile(r"Waiting for|No available (?:shared memory broadcast )?block found")
+_BEHIND = frozenset(w.stage for w in WAITING if w.behind)
 
 # What a start is doing, read from its progress lines (vLLM 0.32's texts; huggingface_hub's bars).
 _ACTIVITY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("download", re.compile(r"Fetching \d+ files|Downloading|\.(?:safetensors|bin|pt)[\"']?: {0,3}\d{1,3}%")),
+    # model_loader/weight_utils.py (0.32) also draws "Multi-thread loading shards" (vllm-omni's hang, h08)
     ("weights_loading", re.compile(r"Loading safetensors checkpoint shards|Loading weights|Starting to load model"
-                                   r"|Loading model weights|Loading pt checkpoint shards")),
-    # pynccl.py: "vLLM is using nccl==2.x" once the communicator is made; parallel_state.py: the rank line
-    ("nccl_init", re.compile(r"vLLM is using nccl==|distributed_init_method=|rank \d+ in world size \d+ is")),
-    ("custom_allreduce", re.compile(r"[Cc]ustom [Aa]ll-?[Rr]educe|custom_all_reduce")),
+                                   r"|Loading model weights|Loading pt checkpoint shards|Multi-thread loading shards")),
+    # pynccl.py: "vLLM is using nccl==2.x" once the communicator is made; parallel_state.py: the rank line and
+    # init_distributed_environment's "Detected N nodes in the distributed environment"; NCCL's own NCCL_DEBUG lines
+    ("nccl_init", re.compile(r"vLLM is using nccl==|distributed_init_method=|rank \d+ in world size \d+ is"
+                             r"|Detected \d+ nodes in the distributed environment|\bNCCL INFO\b")),
+    # all_reduce_utils.py gpu_p2p_access_check (0.32; custom_all_reduce_utils.py before): "generating GPU P2P
+    # access cache in ..." while it tests P2P between every pair of GPUs, the step that hangs on PCIe boxes
+    ("custom_allreduce", re.compile(r"[Cc]ustom [Aa]ll-?[Rr]educe|custom_all_reduce|GPU P2P access cache")),
     # compilation/backends.py: "Dynamo bytecode transform time", "Compiling a graph for compile range"
     ("compile", re.compile(r"torch\.compile|Dynamo bytecode transform|Compiling a graph|Start compiling"
                            r"|Inductor|autotun")),
@@ -272,9 +287,10 @@ def hang_stage(frames: Iterable[Sequence[str]], verdict: Verdict) -> StageReadin
                 return StageReading(stage, "stacks", hit)
     for stack in stacks:
         handshake = handshake or next((f for f in stack if _HANDSHAKE_FRAMES.search(f)), None)
-    if verdict.waiting_stage is not None:
+    behind = verdict.waiting_stage in _BEHIND and verdict.activity != UNKNOWN
+    if verdict.waiting_stage is not None and not behind:
         return StageReading(verdict.waiting_stage, "waiting line", verdict.waiting)
-    if handshake is not None:
+    if handshake is not None and not behind:
         return StageReading("engine_handshake", "stacks", handshake)
     if verdict.activity != UNKNOWN:
         return StageReading(verdict.activity, "last progress", verdict.last_progress)
@@ -297,27 +313,90 @@ def _diagnosis(stage: str, numbers: dict[str, Any], evidence: tuple[str, ...], s
                      template=source, stage_from=came_from, detail=stage)
 
 
+def _cut_repeat(last: LogLine, before: LogLine) -> bool:
+    """The last line is the line before it again, cut where the paste ends (its digits may differ: a later time)."""
+    a, b = last.text, before.text
+    return (last.proc == before.proc and 0 < len(a) < len(b)
+            and all(x == y or (x.isdigit() and y.isdigit()) for x, y in zip(a, b[:len(a)], strict=True)))
+
+
+STOP_LINES = 4  # the last lines that may name the stage a log stops in (a cut line, a stray line after it)
+# The stages a log that just stops can name: NCCL's set-up and the P2P check hang without a line, and a process
+# killed there is rare. A log that stops while loading, compiling or capturing is as often a start the host's OOM
+# killer ended (the paste lacks the exit): no evidence of a hang (tests/test_explain.py test_exit_status_forms).
+STOP_STAGES = frozenset({"nccl_init", "custom_allreduce"})
+# What a stage's line says when the stage is over: the log stopping after it names no stage
+_DONE = re.compile(r"\btook\b|\btakes [\d.]+ ?s\b|COMPLETE|\b100%|\bdone\b|[Ff]inished")
+# One rank: no communicator to wait on (the rank line of a single GPU is no NCCL set-up)
+_ONE_RANK = re.compile(r"world_size=1\b|in world size 1\b")
+# An error anywhere: a log that stops after one is a failure whose cause is missing, not a hang
+_TROUBLE = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|Exception\b|\bfailed\b|Killed")
+
+
+def _stage_before(lines: Sequence[LogLine], head: str = "") -> tuple[str, str] | None:
+    """The stage the last few lines name (the latest first), with the line that names it."""
+    texts = [line.text for line in lines[-STOP_LINES:]] + ([head] if head else [])
+    for text in reversed(texts):
+        stage = None if _DONE.search(text[:MAX_LINE_CHARS]) or _ONE_RANK.search(text[:MAX_LINE_CHARS]) \
+            else activity_of(text)
+        if stage is not None:
+            return stage, text
+    return None
+
+
 def log_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
-    """The log's last lines (after its last other line) are a waiting line, repeated or once: a hang there.
-    A log that merely stops is no evidence (every truncated paste does); nor is one that ends in an error."""
+    """A hang in a pasted log: its last lines (after its last other line, and a repeat of it that the paste cut)
+    are a waiting line, repeated or once; or, with no error anywhere, its last lines are a stage's own lines
+    (NCCL's set-up, the P2P check) and nothing follows them (``log_stops``). A log that merely
+    stops elsewhere is no evidence (every truncated paste does); nor is one that ends in an error."""
+    end = len(lines)
+    if end >= 2 and waiting_line(lines[-1].text) is None and _cut_repeat(lines[-1], lines[-2]):
+        end -= 1
     found: tuple[WaitingLine, dict[str, Any], LogLine] | None = None
+    first = end
     count = 0
-    for line in reversed(lines):
-        w = waiting_line(line.text)
+    for i in range(end - 1, -1, -1):
+        w = waiting_line(lines[i].text)
         if w is None:
             break
         if found is None:
-            found = (w[0], w[1], line)
+            found = (w[0], w[1], lines[i])
         count += w[0] is found[0]
+        first = i
     if found is None:
-        return None
+        return log_stops(lines, context)
     wait, numbers, last = found
     numbers = {**numbers, "repeats": count}
     rank = _DP_RANK.search(last.proc)
     if rank:
         numbers["dp_rank"] = int(rank.group(1))
-    said = f"the log ends waiting: {count} time(s) {wait.stage}'s waiting line, and nothing after it"
-    return _diagnosis(wait.stage, numbers, (last.text[:EVIDENCE_CHARS], said), wait.source, certainty.MESSAGE, context)
+    whose = "the message queue's" if wait.stage == UNKNOWN else f"{wait.stage}'s"
+    said = f"the log ends waiting: {count} time(s) {whose} waiting line, and nothing after it"
+    stage, came_from = wait.stage, certainty.MESSAGE
+    evidence: tuple[str, ...] = (last.text[:EVIDENCE_CHARS], said)
+    if wait.behind:
+        # two processes on one terminal interleave mid-line: what precedes the first waiting line's message
+        m = wait.pattern.search(lines[first].text[:MAX_LINE_CHARS])
+        before = _stage_before(lines[:first], lines[first].text[:m.start()] if m else "")
+        if before is not None:
+            stage, came_from = before[0], "the last line before the waiting began"
+            evidence = (*evidence, before[1][:EVIDENCE_CHARS])
+    return _diagnosis(stage, numbers, evidence, wait.source, came_from, context)
+
+
+def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
+    """No waiting line, no error anywhere: the log stops right after a stage's own lines (the start hung there,
+    or the paste was cut there: the same text, so said at medium confidence with that caveat)."""
+    if not lines or any(_TROUBLE.search(line.text[:MAX_LINE_CHARS]) for line in lines):
+        return None
+    before = _stage_before(lines)
+    if before is None or before[0] not in STOP_STAGES:
+        return None
+    stage, text = before
+    said = (f"the log stops in {stage} with no error and nothing after it: a start that hung there, or a paste cut "
+            "there")
+    return _diagnosis(stage, {}, (text[:EVIDENCE_CHARS], said), HANG_SOURCES["hang_stops"], "the log's last lines",
+                      context)
 
 
 def guard_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
