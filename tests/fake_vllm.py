@@ -281,7 +281,14 @@ def api_server(argv: list[str]) -> int:
         signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     ready = False
+    # The API server's wait for an engine that never reports (vLLM 0.32 v1/engine/utils.py:1407, every 10 s):
+    # the engine is silent from its start (engine_core below), so nothing names a stage but this line.
+    handshake_line = HANG_LINES["engine_handshake"] if scenario.get("hang") == "engine_handshake" else None
+    next_line = time.monotonic()
     while not ready:
+        if handshake_line is not None and time.monotonic() >= next_line:
+            log(handshake_line[0], handshake_line[3], level=handshake_line[1], where=handshake_line[2])
+            next_line = time.monotonic() + float(scenario.get("hang_interval_s", 10.0))
         r, _, _ = select.select([read_fd], [], [], 0.2)
         if r and os.read(read_fd, 1) == b"R":
             ready = True
@@ -296,7 +303,8 @@ def api_server(argv: list[str]) -> int:
                 f"Failed core proc(s): {{'EngineCore': {code}}}")
             return 1
     # hang_unless_env: the hang a variable cures, as NCCL_P2P_DISABLE=1 cures NCCL on broken peer-to-peer
-    if scenario.get("hang") and os.environ.get(str(scenario.get("hang_unless_env", "")), "") != "1":
+    if scenario.get("hang") and scenario.get("hang") != "engine_handshake" and \
+            os.environ.get(str(scenario.get("hang_unless_env", "")), "") != "1":
         hang(scenario)
     serving.set()
     log(proc, f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}", where="entry.py:139")
@@ -395,6 +403,9 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
     gpu = Gpu(os.environ["FAKE_VLLM_GPU"])
     s = gpu.conf
     workers = WORKERS
+    if s.get("hang") == "engine_handshake":  # an engine stuck before its first line: the API server waits on
+        while True:
+            time.sleep(3600)
 
     def on_term(signum: int, frame: object) -> None:
         log(proc, "[shutdown] EngineCore: trigger received signal=SIGTERM", where="core.py:1526")
