@@ -133,3 +133,26 @@ def test_download_snapshot_offline_finds_a_cached_snapshot(tmp_path: Path) -> No
 def test_download_snapshot_offline_without_the_model_is_a_guard_error(tmp_path: Path) -> None:
     got = _download_offline("x/y", tmp_path)
     assert got.get("error", "").startswith("downloading x/y"), got
+
+
+def test_moved_hears_bytes_that_arrive(tmp_path: Path) -> None:
+    """serve extends systemd's start timeout on `moved`: it must hear growth, and only growth."""
+    import threading
+
+    blobs = _blobs(tmp_path, "x/y")
+    heard: list[int] = []
+    seen = threading.Event()
+
+    def moved(n: int) -> None:
+        heard.append(n)
+        seen.set()
+
+    def fetch() -> str:
+        (blobs / "dd.incomplete").write_bytes(b"4" * 4096)
+        assert seen.wait(30), "the watcher never saw the bytes arrive"
+        return "done"
+
+    lines = ProgressLines("x/y", None, 0, start_s=0.0)
+    assert fetch_with_lines(fetch, lambda: blobs_bytes("x/y", str(tmp_path)), lambda _: None, lines,
+                            look_s=0.01, moved=moved) == "done"
+    assert heard == [4096]  # once: the bytes did not grow again

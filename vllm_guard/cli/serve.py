@@ -222,9 +222,16 @@ def _download(site: Site, env: Mapping[str, str], stderr: TextIO) -> None:
         else:
             import time
 
+            from vllm_guard.launch.notify import Notifier
+            from vllm_guard.launch.phases import EXTEND_S
+
+            # Under Type=notify the start timeout runs while the guard downloads: push it on while bytes
+            # arrive (sd_notify(3) EXTEND_TIMEOUT_USEC), never for a download that stopped.
+            notifier = Notifier(env)
             lines = download.ProgressLines(profile.model, facts.weights_bytes,
                                            download.blobs_bytes(profile.model, cache_dir), time.monotonic())
-            download.fetch_with_lines(fetch, lambda: download.blobs_bytes(profile.model, cache_dir), write, lines)
+            download.fetch_with_lines(fetch, lambda: download.blobs_bytes(profile.model, cache_dir), write, lines,
+                                      moved=lambda _: notifier.extend_timeout(EXTEND_S))
     except GuardError as e:
         write(f"vllm-guard: note: {e.message}; vLLM will try the download itself")
 

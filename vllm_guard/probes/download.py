@@ -92,15 +92,22 @@ def blobs_bytes(model: str, cache_dir: str) -> int | None:
 
 def fetch_with_lines(fetch: Callable[[], str], measure: Callable[[], int | None], write: Callable[[str], None],
                      lines: ProgressLines, *, clock: Callable[[], float] = time.monotonic,
-                     look_s: float = 1.0) -> str:
+                     look_s: float = 1.0, moved: Callable[[int], None] | None = None) -> str:
     """Run ``fetch`` here while a thread writes ``lines`` from ``measure``; the last line once it returns.
+    ``moved`` hears each look at which the bytes grew (serve extends systemd's start timeout then, and only then).
 
     Raises whatever ``fetch`` raises (the caller says what the Hub answered)."""
     done = threading.Event()
+    start_bytes = measure()  # before fetch starts, here: a thread that starts late would miss the first bytes
 
     def report() -> None:
+        last = start_bytes
         while not done.wait(look_s):
-            text = lines.line(measure(), clock())
+            now_bytes = measure()
+            if moved is not None and now_bytes is not None and (last is None or now_bytes > last):
+                moved(now_bytes)
+            last = now_bytes if now_bytes is not None else last
+            text = lines.line(now_bytes, clock())
             if text is not None:
                 write(text)
 
