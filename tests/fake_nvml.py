@@ -5,6 +5,7 @@ Injected into ``probe_machine(nvml=...)``; nothing of ours is patched.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -56,9 +57,21 @@ class FakeNvml:
     NVMLError_DriverNotLoaded = NVMLError_DriverNotLoaded
     NVMLError_FunctionNotFound = NVMLError_FunctionNotFound
 
+    # nvidia-ml-py's own constants, as its pynvml.py (13.615) writes them: READ is a tuple there.
+    NVML_P2P_CAPS_INDEX_READ = (0,)
+    NVML_P2P_CAPS_INDEX_NVLINK = 2
+
     def __init__(self, devices: list[Device], *, driver: str = "580.95.05", cuda: int = 13000,
-                 init_error: type[NVMLError] | None = None) -> None:
+                 init_error: type[NVMLError] | None = None, p2p_read: dict[tuple[int, int], int] | None = None,
+                 p2p_nvlink: dict[tuple[int, int], int] | None = None,
+                 p2p_error: type[NVMLError] | None = None) -> None:
+        """``p2p_read`` / ``p2p_nvlink``: NVML status codes per pair of indices (absent pairs: 0, OK);
+        ``p2p_error``: what nvmlDeviceGetP2PStatus raises instead (FunctionNotFound: an older driver)."""
         self.devices = devices
+        self.p2p_read = p2p_read or {}
+        self.p2p_nvlink = p2p_nvlink or {}
+        self.p2p_error = p2p_error
+        self.p2p_calls = 0
         self.driver = driver
         self.cuda = cuda
         self.init_error = init_error
@@ -110,6 +123,23 @@ class FakeNvml:
         if d.procs == NOT_SUPPORTED:
             raise NVMLError_NotSupported()
         return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in d.procs]
+
+    def nvmlDeviceGetP2PStatus(self, d1: Device, d2: Device, index: Any) -> int:
+        if not isinstance(index, int):  # what the real ctypes call does with a tuple
+            raise ctypes.ArgumentError(f"argument 3: TypeError: Don't know how to convert parameter 3 ({index!r})")
+        self.p2p_calls += 1
+        if self.p2p_error:
+            raise self.p2p_error()
+        # By identity: two a100() are equal dataclasses, so list.index would find the first for both.
+        a, b = sorted(next(i for i, d in enumerate(self.devices) if d is h) for h in (d1, d2))
+        table = {0: self.p2p_read, 2: self.p2p_nvlink}[index]
+        return table.get((a, b), 0)
+
+
+class FakeNvmlWithoutP2p(FakeNvml):
+    """An nvidia-ml-py too old to have nvmlDeviceGetP2PStatus."""
+
+    nvmlDeviceGetP2PStatus = None  # type: ignore[assignment]
 
 
 def l4(**kw: Any) -> Device:

@@ -222,8 +222,9 @@ def test_snapshot_command_without_gpu(tmp_path: Path) -> None:
     st = os.statvfs("/dev/shm")
     assert data["host"]["shm_total_bytes"] == st.f_blocks * st.f_frsize  # what df shows as Size
     assert data["gpus"] == [] and data["source"] == "none"
+    assert data["p2p"] is None  # no GPU: peer-to-peer unknown, never false
     r = run_cli("snapshot", "--json")
-    assert json.loads(r.out)["schema"] == "vllm-guard.machine/1"
+    assert json.loads(r.out)["schema"] == "vllm-guard.machine/1" and json.loads(r.out)["p2p"] is None
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 CHECK_IDS: tuple[str, ...] = (
     "gpu.present", "gpu.count", "gpu.free_memory", "model.facts", "model.weights_fit", "model.kv_fit",
     "model.max_len", "model.tp_divisible", "gpu.dtype", "gpu.kv_cache_dtype", "gpu.quantization",
-    "host.ram", "host.shm", "host.disk", "net.port", "host.nofile", "vllm.executable",
+    "gpu.p2p", "host.ram", "host.shm", "host.disk", "net.port", "host.nofile", "vllm.executable",
 )
 # Checks that judge a GPU: skipped when there is none, or when vLLM is a CPU build.
 GPU_DEPENDENT: tuple[str, ...] = ("gpu.count", "gpu.free_memory", "model.weights_fit", "model.kv_fit", "gpu.dtype",
@@ -31,6 +31,7 @@ DESCRIPTIONS: dict[str, str] = {
     "gpu.dtype": "the dtype runs on the GPU's compute capability (bfloat16 needs 8.0)",
     "gpu.kv_cache_dtype": "an fp8 KV cache runs on the GPU (native from 8.9)",
     "gpu.quantization": "the weight quantization method runs on the GPU's compute capability",
+    "gpu.p2p": "GPU peer-to-peer between every pair of the layout (vLLM's custom all-reduce needs it)",
     "host.ram": "host RAM (or the cgroup limit) holds the weights while they load",
     "host.shm": "/dev/shm is large enough (tensor parallel needs about 200 MiB; Docker gives 64 MiB)",
     "host.disk": "the download directory has room for weights not yet on disk",

@@ -178,6 +178,8 @@ def _launch_served(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: 
         _terminate(termination.for_preflight(pre.findings), configured, stderr)
         return ExitCode.PREFLIGHT_FAILED
     _require_executable(str(pre.profile.setting("vllm")), env)
+    if site.facts.live:
+        _download(site, env, stderr)
     if _exec_mode(site, args):
         from vllm_guard.launch.supervisor import run_exec
 
@@ -188,6 +190,50 @@ def _launch_served(site: Site, plan: LaunchPlan, args: argparse.Namespace, env: 
     code = supervisor.run()
     _terminate(termination.for_launch(code, supervisor.journal.history), configured, stderr)
     return code
+
+
+def _download(site: Site, env: Mapping[str, str], stderr: TextIO) -> None:
+    """guard.download: fetch a Hub model missing from the cache now, where its progress can be seen; a failure
+    is a note, and vLLM then tries (and names the failure) itself."""
+    from vllm_guard.probes import download, hf_cache_dir
+    from vllm_guard.probes.model import download_snapshot, looks_like_path
+
+    profile, facts = site.pre.profile, site.facts.model
+    decision = download.decide(facts, bool(profile.setting("download")), env,
+                               local_path=looks_like_path(profile.model))
+    if not decision.fetch:
+        return
+    stderr.write(f"vllm-guard: {decision.reason}\n")
+    stderr.flush()
+    cache_dir = profile.value("download_dir") or hf_cache_dir(env)
+    terminal = bool(getattr(stderr, "isatty", lambda: False)())
+
+    def fetch() -> str:
+        return download_snapshot(profile.model, profile.value("revision") or profile.revision, cache_dir, env,
+                                 allow=download.ALLOW_PATTERNS, ignore=download.IGNORE_PATTERNS, bars=terminal)
+
+    def write(line: str) -> None:
+        stderr.write(line + "\n")
+        stderr.flush()
+
+    try:
+        if terminal:  # huggingface_hub's own bars render there
+            fetch()
+        else:
+            import time
+
+            from vllm_guard.launch.notify import Notifier
+            from vllm_guard.launch.phases import EXTEND_S
+
+            # Under Type=notify the start timeout runs while the guard downloads: push it on while bytes
+            # arrive (sd_notify(3) EXTEND_TIMEOUT_USEC), never for a download that stopped.
+            notifier = Notifier(env)
+            lines = download.ProgressLines(profile.model, facts.weights_bytes,
+                                           download.blobs_bytes(profile.model, cache_dir), time.monotonic())
+            download.fetch_with_lines(fetch, lambda: download.blobs_bytes(profile.model, cache_dir), write, lines,
+                                      moved=lambda _: notifier.extend_timeout(EXTEND_S))
+    except GuardError as e:
+        write(f"vllm-guard: note: {e.message}; vLLM will try the download itself")
 
 
 def _require_executable(name: str, env: Mapping[str, str]) -> None:

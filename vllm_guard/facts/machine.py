@@ -61,6 +61,23 @@ class Gpu:
 
 
 @dataclass(frozen=True)
+class P2pLink:
+    """Peer-to-peer between two GPUs (NVML indices, low first), as NVML's nvmlDeviceGetP2PStatus answers it.
+
+    Each status is "ok", "not supported", or None: unknown (NVML said NVML_P2P_STATUS_UNKNOWN, or the query
+    failed). vLLM's custom all-reduce needs P2P read between every pair of the layout.
+    """
+
+    gpus: tuple[int, int]
+    read: str | None
+    nvlink: str | None  # None also when only `nvidia-smi topo -p2p r` was read (it says nothing of NVLink)
+    reason: str | None = None  # why read is not ok, in NVML's words ("chipset not supported", ...)
+
+
+P2P_OK, P2P_NOT_SUPPORTED = "ok", "not supported"
+
+
+@dataclass(frozen=True)
 class Disk:
     path: str
     free_bytes: int | None
@@ -115,6 +132,11 @@ class Machine:
     host: Host
     notes: tuple[str, ...] = ()
     schema: str = MACHINE_SCHEMA
+    p2p: tuple[P2pLink, ...] | None = None  # None: not read (fewer than two GPUs, or no source could say)
+
+    def p2p_link(self, a: int, b: int) -> P2pLink | None:
+        pair = (min(a, b), max(a, b))
+        return next((link for link in self.p2p or () if link.gpus == pair), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +152,10 @@ class Machine:
                 "disks": [vars(d).copy() for d in self.host.disks],
             },
             "notes": list(self.notes),
+            "p2p": None if self.p2p is None else [
+                {"gpus": list(link.gpus), "read": link.read, "nvlink": link.nvlink, "reason": link.reason}
+                for link in self.p2p
+            ],
         }
 
     @classmethod
@@ -163,6 +189,7 @@ class Machine:
             gpus=tuple(_gpu_from_dict(r, g, f"gpus[{i}]") for i, g in enumerate(gpus_raw)),
             host=_host_from_dict(r, host_raw),
             notes=tuple(r.opt(data, "notes", list) or ()),
+            p2p=_p2p_from_dict(r, data.get("p2p")),
         )
 
 
@@ -246,6 +273,29 @@ def _gpu_from_dict(r: _Reader, g: Any, where: str) -> Gpu:
         processes=procs,
         unified_memory=bool(g.get("unified_memory", False)),
     )
+
+
+def _p2p_from_dict(r: _Reader, raw: Any) -> tuple[P2pLink, ...] | None:
+    """Absent or null (a snapshot older than the field, or one GPU): unknown."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise r.error("p2p", f"expected a list or null, got {raw!r}")
+    links = []
+    for i, x in enumerate(raw):
+        where = f"p2p[{i}]."
+        if not isinstance(x, dict):
+            raise r.error(f"p2p[{i}]", "expected an object")
+        pair = r.get(x, "gpus", list, where)
+        if len(pair) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) for n in pair):
+            raise r.error(where + "gpus", f"expected [index, index], got {pair!r}")
+        statuses = {key: r.opt(x, key, str, where) for key in ("read", "nvlink")}
+        for key, value in statuses.items():
+            if value not in (None, P2P_OK, P2P_NOT_SUPPORTED):
+                raise r.error(where + key, f"expected {P2P_OK!r}, {P2P_NOT_SUPPORTED!r} or null, got {value!r}")
+        links.append(P2pLink((min(pair), max(pair)), statuses["read"], statuses["nvlink"],
+                             r.opt(x, "reason", str, where)))
+    return tuple(links)
 
 
 def _raise(error: Exception) -> bool:

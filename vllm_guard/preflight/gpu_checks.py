@@ -187,3 +187,43 @@ def check_gpu_quantization(c: Context) -> Finding:
 def min_capability(c: Context) -> tuple[int, int] | None:
     caps = [g.compute_capability for g in c.target_gpus if g.compute_capability]
     return min(caps) if caps else None
+
+
+# vLLM's custom all-reduce writes into the other GPUs' memory over CUDA peer access; where P2P is missing
+# or broken, its initialisation (and NCCL's P2P transport) is where PCIe boxes hang at start-up (vllm
+# issues #31276, #33041). The guard's ladder retries such a hang once with both switched off.
+P2P_FIX = ("start with --disable-custom-all-reduce (vLLM's custom all-reduce needs P2P between every pair of GPUs), "
+           "and set NCCL_P2P_DISABLE=1 if NCCL hangs at init; on an nccl_init or custom_allreduce hang the guard "
+           "retries once with both")
+
+
+def check_gpu_p2p(c: Context) -> Finding:
+    build = c.facts.vllm_build
+    if build is not None and build.is_cpu:
+        return Finding("gpu.p2p", SKIP, "a CPU build of vLLM uses no GPU")
+    layout = [g.index for g in c.target_gpus]
+    if c.world_size < 2:
+        return Finding("gpu.p2p", SKIP, "one GPU in the layout: no peer-to-peer traffic")
+    if len(layout) < 2:
+        return Finding("gpu.p2p", SKIP, "peer-to-peer unknown: fewer than two GPUs to check against")
+    if c.facts.machine.p2p is None:
+        why = "; ".join(n for n in c.facts.machine.notes if "peer-to-peer" in n) or "not recorded"
+        return Finding("gpu.p2p", SKIP, f"peer-to-peer unknown on {c.facts.machine_origin}: {why}")
+    pairs = [(a, b) for n, a in enumerate(layout) for b in layout[n + 1:]]
+    links = {pair: c.facts.machine.p2p_link(*pair) for pair in pairs}
+    measured: dict[str, Any] = {f"gpu{a}_gpu{b}": link.read if link else None for (a, b), link in links.items()}
+    missing = [(pair, link) for pair, link in links.items() if link is not None and link.read == "not supported"]
+    unknown = [pair for pair, link in links.items() if link is None or link.read is None]
+    if missing:
+        said = ", ".join(f"GPU {a}-{b} ({link.reason or 'not supported'})" for (a, b), link in missing)
+        return Finding("gpu.p2p", WARN, f"no peer-to-peer between {said}", P2P_FIX, measured,
+                       {"p2p_read": "ok between every pair of the layout"})
+    if unknown:
+        said = ", ".join(f"GPU {a}-{b}" for a, b in unknown)
+        return Finding("gpu.p2p", SKIP, f"peer-to-peer unknown between {said}", None, measured)
+    nvlink = all(link is not None and link.nvlink == "ok" for link in links.values())
+    # Without NVLink between all pairs, vLLM turns custom all-reduce off itself beyond two GPUs
+    # (custom_all_reduce.py: "not supported on more than two PCIe-only GPUs").
+    over = "NVLink" if nvlink else "PCIe (no NVLink between every pair)"
+    return Finding("gpu.p2p", PASS, f"peer-to-peer between all {len(layout)} GPUs of the layout, over {over}",
+                   None, {**measured, "nvlink_all_pairs": nvlink})

@@ -149,13 +149,18 @@ def check_host_disk(c: Context) -> Finding:
     if m.weights_bytes is None or disk is None or disk.free_bytes is None:
         return Finding("host.disk", SKIP, "weight size or free disk unknown")
     need = int(m.weights_bytes * (1 + float(c.setting("disk-headroom"))))
-    measured, required = {"free_bytes": disk.free_bytes, "path": path}, {"bytes": need}
+    measured = {"free_bytes": disk.free_bytes, "path": path, "weights_source": m.weights_source}
+    required = {"bytes": need}
+    # The size compared is the repository's own when known: the Hub's safetensors metadata (a model not yet
+    # in the cache) or its index; "estimate" is the bundled table's, said so in the message.
+    said = {"hub-metadata": " (the Hub's safetensors metadata)", "estimate": " (estimated)"}.get(
+        m.weights_source or "", "")
     if disk.free_bytes >= need:
         return Finding("host.disk", PASS, f"{gib(disk.free_bytes)} free at {path} for {gib(m.weights_bytes)} "
-                       "of weights", None, measured, required)
+                       f"of weights{said}", None, measured, required)
     status = FAIL if m.weights_local is False else WARN
     return Finding("host.disk", status, f"{gib(disk.free_bytes)} free at {path}; downloading the weights needs "
-                   f"{gib(need)}" + ("" if status == FAIL else " (if they are not there yet)"),
+                   f"{gib(need)}{said}" + ("" if status == FAIL else " (if they are not there yet)"),
                    "free disk space, or point --download-dir (or HF_HOME) at a larger disk", measured, required)
 
 

@@ -15,6 +15,7 @@ from vllm_guard.preflight.gpu_checks import (
     check_gpu_dtype,
     check_gpu_free_memory,
     check_gpu_kv_cache_dtype,
+    check_gpu_p2p,
     check_gpu_present,
     check_gpu_quantization,
 )
@@ -39,8 +40,8 @@ from vllm_guard.profile.model import Profile, world_size
 CHECKS: tuple[Callable[[Context], Finding], ...] = (
     check_gpu_present, check_gpu_count, check_gpu_free_memory, check_model_known, check_model_weights_fit,
     check_model_kv_fit, check_model_max_len, check_model_tp_divisible, check_gpu_dtype, check_gpu_kv_cache_dtype,
-    check_gpu_quantization, check_host_ram, check_host_shm, check_host_disk, check_net_port, check_host_nofile,
-    check_vllm_executable,
+    check_gpu_quantization, check_gpu_p2p, check_host_ram, check_host_shm, check_host_disk, check_net_port,
+    check_host_nofile, check_vllm_executable,
 )
 
 

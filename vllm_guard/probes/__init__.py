@@ -40,6 +40,7 @@ def probe_machine(
         gpus=g.gpus,
         host=h,
         notes=g.notes,
+        p2p=g.p2p,
     )
 
 

@@ -1,4 +1,5 @@
-"""The only module that imports `huggingface_hub`: config.json and weight sizes, never the weights.
+"""The only module that imports `huggingface_hub`: config.json and weight sizes; the weights only when
+`serve` fetches them before vLLM starts (``download_snapshot``, guard.download).
 
 Sources, in order: a local directory; the local Hugging Face cache (offline);
 the Hub (config.json and safetensors metadata only); the bundled facts of
@@ -371,3 +372,35 @@ def readable_here(model: str, revision: str | None, cache_dir: str, *, offline: 
     if offline:
         return False, f"not in the Hugging Face cache {cache_dir}, and HF_HUB_OFFLINE is set"
     return None, f"not in the Hugging Face cache {cache_dir}: vLLM would download it there"
+
+
+def download_snapshot(model: str, revision: str | None, cache_dir: str, environ: Mapping[str, str], *,
+                      allow: tuple[str, ...], ignore: tuple[str, ...], bars: bool) -> str:
+    """Fetch the repository's files into the cache vLLM reads (the same ``cache_dir``), and return its path.
+
+    ``bars``: huggingface_hub's own tqdm bars (on a terminal); off one the caller writes lines instead.
+
+    Raises:
+        GuardError: what the Hub answered (a token needed, a gated or missing repository, no network).
+    """
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    if not bars:
+        disable_progress_bars()
+    try:
+        path = snapshot_download(model, revision=revision, cache_dir=cache_dir, token=environ.get("HF_TOKEN") or None,
+                                 allow_patterns=list(allow), ignore_patterns=list(ignore))
+    except HfHubHTTPError as e:
+        status = getattr(e.response, "status_code", None)
+        reason = {401: "needs a token (HF_TOKEN)", 403: "is gated: accept its licence on the Hub",
+                  404: "was not found"}.get(status or 0, f"failed ({e.__class__.__name__})")
+        raise GuardError(f"downloading {model}: the Hub says it {reason}") from None
+    except (OSError, ValueError) as e:  # no network, a full disk, an offline flag set underneath
+        raise GuardError(f"downloading {model} failed: {e.__class__.__name__}: {str(e)[:300]}") from None
+    finally:
+        if not bars and not was_disabled:
+            enable_progress_bars()
+    return str(path)

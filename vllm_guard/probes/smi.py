@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vllm_guard.facts.machine import Gpu, GpuProcess
+from vllm_guard.facts.machine import P2P_NOT_SUPPORTED, P2P_OK, Gpu, GpuProcess, P2pLink
 from vllm_guard.probes.nvml import GpuProbe
 from vllm_guard.shell import ShellError, run
 
@@ -70,3 +70,39 @@ def probe(process_info: Callable[[int], dict[str, Any]] | None = None) -> GpuPro
     except ShellError:
         apps_csv = None
     return parse(gpu_csv, apps_csv, process_info)
+
+
+# The legend `nvidia-smi topo -p2p r` prints under its matrix; "U" (unknown) and anything else is None.
+P2P_CODES = {"OK": (P2P_OK, None), "CNS": (P2P_NOT_SUPPORTED, "chipset not supported"),
+             "GNS": (P2P_NOT_SUPPORTED, "GPU not supported"), "TNS": (P2P_NOT_SUPPORTED, "topology not supported"),
+             "NS": (P2P_NOT_SUPPORTED, "not supported")}
+
+
+def parse_p2p(matrix: str) -> tuple[P2pLink, ...] | None:
+    """Parse the matrix of `nvidia-smi topo -p2p r` (rows and columns GPU0, GPU1, ...; X on the diagonal)."""
+    rows: dict[int, list[str]] = {}
+    columns: list[int] = []
+    for line in matrix.splitlines():
+        cells = line.split()
+        if not cells or cells[0] == "Legend:":
+            if rows:
+                break
+            continue
+        if all(c.startswith("GPU") and c[3:].isdigit() for c in cells):
+            columns = [int(c[3:]) for c in cells]
+        elif columns and cells[0].startswith("GPU") and cells[0][3:].isdigit() and len(cells) == len(columns) + 1:
+            rows[int(cells[0][3:])] = cells[1:]
+    if not rows:
+        return None
+    links = []
+    for a, cells in sorted(rows.items()):
+        for b, code in zip(columns, cells, strict=True):
+            if b > a:
+                status, reason = P2P_CODES.get(code, (None, None))
+                links.append(P2pLink((a, b), status, None, reason))
+    return tuple(links)
+
+
+def probe_p2p() -> tuple[P2pLink, ...] | None:
+    """Raises: ShellError when nvidia-smi is missing or fails."""
+    return parse_p2p(run("nvidia-smi", ["topo", "-p2p", "r"]))

@@ -55,6 +55,8 @@ GUARD_SETTINGS: dict[str, Setting] = {
                              "bar that moves, download bytes, GPU memory) after which a start is hung; default per "
                              "stage: 300, downloads 600, graph capture 600, weights and compile 900",
                              minimum=1),
+    "download": Setting("bool", True, "fetch a Hub model that is not in the cache before vLLM starts, with "
+                        "progress lines off a terminal; meaningless for a local path"),
     "stop-timeout": Setting("duration", 30.0, "seconds between SIGTERM and SIGKILL when stopping vLLM", minimum=0),
     "attempt-log": Setting("str", None, "the attempt log (JSON lines)", env="VLLMGUARD_ATTEMPT_LOG"),
     "lock-dir": Setting("str", None, "where the per-GPU launch locks live", env="VLLMGUARD_LOCK_DIR"),
