@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -427,8 +428,12 @@ def test_a_data_parallel_rank_waiting_for_its_coordinator_is_a_hang_stopped_once
     assert (failure["class"], failure["stage"]) == ("startup_hang", "dp_coordinator"), failure
     assert failure["numbers"]["stall_timeout_s"] == 40.0
     assert "stop" in records[0]["next"]
-    # py-spy attaches here (root, ptrace allowed): each process's innermost frames, and the whole dump in a file
-    assert hang["frames"], hang
-    assert Path(hang["stacks_file"]).read_text().count("Thread ") >= 2
+    # With py-spy (the hangs extra, which .ci/run installs) and ptrace allowed: each process's innermost frames,
+    # and the whole dump in a file. Without it, the record says why there are none.
+    if shutil.which("py-spy") or Path(sys.executable).with_name("py-spy").exists():
+        assert hang["frames"], hang
+        assert Path(hang["stacks_file"]).read_text().count("Thread ") >= 2
+    else:
+        assert not hang["frames"] and any("py-spy is not installed" in n for n in hang["notes"] or []), hang
     assert took_s < 300  # the load (about 30 s on 2 cores) + 40 s without progress + the stacks + the stop
     guard.nothing_left()

@@ -33,7 +33,7 @@ LOOK_S = 5.0  # between looks at the cache and the GPUs: each is a directory lis
 DUMP_TIMEOUT_S = 5.0  # per process: py-spy attaches, walks the stacks and detaches in well under a second
 DUMP_MAX_BYTES = 64 * 1024  # per process; vLLM's threads make a few KiB
 MAX_PROCESSES = 32  # API server, EngineCore(s), workers; more is not a launch of one model
-PYSPY_HINT = "pip install 'vllm-guard[hangs]' (py-spy) to record where a hung start is stuck"
+PYSPY_HINT = "pip install '.[hangs]' (py-spy) to record where a hung start is stuck"
 
 StackDumper = Callable[[int, float], tuple[str | None, str | None]]  # (pid, timeout_s) -> (text, why not)
 
