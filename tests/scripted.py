@@ -274,10 +274,8 @@ class FakePort:
     """Whose socket answers on vLLM's port, scripted: the launch's own unless ``foreign`` names a holder."""
 
     foreign: str | None = None
-    asked: list[str] = field(default_factory=list)
 
     def ours(self, url: str, root_pid: int) -> bool:
-        self.asked.append("ours")
         return self.foreign is None
 
     def accepts(self, url: str) -> bool:

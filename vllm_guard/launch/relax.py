@@ -18,8 +18,6 @@ from vllm_guard.launch.remembered import LADDER_DESTS, limits
 from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.state import remember
 
-__all__ = ["LADDER_DESTS", "Relaxer"]
-
 if TYPE_CHECKING:
     from vllm_guard.launch.context import LaunchContext
 

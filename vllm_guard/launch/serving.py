@@ -12,7 +12,8 @@ from vllm_guard.launch import process
 from vllm_guard.launch.child import Child, ChildEnder
 from vllm_guard.launch.context import LaunchContext
 from vllm_guard.launch.journal import Attempt, Journal, now
-from vllm_guard.launch.relax import LADDER_DESTS, Relaxer
+from vllm_guard.launch.relax import Relaxer
+from vllm_guard.launch.remembered import LADDER_DESTS
 from vllm_guard.profile.model import Profile, stop_grace_s
 from vllm_guard.redact import mask_url_credentials, printable
 
