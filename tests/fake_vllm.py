@@ -137,6 +137,11 @@ HANG_LINES = {
 }
 # Said once before a silent hang: the last progress line names the stage (pynccl.py:148, vLLM 0.32).
 HANG_ONCE = {"nccl_init": ("Worker_TP0", "INFO", "pynccl.py:148", "vLLM is using nccl==2.27.3")}
+# Hangs an engine plays before its model loads, where the real ones stick: a worker's NCCL communicator is made
+# in init_device, before load_model (the shared hangs/h01, h02: "vLLM is using nccl==" and then nothing, no bar
+# before it). Played after the first bar, the hang raced the bar's stderr line against the nccl line's stdout
+# (two pipes the guard reads in two threads), and the stage was sometimes read as the graph capture.
+ENGINE_HANGS = frozenset({"nccl_init"})
 
 
 def hang(scenario: dict) -> None:
@@ -303,7 +308,7 @@ def api_server(argv: list[str]) -> int:
                 f"Failed core proc(s): {{'EngineCore': {code}}}")
             return 1
     # hang_unless_env: the hang a variable cures, as NCCL_P2P_DISABLE=1 cures NCCL on broken peer-to-peer
-    if scenario.get("hang") and scenario.get("hang") != "engine_handshake" and \
+    if scenario.get("hang") and scenario.get("hang") not in ENGINE_HANGS | {"engine_handshake"} and \
             os.environ.get(str(scenario.get("hang_unless_env", "")), "") != "1":
         hang(scenario)
     serving.set()
@@ -422,6 +427,8 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
     for rank in range(args.tensor_parallel_size if args.tensor_parallel_size > 1 else 0):
         workers.append(subprocess.Popen([f"VLLM::Worker_TP{rank}", "-c", "import time; time.sleep(3600)",
                                          "fake_vllm"], executable=sys.executable or os.readlink("/proc/self/exe")))
+    if s.get("hang") in ENGINE_HANGS and os.environ.get(str(s.get("hang_unless_env", "")), "") != "1":
+        hang(s)  # the API server keeps waiting for the engine's handshake, silent at INFO, as vLLM's does
     util = args.gpu_memory_utilization
     total = gpu.total
     free = total - gpu.others()

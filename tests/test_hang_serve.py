@@ -63,9 +63,9 @@ def test_a_slow_download_that_moves_is_never_called_hung(tmp_path: Path) -> None
 
 def test_an_nccl_hang_on_two_gpus_retries_once_without_peer_to_peer_and_remembers_it(tmp_path: Path) -> None:
     rig = Rig(tmp_path, hang="nccl_init", hang_unless_env="NCCL_P2P_DISABLE")
-    # A longer stall limit than the others: the stage here is read from the one line the fake prints before it
-    # goes silent, which comes right after the graph capture; on a loaded 2-core machine that gap alone could
-    # pass 2 s, and the hang was then (rightly) placed in the graph capture.
+    # The fake hangs where NCCL does, in the engine's workers before the weights load (fake_vllm.ENGINE_HANGS).
+    # A longer stall limit than the others: the retry, cured, must not pause 2 s between lines on a loaded
+    # 2-core machine, or it is (rightly) called a second hang.
     profile = rig.profile("max-model-len = 8192\ntensor-parallel-size = 2",
                           extra=STALL.replace("stall-timeout = 2", "stall-timeout = 6"))
     guard = rig.start("--machine", A100_X2, "--force", profile)
