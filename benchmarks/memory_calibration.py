@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from vllm_guard.facts.machine import Gpu, ModelFacts  # noqa: E402
-from vllm_guard.preflight import memory  # noqa: E402
+from vllm_guard.preflight import kv_cache, memory, memory_params  # noqa: E402
 from vllm_guard.probes import model_config  # noqa: E402
 from vllm_guard.probes.model import _bundled  # noqa: E402
 
@@ -215,11 +215,11 @@ def log_settings(log: str, version: str = "") -> dict[str, Any]:
     return found
 
 
-def params_for(entry: dict[str, Any], log: str = "") -> memory.Params:
+def params_for(entry: dict[str, Any], log: str = "") -> memory_params.Params:
     dtype = entry.get("dtype") or "auto"
     said = log_settings(log, entry.get("vllm_version") or "")
     utilization = entry.get("gpu_memory_utilization") or said.get("utilization")
-    return memory.Params(
+    return memory_params.Params(
         utilization=utilization,
         max_model_len=entry.get("max_model_len"),
         max_num_seqs=said.get("max_num_seqs"),
@@ -281,7 +281,7 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
         if rep.get("kv_cache_gib") and rep.get("kv_cache_tokens"):
             per_token = rep["kv_cache_gib"] * GIB / rep["kv_cache_tokens"]
         elif rep.get("kv_cache_gib") and rep.get("gpu_blocks"):  # V0: blocks of 16 tokens
-            per_token = rep["kv_cache_gib"] * GIB / (rep["gpu_blocks"] * memory.DEFAULT_BLOCK_SIZE)
+            per_token = rep["kv_cache_gib"] * GIB / (rep["gpu_blocks"] * kv_cache.DEFAULT_BLOCK_SIZE)
         add("kv_bytes_per_token", est.kv_bytes_per_token, per_token)
         if total_gib and est.kv_budget_bytes is not None:
             kv = est.kv_budget_bytes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vllm_guard.facts.machine import ModelFacts
-from vllm_guard.preflight import memory
+from vllm_guard.preflight import kv_cache, memory_params
 from vllm_guard.probes import model_config
 from vllm_guard.probes.model import _bundled, _from_bundled, bundled_models
 
@@ -47,7 +47,7 @@ def test_gpt_oss_20b_shapes_give_its_checkpoint_size_and_kv() -> None:
     assert entry["weights_bytes"] == 13_761_264_768
     assert estimate is not None and abs(estimate - entry["weights_bytes"]) / entry["weights_bytes"] < 0.002
     model = ModelFacts(model="openai/gpt-oss-20b", source="bundled", weights_bytes=entry["weights_bytes"], **fields)
-    assert memory.kv_bytes_per_token(model, memory.Params()) == 24 * 2 * 8 * 64 * 2
+    assert kv_cache.kv_bytes_per_token(model, memory_params.Params()) == 24 * 2 * 8 * 64 * 2
 
 
 def test_the_r1_distills_resolve_to_their_qwen_bases() -> None:

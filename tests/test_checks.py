@@ -12,7 +12,8 @@ from tests.conftest import DATA, MACHINES, run_cli
 from vllm_guard.checkids import CHECK_IDS
 from vllm_guard.facts.machine import Facts, GpuProcess, Machine, P2pLink
 from vllm_guard.preflight.findings import Finding
-from vllm_guard.preflight.memory import GIB, MIB, Params, estimate
+from vllm_guard.preflight.memory import GIB, MIB, estimate
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.run import preflight
 from vllm_guard.probes import gather, load_machine
 from vllm_guard.profile.load import load_profile

@@ -20,7 +20,7 @@ from vllm_guard.errors import SnapshotError
 from vllm_guard.facts.cluster import NODE_ENV_NAMES, ClusterFacts, NodeFacts
 from vllm_guard.facts.machine import GpuProcess, Machine
 from vllm_guard.preflight.findings import FAIL, PASS, WARN, Finding
-from vllm_guard.preflight.memory import Params
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.probes.model import probe_model
 from vllm_guard.profile.load import load_profile
 from vllm_guard.profile.model import Profile

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA
-from vllm_guard.preflight.memory import Params, kv_bytes_for_length, kv_bytes_per_token
+from vllm_guard.preflight.kv_cache import kv_bytes_for_length, kv_bytes_per_token
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.probes.model import bundled_models, probe_model
 from vllm_guard.probes.model_config import normalize
 

@@ -18,7 +18,8 @@ from vllm_guard.cluster.placement import Placement
 from vllm_guard.facts.cluster import VERSION_KEYS, ClusterFacts, NodeFacts
 from vllm_guard.facts.machine import ModelFacts
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Finding, gib, mib, settle
-from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, MIB, Estimate, Params, estimate
+from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, MIB, Estimate, estimate
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.profile.model import Profile
 from vllm_guard.redact import is_secret_name
 

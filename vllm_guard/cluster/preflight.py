@@ -19,7 +19,7 @@ from vllm_guard.facts.cluster import ClusterFacts
 from vllm_guard.facts.machine import Facts, Host, Machine, ModelFacts
 from vllm_guard.preflight.findings import SKIP, Finding
 from vllm_guard.preflight.fix import checked
-from vllm_guard.preflight.memory import Params
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.run import Preflight
 from vllm_guard.profile.model import Profile
 

@@ -343,7 +343,13 @@ class ModelFacts:
     derived_max_len: int | None = None
     derived_max_len_key: str | None = None
     sliding_window: int | None = None
-    layer_types: tuple[str, ...] | None = None  # "full" | "sliding" per layer, when they differ
+    layer_types: tuple[str, ...] | None = None  # "full" | "sliding" | "state" | "none" per layer, when they differ
+    state_bytes_per_layer: int | None = None  # one sequence's Mamba / linear-attention state per state layer, TP 1
+    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (the MTP drafter's)
+    num_experts: int | None = None
+    moe_intermediate_size: int | None = None
+    vision_params: int | None = None  # the vision tower and projector of a multimodal wrapper (an estimate)
+    mm_tokens_per_item: int | None = None  # the most language-model tokens one image becomes, where config says
     kv_lora_rank: int | None = None  # MLA (DeepSeek-style) latent
     qk_rope_head_dim: int | None = None
     quant_method: str | None = None

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_guard.facts.machine import Facts, Gpu
-from vllm_guard.preflight.memory import GIB, MIB, Estimate, Params
+from vllm_guard.preflight.memory import GIB, MIB, Estimate
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.profile.model import Profile, world_size
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"

@@ -16,7 +16,9 @@ from typing import Any
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts.machine import Facts, Gpu, ModelFacts
-from vllm_guard.preflight.memory import GIB, MIB, Estimate, Params, estimate, kv_bytes_for_length, largest_fitting
+from vllm_guard.preflight.kv_cache import kv_bytes_for_length
+from vllm_guard.preflight.memory import GIB, MIB, Estimate, estimate, largest_fitting
+from vllm_guard.preflight.memory_params import Params
 
 CORRIDOR = (0.85, 0.92)
 MIN_SHARED_UTILIZATION = 0.05  # below this a shared GPU leaves nothing to fit a model in

@@ -16,6 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_guard.facts.machine import Gpu, ModelFacts
+from vllm_guard.preflight import memory_terms
+from vllm_guard.preflight.kv_cache import (
+    attention_layers_per_gpu,
+    block_size,
+    kv_bytes_for_length,
+    kv_bytes_per_token,
+    layer_kv_bytes_per_token,
+    layers_per_gpu,
+    state_layers_per_gpu,
+)
+from vllm_guard.preflight.memory_params import EXPLICIT_DTYPE_BYTES, MODEL_DTYPE_BYTES, Params
+from vllm_guard.preflight.memory_terms import IN_ACTIVATION, IN_WEIGHTS, Term
 
 GIB = 2**30
 MIB = 2**20
@@ -68,70 +80,7 @@ CUDAGRAPH_TENSOR_PARALLEL_FACTOR = 1.25
 # have no figure among the modelled start-ups, so they add nothing here: the error is a floor, not a bound.
 WEIGHTS_ERROR_FRACTION = 0.015
 CUDAGRAPH_ERROR_FRACTION = 0.15
-# vLLM 0.33 config/cache.py:185: the default block size.
-DEFAULT_BLOCK_SIZE = 16
 DEFAULT_UTILIZATION = 0.92  # vLLM 0.33 config/cache.py:215 (0.9 before)
-
-KV_DTYPE_BYTES: dict[str, float] = {
-    "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1,
-    "fp8_per_token_head": 1, "int8_per_token_head": 1, "int4_per_token_head": 0.5,
-    "nvfp4": 0.5, "nvfp4_4over6": 0.5, "ultraquant_4bit": 0.5, "fp8_ds_mla": 1, "nvfp4_ds_mla": 0.5,
-}
-MODEL_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 2, "float": 2, "auto": 2}
-# float32 checkpoints are served in 16-bit by vLLM unless --dtype float32 is explicit.
-EXPLICIT_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 4, "float": 4}
-
-
-@dataclass(frozen=True)
-class Params:
-    """The vLLM options the memory model reads; None means "not set: vLLM's default"."""
-
-    utilization: float | None = None
-    max_model_len: int | None = None  # -1: "auto"
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-    enforce_eager: bool = False
-    kv_cache_dtype: str = "auto"
-    dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    block_size: int | None = None
-    kv_cache_memory_bytes: int | None = None
-    cpu_offload_gb: float = 0.0
-    enable_chunked_prefill: bool | None = None
-    performance_mode: str = "balanced"
-    cudagraph_capture_sizes: tuple[int, ...] | None = None
-    max_cudagraph_capture_size: int | None = None
-    # compilation_config.cudagraph_mode; None: vLLM's default, FULL_AND_PIECEWISE since 0.11 (PIECEWISE before)
-    cudagraph_mode: str | None = None
-
-    @classmethod
-    def from_values(cls, get: Any, is_set: Any) -> Params:
-        """Build from a profile's accessors: ``get(dest)`` and ``is_set(dest)``."""
-
-        def opt(dest: str) -> Any:
-            return get(dest) if is_set(dest) else None
-
-        sizes = opt("cudagraph_capture_sizes")
-        return cls(
-            utilization=opt("gpu_memory_utilization"),
-            max_model_len=opt("max_model_len"),
-            max_num_batched_tokens=opt("max_num_batched_tokens"),
-            max_num_seqs=opt("max_num_seqs"),
-            enforce_eager=bool(get("enforce_eager")),
-            kv_cache_dtype=str(get("kv_cache_dtype") or "auto"),
-            dtype=str(get("dtype") or "auto"),
-            tensor_parallel_size=int(get("tensor_parallel_size") or 1),
-            pipeline_parallel_size=int(get("pipeline_parallel_size") or 1),
-            block_size=opt("block_size"),
-            kv_cache_memory_bytes=opt("kv_cache_memory_bytes"),
-            cpu_offload_gb=float(get("cpu_offload_gb") or 0.0),
-            enable_chunked_prefill=opt("enable_chunked_prefill"),
-            performance_mode=str(get("performance_mode") or "balanced"),
-            cudagraph_capture_sizes=tuple(sizes) if sizes else None,
-            max_cudagraph_capture_size=opt("max_cudagraph_capture_size"),
-        )
-
 
 @dataclass(frozen=True)
 class Estimate:
@@ -153,6 +102,7 @@ class Estimate:
     block_size: int
     kv_cache_memory_fixed: bool
     kv_expected_error_bytes: int | None = None  # how far the KV budget may miss (WEIGHTS/CUDAGRAPH_ERROR_FRACTION)
+    terms: tuple[Term, ...] = ()  # LoRA, drafter, encoder cache (memory_terms.py), each in the figure it names
     defaults: tuple[str, ...] = ()  # options whose value is vLLM's default, not the profile's
     notes: tuple[str, ...] = field(default=())
 
@@ -166,75 +116,11 @@ class Estimate:
                 "max_num_seqs", "block_size", "kv_expected_error_bytes")
         d: dict[str, Any] = {k: getattr(self, k) for k in keys}
         d["defaults"] = list(self.defaults)
+        d["terms"] = [t.to_dict() for t in self.terms]
         return d
 
-
-# --- KV cache per token --------------------------------------------------------
-
-
-def kv_dtype_bytes(model: ModelFacts, params: Params) -> float | None:
-    kv = params.kv_cache_dtype
-    if kv == "auto":
-        if params.dtype != "auto":
-            return EXPLICIT_DTYPE_BYTES.get(params.dtype)
-        return MODEL_DTYPE_BYTES.get(str(model.torch_dtype or "auto"), 2)
-    return KV_DTYPE_BYTES.get(kv)
-
-
-def layer_kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
-    """KV bytes one layer stores per token on one GPU (vLLM 0.33 v1/kv_cache_interface.py)."""
-    element = kv_dtype_bytes(model, params)
-    if element is None:
-        return None
-    if model.is_mla:
-        if params.kv_cache_dtype == "fp8_ds_mla":
-            return 656  # v1/attention/backends/mla/flashmla_sparse.py:79
-        # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
-        return int((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * int(element)
-    if model.num_kv_heads is None or model.head_dim is None:
-        return None
-    # config/model.py:1683: KV heads are replicated when TP exceeds them.
-    heads_per_gpu = max(1, model.num_kv_heads // params.tensor_parallel_size)
-    return int(2 * heads_per_gpu * model.head_dim * element)
-
-
-def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:
-    if model.num_layers is None:
-        return None
-    return math.ceil(model.num_layers / params.pipeline_parallel_size)  # the fullest stage
-
-
-def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
-    """KV bytes per token per GPU, as if every layer attended fully (domain.md's formula)."""
-    per_layer = layer_kv_bytes_per_token(model, params)
-    layers = layers_per_gpu(model, params)
-    if per_layer is None or layers is None:
-        return None
-    return per_layer * layers
-
-
-def kv_bytes_for_length(
-    model: ModelFacts, params: Params, length: int, block_size: int, max_num_batched_tokens: int
-) -> int | None:
-    """KV bytes one request of ``length`` tokens needs on one GPU, in whole blocks.
-
-    Sliding-window layers keep only ``window - 1 + max_num_batched_tokens`` tokens
-    plus a block (v1/kv_cache_interface.py:918-955).
-    """
-    per_layer = layer_kv_bytes_per_token(model, params)
-    layers = layers_per_gpu(model, params)
-    if per_layer is None or layers is None:
-        return None
-    page = block_size * per_layer
-    full_blocks = math.ceil(length / block_size)
-    types = model.layer_types
-    if not types or model.sliding_window is None:
-        return layers * full_blocks * page
-    share = layers / len(types)  # this stage's share of each kind
-    sliding = sum(1 for t in types if t == "sliding") * share
-    window_tokens = min(model.sliding_window - 1 + max_num_batched_tokens, length)
-    sliding_blocks = min(math.ceil(window_tokens / block_size) + 1, full_blocks)
-    return int((layers - sliding) * full_blocks * page + sliding * sliding_blocks * page)
+    def terms_bytes(self, where: str) -> int:
+        return sum(t.bytes_per_gpu or 0 for t in self.terms if t.where == where)
 
 
 # --- defaults -----------------------------------------------------------------
@@ -301,8 +187,9 @@ def cudagraph_bytes(model: ModelFacts, params: Params, max_num_seqs: int, max_nu
 # --- the estimate ---------------------------------------------------------------
 
 
-def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
-    """Predict vLLM 0.33's memory split on one GPU for these options."""
+def estimate(model: ModelFacts, gpu: Gpu, params: Params, draft: ModelFacts | None = None) -> Estimate:
+    """Predict vLLM 0.33's memory split on one GPU for these options (``draft``: the facts of a
+    --speculative-config draft model, where known)."""
     notes: list[str] = []
     defaults: list[str] = []
     total = gpu.memory_total_bytes or 0
@@ -321,7 +208,7 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
     sizing_len = model.derived_max_len if auto else max_len
     tokens, seqs, sched_defaults = scheduler_sizes(params, gpu, sizing_len or 2048)
     defaults += sched_defaults
-    block = params.block_size or DEFAULT_BLOCK_SIZE
+    block = block_size(model, params)
 
     weights = None
     if model.weights_bytes is not None:
@@ -329,6 +216,8 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
         weights = max(weights, 0)
     non_torch = NON_TORCH_BYTES_TP1 if parallel == 1 else NON_TORCH_BYTES_PARALLEL
     activation = activation_bytes(model, params, tokens, seqs)
+    terms = extra_terms(model, params, tokens, draft)
+    notes += [f"{t.name} unknown: {t.how}" for t in terms if t.bytes_per_gpu is None]
     graphs = cudagraph_bytes(model, params, seqs, tokens)
     per_token = kv_bytes_per_token(model, params)
     if per_token is None:
@@ -343,16 +232,17 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
         kv_budget = None
         notes.append("KV budget unknown: the weight size or the model's shape is not known")
     else:
-        kv_budget = budget - weights - non_torch - activation - graphs
+        extra = sum(t.bytes_per_gpu or 0 for t in terms if t.where in (IN_WEIGHTS, IN_ACTIVATION))
+        kv_budget = budget - weights - extra - non_torch - activation - graphs
     expected_error = None
     if not fixed and weights is not None:
         expected_error = int(WEIGHTS_ERROR_FRACTION * weights + CUDAGRAPH_ERROR_FRACTION * graphs)
 
     kv_tokens = fit_len = concurrency = None
     layer_bytes = layer_kv_bytes_per_token(model, params)
-    layers_here = layers_per_gpu(model, params)
+    layers_here = attention_layers_per_gpu(model, params)
     if kv_budget is not None and layer_bytes and layers_here:
-        page_all = block * layer_bytes * layers_here
+        page_all = block * layer_bytes * (layers_here + state_layers_per_gpu(model, params))
         blocks = max(kv_budget, 0) // page_all
         fit_len = max_fitting_len(model, params, kv_budget, block, tokens)
         if model.derived_max_len:  # vLLM refuses more than the model's own maximum anyway
@@ -386,9 +276,29 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
         block_size=block,
         kv_cache_memory_fixed=fixed,
         kv_expected_error_bytes=expected_error,
+        terms=terms,
         defaults=tuple(defaults),
         notes=tuple(notes),
     )
+
+
+def extra_terms(model: ModelFacts, params: Params, tokens: int, draft: ModelFacts | None) -> tuple[Term, ...]:
+    """LoRA buffers, the drafter's weights, the encoder cache: each on one GPU (memory_terms.py)."""
+    parallel = params.tensor_parallel_size * params.pipeline_parallel_size
+    element = EXPLICIT_DTYPE_BYTES.get(params.dtype, MODEL_DTYPE_BYTES.get(str(model.torch_dtype or "auto"), 2))
+    terms: list[Term] = []
+    if params.enable_lora:
+        lora_element = EXPLICIT_DTYPE_BYTES.get(params.lora_dtype, element)
+        terms.append(memory_terms.lora(model, params.max_loras, params.max_lora_rank, lora_element,
+                                       params.tensor_parallel_size))
+    spec = memory_terms.speculative(model, params.speculative_config, draft, parallel)
+    if spec is not None:
+        terms.append(spec.weights)
+    encoder = memory_terms.encoder_cache(model, params.limit_mm_per_prompt, params.language_model_only, tokens,
+                                         element)
+    if encoder is not None:
+        terms.append(encoder)
+    return tuple(terms)
 
 
 def activation_bytes(model: ModelFacts, params: Params, tokens: int, seqs: int) -> int | None:

@@ -27,7 +27,8 @@ from vllm_guard.preflight.host_checks import (
     check_net_port,
     check_vllm_executable,
 )
-from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, MIB, Estimate, Params, estimate
+from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, MIB, Estimate, estimate
+from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.model_checks import (
     check_model_known,
     check_model_kv_fit,

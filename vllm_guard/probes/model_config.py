@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vllm_guard.probes import model_arch
+
 # vLLM 0.33 transformers_utils/model_arch_config_convertor.py:376-396: the derived
 # maximum length is the smallest of these keys present in the text config.
 MAX_LEN_KEYS = (
@@ -85,7 +87,13 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "derived_max_len": derived,
         "derived_max_len_key": key,
         "sliding_window": sliding,
-        "layer_types": _layer_types(text, layers, sliding, disable_sliding_window),
+        "layer_types": model_arch.layer_kinds(text, layers, sliding, disable_sliding_window),
+        "state_bytes_per_layer": model_arch.state_bytes_per_layer(text),
+        "mtp_layers": model_arch.mtp_layers(text),
+        "num_experts": model_arch.experts(text)[0],
+        "moe_intermediate_size": model_arch.experts(text)[1],
+        "vision_params": model_arch.vision_params(config),
+        "mm_tokens_per_item": model_arch.mm_tokens_per_item(config),
         "kv_lora_rank": _int(text, "kv_lora_rank"),
         "qk_rope_head_dim": _int(text, "qk_rope_head_dim"),
         "quant_method": quant.get("quant_method") if isinstance(quant, dict) else None,
@@ -125,20 +133,6 @@ def derived_max_len(text: Mapping[str, Any], notes: list[str]) -> tuple[int, str
     return value, key
 
 
-def _layer_types(
-    text: Mapping[str, Any], layers: int | None, sliding: int | None, disable_sliding_window: bool
-) -> tuple[str, ...] | None:
-    if not sliding or not layers or disable_sliding_window:
-        return None
-    explicit = text.get("layer_types")
-    if isinstance(explicit, list) and len(explicit) == layers:
-        return tuple("sliding" if "sliding" in str(t) else "full" for t in explicit)
-    if text.get("model_type") == "gemma2":
-        # Gemma 2 alternates: even layers use the sliding window, odd layers attend fully.
-        return tuple("sliding" if i % 2 == 0 else "full" for i in range(layers))
-    return tuple("sliding" for _ in range(layers))  # Mistral v0.1 style: every layer slides
-
-
 def estimate_parameters(f: Mapping[str, Any], config: Mapping[str, Any]) -> int | None:
     """Parameter count of a decoder from its config: the fallback when no weight metadata exists.
 
@@ -166,11 +160,24 @@ def estimate_parameters(f: Mapping[str, Any], config: Mapping[str, Any]) -> int 
         shared = _int(text, "n_shared_experts") or 0
         first_dense = _int(text, "first_k_dense_replace") or 0
         moe_mlp = gated * hidden * moe_inter * (experts + shared) + hidden * experts  # + router
+        # Qwen2-MoE / Qwen3-Next: one shared expert of its own size and its sigmoid gate
+        if (shared_inter := _int(text, "shared_expert_intermediate_size")):
+            moe_mlp += gated * hidden * shared_inter + hidden
         total += first_dense * dense_mlp + (layers - first_dense) * moe_mlp
     else:
-        total += layers * dense_mlp
-    total += layers * (attn + 2 * hidden)  # two norms per layer
+        # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP
+        pattern = text.get("hybrid_override_pattern")
+        total += (pattern.count("-") if isinstance(pattern, str) and pattern else layers) * dense_mlp
+    # Per layer: its mixer (attention, or a Mamba / gated-delta-net state layer, or none) and two norms.
+    kinds = f.get("layer_types") or ()
+    state_layers = sum(1 for k in kinds if k == model_arch.STATE)
+    no_mixer = sum(1 for k in kinds if k == model_arch.NONE)
+    state_mixer = model_arch.state_layer_params(text) if state_layers else 0
+    if state_mixer is None:
+        return None
+    total += (layers - state_layers - no_mixer) * attn + state_layers * state_mixer + layers * 2 * hidden
     total += vocab * hidden * (1 if _tied(config) else 2) + hidden
+    total += f.get("vision_params") or 0  # a multimodal wrapper's vision tower (model_arch.vision_params)
     return int(total)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from vllm_guard.preflight.findings import FAIL, WARN, Finding
+from vllm_guard.preflight.memory_terms import IN_ACTIVATION, IN_WEIGHTS
 from vllm_guard.report.text import STATUS_STYLE, Console, Table, Text, console_for, fmt, plain
 
 if TYPE_CHECKING:  # types only: the offline check imports no more than it renders
@@ -49,7 +50,7 @@ def print_check(pre: Preflight, facts: Facts, target: str, stream: TextIO, fix: 
 
 
 # weights, non-torch, activations, CUDA graphs, KV cache, rest of the budget
-BAR_GLYPHS = ("█", "▓", "▒", "░", "=", ".")
+BAR_GLYPHS = ("█", "+", "▓", "▒", "░", "=", ".")
 
 
 def _layout_missing(pre: Preflight) -> bool:
@@ -74,7 +75,9 @@ def print_findings(c: Console, findings: list[Finding]) -> None:
 def print_budget(c: Console, pre: Preflight) -> None:
     e = pre.estimate
     assert e is not None
-    parts = [("weights", e.weights_bytes_per_gpu, "blue"), ("non-torch", e.non_torch_bytes, "magenta"),
+    extra = e.terms_bytes(IN_WEIGHTS) + e.terms_bytes(IN_ACTIVATION)
+    parts = [("weights", e.weights_bytes_per_gpu, "blue"), ("extra terms", extra, "bright_red"),
+             ("non-torch", e.non_torch_bytes, "magenta"),
              ("activations", e.activation_bytes, "yellow"), ("CUDA graphs", e.cudagraph_bytes, "cyan"),
              ("KV cache", max(e.kv_budget_bytes or 0, 0), "green")]
     used = sum(v or 0 for _, v, _ in parts)
@@ -94,6 +97,10 @@ def print_budget(c: Console, pre: Preflight) -> None:
         legend.append(f"{glyph} ", style=style)
         legend.append(f"{name} {fmt(value, '_bytes')}  ")
     c.print(legend)
+    for t in e.terms:
+        # LoRA slots, a drafter, an encoder cache (preflight/memory_terms.py): each with the vLLM figure it is in
+        size = fmt(t.bytes_per_gpu, "_bytes") if t.bytes_per_gpu is not None else "unknown"
+        c.print(Text.assemble(("  + ", "bright_red"), plain(f"{t.name} {size} ({t.how})")))
     if over:
         c.print(f"[red]over budget by {fmt(over, '_bytes')}[/red]")
     kv_line = f"KV cache: {fmt(e.kv_bytes_per_token)} bytes/token"

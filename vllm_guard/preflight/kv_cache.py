@@ -1,0 +1,111 @@
+"""Pure: KV cache bytes per token and per request on one GPU, as vLLM 0.33 sizes them (vllm-reference §4):
+full, sliding-window and state layers, the drafter's layers, and the block size a hybrid model forces."""
+
+from __future__ import annotations
+
+import math
+
+from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.preflight import memory_terms
+from vllm_guard.preflight.memory_params import EXPLICIT_DTYPE_BYTES, KV_DTYPE_BYTES, MODEL_DTYPE_BYTES, Params
+
+# vLLM 0.33 config/cache.py:185: the default block size.
+DEFAULT_BLOCK_SIZE = 16
+
+def kv_dtype_bytes(model: ModelFacts, params: Params) -> float | None:
+    kv = params.kv_cache_dtype
+    if kv == "auto":
+        if params.dtype != "auto":
+            return EXPLICIT_DTYPE_BYTES.get(params.dtype)
+        return MODEL_DTYPE_BYTES.get(str(model.torch_dtype or "auto"), 2)
+    return KV_DTYPE_BYTES.get(kv)
+
+
+def layer_kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
+    """KV bytes one layer stores per token on one GPU (vLLM 0.33 v1/kv_cache_interface.py)."""
+    element = kv_dtype_bytes(model, params)
+    if element is None:
+        return None
+    if model.is_mla:
+        if params.kv_cache_dtype == "fp8_ds_mla":
+            return 656  # v1/attention/backends/mla/flashmla_sparse.py:79
+        # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
+        return int((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * int(element)
+    if model.num_kv_heads is None or model.head_dim is None:
+        return None
+    # config/model.py:1683: KV heads are replicated when TP exceeds them.
+    heads_per_gpu = max(1, model.num_kv_heads // params.tensor_parallel_size)
+    return int(2 * heads_per_gpu * model.head_dim * element)
+
+
+def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:
+    if model.num_layers is None:
+        return None
+    return math.ceil(model.num_layers / params.pipeline_parallel_size)  # the fullest stage
+
+
+def attention_layers_per_gpu(model: ModelFacts, params: Params) -> float | None:
+    """Layers with a per-token cache on the fullest stage: all but state (Mamba, linear attention) and MLP-only
+    layers, plus the speculative drafter's (MTP or EAGLE layers join the target's KV pool)."""
+    layers = layers_per_gpu(model, params)
+    if layers is None:
+        return None
+    types = model.layer_types
+    share = sum(1 for t in types if t in ("full", "sliding")) / len(types) if types else 1.0
+    return layers * share + draft_kv_layers(model, params)
+
+
+def draft_kv_layers(model: ModelFacts, params: Params) -> int:
+    spec = memory_terms.speculative(model, params.speculative_config, None, 1)
+    return spec.kv_layers if spec is not None else 0
+
+
+def state_layers_per_gpu(model: ModelFacts, params: Params) -> float:
+    layers = layers_per_gpu(model, params) or 0
+    types = model.layer_types or ()
+    return layers * memory_terms.state_layers(model) / len(types) if types else 0.0
+
+
+def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
+    """KV bytes per token per GPU, as if every attention layer attended fully (domain.md's formula)."""
+    per_layer = layer_kv_bytes_per_token(model, params)
+    layers = attention_layers_per_gpu(model, params)
+    if per_layer is None or layers is None:
+        return None
+    return int(per_layer * layers)
+
+
+def block_size(model: ModelFacts, params: Params) -> int:
+    """The block vLLM uses: the one asked for, raised for a hybrid model's state (memory_terms), else 16."""
+    per_layer = layer_kv_bytes_per_token(model, params) or 0
+    hybrid = memory_terms.hybrid_block_size(model, per_layer, params.tensor_parallel_size, params.block_size)
+    return hybrid or params.block_size or DEFAULT_BLOCK_SIZE
+
+
+def kv_bytes_for_length(
+    model: ModelFacts, params: Params, length: int, block_size: int, max_num_batched_tokens: int
+) -> int | None:
+    """KV bytes one request of ``length`` tokens needs on one GPU, in whole blocks.
+
+    Sliding-window layers keep only ``window - 1 + max_num_batched_tokens`` tokens
+    plus a block (v1/kv_cache_interface.py:918-955). A state layer (Mamba, gated delta net) keeps one page per
+    request whatever its length, its state padded to the attention page, and one more per speculative token:
+    the shared startups/032 (Qwen3.6-35B-A3B, MTP with 3 tokens, vLLM 0.25.1) reports 3,366,051 tokens for
+    74.22 GiB of 1,072-token blocks, what 245 attention blocks + 3 state groups x 4 pages per request give.
+    """
+    per_layer = layer_kv_bytes_per_token(model, params)
+    layers = attention_layers_per_gpu(model, params)
+    if per_layer is None or layers is None:
+        return None
+    page = block_size * per_layer
+    full_blocks = math.ceil(length / block_size)
+    types = model.layer_types
+    spec = memory_terms.speculative(model, params.speculative_config, None, 1)
+    state = state_layers_per_gpu(model, params) * page * (1 + (spec.tokens if spec else 0))
+    if not types or model.sliding_window is None:
+        return int(layers * full_blocks * page + state)
+    share = (layers_per_gpu(model, params) or 0) / len(types)  # this stage's share of each kind
+    sliding = sum(1 for t in types if t == "sliding") * share
+    window_tokens = min(model.sliding_window - 1 + max_num_batched_tokens, length)
+    sliding_blocks = min(math.ceil(window_tokens / block_size) + 1, full_blocks)
+    return int((layers - sliding) * full_blocks * page + sliding * sliding_blocks * page + state)

@@ -1,0 +1,86 @@
+"""The vLLM options the memory model reads (memory.py, kv_cache.py), and the dtype sizes they imply."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+KV_DTYPE_BYTES: dict[str, float] = {
+    "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1,
+    "fp8_per_token_head": 1, "int8_per_token_head": 1, "int4_per_token_head": 0.5,
+    "nvfp4": 0.5, "nvfp4_4over6": 0.5, "ultraquant_4bit": 0.5, "fp8_ds_mla": 1, "nvfp4_ds_mla": 0.5,
+}
+MODEL_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 2, "float": 2, "auto": 2}
+# float32 checkpoints are served in 16-bit by vLLM unless --dtype float32 is explicit.
+EXPLICIT_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 4, "float": 4}
+
+
+@dataclass(frozen=True)
+class Params:
+    """The vLLM options the memory model reads; None means "not set: vLLM's default"."""
+
+    utilization: float | None = None
+    max_model_len: int | None = None  # -1: "auto"
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    block_size: int | None = None
+    kv_cache_memory_bytes: int | None = None
+    cpu_offload_gb: float = 0.0
+    enable_chunked_prefill: bool | None = None
+    performance_mode: str = "balanced"
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    max_cudagraph_capture_size: int | None = None
+    # compilation_config.cudagraph_mode; None: vLLM's default, FULL_AND_PIECEWISE since 0.11 (PIECEWISE before)
+    cudagraph_mode: str | None = None
+    # the extra terms (memory_terms.py): LoRA slots, a speculative drafter, a multimodal encoder's limits
+    enable_lora: bool = False
+    max_loras: int = 1  # vLLM 0.33 config/lora.py defaults
+    max_lora_rank: int = 16
+    lora_dtype: str = "auto"
+    speculative_config: Mapping[str, Any] | None = None
+    limit_mm_per_prompt: Mapping[str, Any] | None = None
+    language_model_only: bool = False
+
+    @classmethod
+    def from_values(cls, get: Any, is_set: Any) -> Params:
+        """Build from a profile's accessors: ``get(dest)`` and ``is_set(dest)``."""
+
+        def opt(dest: str) -> Any:
+            return get(dest) if is_set(dest) else None
+
+        sizes = opt("cudagraph_capture_sizes")
+        return cls(
+            utilization=opt("gpu_memory_utilization"),
+            max_model_len=opt("max_model_len"),
+            max_num_batched_tokens=opt("max_num_batched_tokens"),
+            max_num_seqs=opt("max_num_seqs"),
+            enforce_eager=bool(get("enforce_eager")),
+            kv_cache_dtype=str(get("kv_cache_dtype") or "auto"),
+            dtype=str(get("dtype") or "auto"),
+            tensor_parallel_size=int(get("tensor_parallel_size") or 1),
+            pipeline_parallel_size=int(get("pipeline_parallel_size") or 1),
+            block_size=opt("block_size"),
+            kv_cache_memory_bytes=opt("kv_cache_memory_bytes"),
+            cpu_offload_gb=float(get("cpu_offload_gb") or 0.0),
+            enable_chunked_prefill=opt("enable_chunked_prefill"),
+            performance_mode=str(get("performance_mode") or "balanced"),
+            cudagraph_capture_sizes=tuple(sizes) if sizes else None,
+            max_cudagraph_capture_size=opt("max_cudagraph_capture_size"),
+            enable_lora=bool(get("enable_lora")),
+            max_loras=int(get("max_loras") or 1),
+            max_lora_rank=int(get("max_lora_rank") or 16),
+            lora_dtype=str(get("lora_dtype") or "auto"),
+            speculative_config=_mapping(get("speculative_config")),
+            limit_mm_per_prompt=_mapping(get("limit_mm_per_prompt")),
+            language_model_only=bool(get("language_model_only")),
+        )
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) and value else None

@@ -1,0 +1,194 @@
+"""Pure: what a config.json says about a model's layers beyond plain attention (issue 27).
+
+Read by the config's fields, never by the model's name, so an unknown architecture with the same fields is
+planned the same way: which layers slide or keep a fixed state (Mamba, gated delta net), the size of that
+state, the experts, the speculative (MTP) layers a checkpoint carries, and a multimodal wrapper's vision tower.
+Each rule names the vLLM code it follows; where a value is missing the answer is None, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+FULL, SLIDING, STATE, NONE = "full", "sliding", "state", "none"  # NONE: an MLP-only layer, no cache
+STATE_ELEMENT_BYTES = 2  # vLLM's mamba_ssm_cache_dtype "auto": the model's 16-bit dtype (config/cache.py)
+
+
+def _int(cfg: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def layer_kinds(text: Mapping[str, Any], layers: int | None, sliding: int | None,
+                disable_sliding_window: bool) -> tuple[str, ...] | None:
+    """"full" | "sliding" | "state" | "none" per layer; None when every layer attends fully.
+
+    - an explicit ``layer_types`` (transformers >= 4.53: gemma-3, gpt-oss, Qwen3-Next's "linear_attention",
+      Granite-4's "mamba"); Llama-4's chunked local layers count as full: vLLM 0.10+ turns the hybrid KV manager
+      off for chunked local attention unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, so every
+      layer gets a full-length cache;
+    - Nemotron-H's ``hybrid_override_pattern`` ("M" Mamba, "*" attention, "-" MLP only: no cache);
+    - Jamba's ``attn_layer_period`` / ``attn_layer_offset`` (the other layers are Mamba);
+    - gemma-3's ``sliding_window_pattern`` (layer i slides unless (i + 1) % pattern == 0, vLLM gemma3.py);
+    - gemma-2 alternates (even layers slide), and a window with nothing else slides every layer (Mistral v0.1).
+    """
+    if not layers:
+        return None
+    kinds: list[str] | None = None
+    explicit = text.get("layer_types")
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(explicit, list) and len(explicit) == layers:
+        kinds = [_kind(str(t)) for t in explicit]
+    elif isinstance(pattern, str) and pattern:
+        kinds = [STATE if c == "M" else FULL if c == "*" else NONE for c in pattern]
+        if len(kinds) != layers:
+            return None
+    elif _int(text, "attn_layer_period") and text.get("model_type") == "jamba":
+        period, offset = _int(text, "attn_layer_period") or 1, _int(text, "attn_layer_offset") or 0
+        kinds = [FULL if i % period == offset else STATE for i in range(layers)]
+    elif sliding and (step := _int(text, "sliding_window_pattern")):
+        kinds = [FULL if (i + 1) % step == 0 else SLIDING for i in range(layers)]
+    elif sliding and text.get("model_type") == "gemma2":
+        kinds = [SLIDING if i % 2 == 0 else FULL for i in range(layers)]
+    elif sliding:
+        kinds = [SLIDING] * layers
+    if kinds is None:
+        return None
+    if disable_sliding_window or not sliding:
+        kinds = [FULL if k == SLIDING else k for k in kinds]
+    return tuple(kinds) if any(k != FULL for k in kinds) else None
+
+
+def _kind(name: str) -> str:
+    name = name.lower()
+    if "sliding" in name:
+        return SLIDING
+    if "mamba" in name or "linear" in name or name in ("conv", "ssm"):
+        return STATE
+    return FULL
+
+
+def state_bytes_per_layer(text: Mapping[str, Any]) -> int | None:
+    """Bytes of one sequence's fixed state in one state layer, at tensor parallel 1 (it splits by heads).
+
+    vLLM's MambaStateShapeCalculator (model_executor/layers/mamba/mamba_utils.py): a conv state of
+    (kernel - 1) x conv_dim and a temporal state, both in the model dtype by default:
+    - gated delta net (Qwen3-Next, Qwen3.5): conv_dim = 2 x key heads x key dim + value heads x value dim,
+      temporal = value heads x key dim x value dim;
+    - Mamba-2 (Granite-4, Nemotron-H): conv_dim = intermediate + 2 x groups x state, temporal = heads x head dim
+      x state;
+    - Mamba-1 (Jamba): conv_dim = intermediate, temporal = intermediate x state.
+    """
+    if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
+        k_dim, v_dim = _int(text, "linear_key_head_dim"), _int(text, "linear_value_head_dim")
+        kernel = _int(text, "linear_conv_kernel_dim")
+        if not (k_dim and v_dim and kernel):
+            return None
+        conv = (kernel - 1) * (2 * k_heads * k_dim + v_heads * v_dim)
+        return (conv + v_heads * k_dim * v_dim) * STATE_ELEMENT_BYTES
+    hidden = _int(text, "hidden_size")
+    state = _int(text, "mamba_d_state", "ssm_state_size", "state_size")
+    kernel = _int(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel")
+    heads = _int(text, "mamba_n_heads", "mamba_num_heads")
+    head_dim = _int(text, "mamba_d_head", "mamba_head_dim")
+    if not (state and kernel):
+        return None
+    if heads and head_dim:  # Mamba-2
+        groups = _int(text, "mamba_n_groups", "n_groups") or 1
+        inter = heads * head_dim
+        return ((kernel - 1) * (inter + 2 * groups * state) + heads * head_dim * state) * STATE_ELEMENT_BYTES
+    expand = _int(text, "mamba_expand", "expand")
+    if not (hidden and expand):
+        return None
+    inter = expand * hidden  # Mamba-1
+    return ((kernel - 1) * inter + inter * state) * STATE_ELEMENT_BYTES
+
+
+def state_layer_params(text: Mapping[str, Any]) -> int | None:
+    """Parameters of one state layer's mixer (it replaces attention there), from the same fields."""
+    hidden = _int(text, "hidden_size")
+    if not hidden:
+        return None
+    if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
+        k_dim, v_dim = _int(text, "linear_key_head_dim") or 0, _int(text, "linear_value_head_dim") or 0
+        kernel = _int(text, "linear_conv_kernel_dim") or 0
+        key, value = k_heads * k_dim, v_heads * v_dim
+        # in_proj_qkvz, in_proj_ba, conv1d, A_log + dt_bias, the gated norm, out_proj (vLLM qwen3_next.py)
+        return (hidden * (2 * key + 2 * value) + hidden * 2 * v_heads + (2 * key + value) * kernel
+                + 2 * v_heads + v_dim + value * hidden)
+    state = _int(text, "mamba_d_state", "ssm_state_size", "state_size") or 0
+    kernel = _int(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel") or 0
+    heads = _int(text, "mamba_n_heads", "mamba_num_heads")
+    head_dim = _int(text, "mamba_d_head", "mamba_head_dim")
+    if heads and head_dim:  # Mamba-2: in_proj (z, x, B, C, dt), conv1d, A, D, dt_bias, norm, out_proj
+        groups = _int(text, "mamba_n_groups", "n_groups") or 1
+        inter = heads * head_dim
+        conv_dim = inter + 2 * groups * state
+        return hidden * (inter + conv_dim + heads) + conv_dim * kernel + 3 * heads + inter + inter * hidden
+    expand = _int(text, "mamba_expand", "expand")
+    if not expand:
+        return None
+    inter = expand * hidden  # Mamba-1: in_proj, conv1d, x_proj, dt_proj, A, D, out_proj
+    dt_rank = _int(text, "mamba_dt_rank") or math.ceil(hidden / 16)
+    return (2 * hidden * inter + inter * kernel + inter * (dt_rank + 2 * state) + dt_rank * inter + inter
+            + inter * state + inter + inter * hidden)
+
+
+def mtp_layers(text: Mapping[str, Any]) -> int:
+    """Multi-token-prediction layers the checkpoint carries (DeepSeek-V3 ``num_nextn_predict_layers``,
+    Qwen3-Next ``mtp_num_hidden_layers``, GLM-4.5 ``num_nextn_predict_layers``); vLLM loads them only as the
+    drafter of ``--speculative-config '{"method": "mtp"}'``."""
+    return _int(text, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0
+
+
+def vision_params(config: Mapping[str, Any]) -> int | None:
+    """Parameters of a multimodal wrapper's vision tower and projector, from ``vision_config`` (a ViT: per block
+    qkv + output projection and a two-matrix MLP, patch embedding, and a projector into the text hidden size).
+    None when the config names no vision tower or lacks its sizes. An estimate: towers differ in details
+    (gated MLPs, window attention, mergers) that change the count by a few percent of the tower."""
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return None
+    width = _int(vision, "hidden_size", "embed_dim", "width")
+    depth = _int(vision, "num_hidden_layers", "depth", "layers")
+    if not (width and depth):
+        return None
+    inter = _int(vision, "intermediate_size", "mlp_dim") or 4 * width
+    patch = _int(vision, "patch_size") or 14
+    channels = _int(vision, "in_channels", "num_channels", "in_chans") or 3
+    temporal = _int(vision, "temporal_patch_size") or 1
+    gated = 3 if str(vision.get("hidden_act", "")).lower() in ("silu", "swiglu") else 2
+    block = 4 * width * width + gated * width * inter + 4 * width
+    embed = channels * temporal * patch * patch * width
+    text_hidden = _int(config.get("text_config") or {}, "hidden_size") or _int(config, "hidden_size") or width
+    out = _int(vision, "out_hidden_size") or text_hidden
+    merge = _int(vision, "spatial_merge_size") or 1
+    projector = (width * merge * merge) * (width * merge * merge) + (width * merge * merge) * out
+    return depth * block + embed + projector
+
+
+def mm_tokens_per_item(config: Mapping[str, Any]) -> int | None:
+    """The most tokens one image becomes in the language model, where the config says: gemma-3's
+    ``mm_tokens_per_image``, LLaVA's (image_size / patch_size)^2. None where it comes from the processor (Qwen-VL's
+    max_pixels), which config.json does not hold."""
+    if (n := _int(config, "mm_tokens_per_image")) is not None:
+        return n
+    vision = config.get("vision_config")
+    if isinstance(vision, Mapping) and config.get("model_type") in ("llava", "llava_next"):
+        size, patch = _int(vision, "image_size"), _int(vision, "patch_size")
+        if size and patch:
+            return (size // patch) ** 2
+    return None
+
+
+def experts(text: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """Routed experts and their intermediate size (None, None for a dense model)."""
+    n = _int(text, "n_routed_experts", "num_experts", "num_local_experts")
+    if not n:
+        return None, None
+    return n, _int(text, "moe_intermediate_size", "intermediate_size")
