@@ -345,6 +345,7 @@ class ModelFacts:
     sliding_window: int | None = None
     layer_types: tuple[str, ...] | None = None  # "full" | "sliding" | "state" | "none" per layer, when they differ
     state_bytes_per_layer: int | None = None  # one sequence's Mamba / linear-attention state per state layer, TP 1
+    state_conv_row_bytes: int | None = None  # a conv-state row: one more per speculative token, TP 1
     mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (the MTP drafter's)
     num_experts: int | None = None
     moe_intermediate_size: int | None = None

@@ -78,7 +78,9 @@ def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
 def block_size(model: ModelFacts, params: Params) -> int:
     """The block vLLM uses: the one asked for, raised for a hybrid model's state (memory_terms), else 16."""
     per_layer = layer_kv_bytes_per_token(model, params) or 0
-    hybrid = memory_terms.hybrid_block_size(model, per_layer, params.tensor_parallel_size, params.block_size)
+    spec = memory_terms.speculative(model, params.speculative_config, None, 1)
+    hybrid = memory_terms.hybrid_block_size(model, per_layer, params.tensor_parallel_size, params.block_size,
+                                            spec.tokens if spec else 0)
     return hybrid or params.block_size or DEFAULT_BLOCK_SIZE
 
 

@@ -147,13 +147,14 @@ def state_layers(model: ModelFacts) -> int:
     return sum(1 for k in model.layer_types or () if k == "state")
 
 
-def hybrid_block_size(model: ModelFacts, attn_bytes_per_token_layer: int, tp: int, asked: int | None) -> int | None:
+def hybrid_block_size(model: ModelFacts, attn_bytes_per_token_layer: int, tp: int, asked: int | None,
+                      spec_tokens: int = 0) -> int | None:
     """vLLM's block size for a hybrid model: the attention page must hold a state layer's page, so the block is
     raised to 16 x ceil(state / (16 x attention bytes per token)) unless the one asked for is larger
     (model_executor/models/config.py HybridAttentionMambaModelConfig: "Setting attention block size to N
     tokens to ensure that attention page size is >= mamba page size"). None for a model without state layers."""
     if not state_layers(model) or not model.state_bytes_per_layer or not attn_bytes_per_token_layer:
         return None
-    state = math.ceil(model.state_bytes_per_layer / tp)
+    state = math.ceil((model.state_bytes_per_layer + spec_tokens * (model.state_conv_row_bytes or 0)) / tp)
     block = 16 * math.ceil(state / (16 * attn_bytes_per_token_layer))
     return max(block, asked or 0)

@@ -14,6 +14,8 @@ from typing import Any
 
 FULL, SLIDING, STATE, NONE = "full", "sliding", "state", "none"  # NONE: an MLP-only layer, no cache
 STATE_ELEMENT_BYTES = 2  # vLLM's mamba_ssm_cache_dtype "auto": the model's 16-bit dtype (config/cache.py)
+# a config's own dtype for the temporal (SSM) state: Qwen3.5 / 3.6 say "mamba_ssm_dtype": "float32"
+SSM_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2}
 
 
 def _int(cfg: Mapping[str, Any], *keys: str) -> int | None:
@@ -83,14 +85,19 @@ def state_bytes_per_layer(text: Mapping[str, Any]) -> int | None:
     - Mamba-2 (Granite-4, Nemotron-H): conv_dim = intermediate + 2 x groups x state, temporal = heads x head dim
       x state;
     - Mamba-1 (Jamba): conv_dim = intermediate, temporal = intermediate x state.
+    The temporal state is in the config's ``mamba_ssm_dtype`` where it names one. Speculative decoding adds a conv
+    row per speculative token (``state_conv_row_bytes``): the shared startups/032 (Qwen3.6-35B-A3B, MTP with 3
+    tokens, vLLM 0.25.1) printed "Setting attention block size to 1072 tokens": (3 + 3) x 8192 x 2 + 32 x 128 x
+    128 x 4 bytes = 67 pages of 16 tokens x 2048 bytes.
     """
+    temporal_bytes = SSM_DTYPE_BYTES.get(str(text.get("mamba_ssm_dtype")), STATE_ELEMENT_BYTES)
     if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
         k_dim, v_dim = _int(text, "linear_key_head_dim"), _int(text, "linear_value_head_dim")
         kernel = _int(text, "linear_conv_kernel_dim")
         if not (k_dim and v_dim and kernel):
             return None
         conv = (kernel - 1) * (2 * k_heads * k_dim + v_heads * v_dim)
-        return (conv + v_heads * k_dim * v_dim) * STATE_ELEMENT_BYTES
+        return conv * STATE_ELEMENT_BYTES + v_heads * k_dim * v_dim * temporal_bytes
     hidden = _int(text, "hidden_size")
     state = _int(text, "mamba_d_state", "ssm_state_size", "state_size")
     kernel = _int(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel")
@@ -101,12 +108,25 @@ def state_bytes_per_layer(text: Mapping[str, Any]) -> int | None:
     if heads and head_dim:  # Mamba-2
         groups = _int(text, "mamba_n_groups", "n_groups") or 1
         inter = heads * head_dim
-        return ((kernel - 1) * (inter + 2 * groups * state) + heads * head_dim * state) * STATE_ELEMENT_BYTES
+        return (kernel - 1) * (inter + 2 * groups * state) * STATE_ELEMENT_BYTES + inter * state * temporal_bytes
     expand = _int(text, "mamba_expand", "expand")
     if not (hidden and expand):
         return None
     inter = expand * hidden  # Mamba-1
-    return ((kernel - 1) * inter + inter * state) * STATE_ELEMENT_BYTES
+    return (kernel - 1) * inter * STATE_ELEMENT_BYTES + inter * state * temporal_bytes
+
+
+def state_conv_row_bytes(text: Mapping[str, Any]) -> int | None:
+    """One row of a state layer's conv state (conv_dim elements, 16-bit): what each speculative token adds."""
+    if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
+        k_dim, v_dim = _int(text, "linear_key_head_dim"), _int(text, "linear_value_head_dim")
+        return (2 * k_heads * k_dim + v_heads * v_dim) * STATE_ELEMENT_BYTES if k_dim and v_dim else None
+    heads, head_dim = _int(text, "mamba_n_heads", "mamba_num_heads"), _int(text, "mamba_d_head", "mamba_head_dim")
+    state = _int(text, "mamba_d_state", "ssm_state_size", "state_size")
+    if heads and head_dim and state:
+        return (heads * head_dim + 2 * (_int(text, "mamba_n_groups", "n_groups") or 1) * state) * STATE_ELEMENT_BYTES
+    hidden, expand = _int(text, "hidden_size"), _int(text, "mamba_expand", "expand")
+    return expand * hidden * STATE_ELEMENT_BYTES if hidden and expand else None
 
 
 def state_layer_params(text: Mapping[str, Any]) -> int | None:
