@@ -22,6 +22,7 @@ How vLLM versions are treated:
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 import re
@@ -68,6 +69,35 @@ MODELS: dict[str, tuple[str, str, str | None]] = {
     "034-qwen3-30b-a3b-instruct-2507.log": ("Qwen/Qwen3-30B-A3B", "the -Instruct-2507 " + SAME_SHAPES, None),
     "040-qwen2.5-0.5b-instruct-awq.log": ("Qwen/Qwen2.5-0.5B-Instruct", "the -AWQ of the bundled alias", "awq"),
 }
+# Start-ups gathered for issue 27 (entries from 041 carry the exact Hugging Face id the log loaded, `hf_id`):
+# those whose id is bundled are matched by it (resolve below); these are the ones whose own config is not
+# bundled, matched by hand to a bundled config of the same shapes, with the evidence.
+NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
+    "041-qwen3-coder-30b-a3b-instruct.log": ("Qwen/Qwen3-30B-A3B", "Qwen3-Coder-30B-A3B's card gives its shapes: "
+                                             "48 layers, 32 query / 4 KV heads, 128 experts, 8 active", None),
+    "045-huihui-gpt-oss-20b-mxfp4-abliterated.log": ("openai/gpt-oss-20b", "an abliterated gpt-oss-20b: the "
+                                                     "weights edited, not the shapes (MXFP4, as the log says)", None),
+    "050-qwen3-30b-a3b-instruct-2507-int4-w4a16.log": ("Qwen/Qwen3-30B-A3B-Instruct-2507", "a W4A16 "
+                                                       "compressed-tensors quantization of it (the path's name)",
+                                                       "w4a16"),
+    "052-meta-llama-3.1-8b-instruct.log": ("meta-llama/Llama-3.1-8B-Instruct", "the same repository under its "
+                                           "earlier Hub name", None),
+    "057-qwen3-30b-a3b-thinking-2507-awq.log": ("Qwen/Qwen3-30B-A3B-Instruct-2507", "the -Thinking-2507 twin "
+                                                "of the bundled -Instruct-2507, AWQ 4-bit (compressed-tensors)",
+                                                "w4a16"),
+    "060-qwen3-4b-instruct-2507.log": ("Qwen/Qwen3-4B-Thinking-2507", "the -Instruct-2507 twin of the bundled "
+                                       "-Thinking-2507", None),
+    "062-qwen2.5-coder-14b-instruct.log": ("Qwen/Qwen2.5-14B", "Qwen2.5-Coder-14B's card gives Qwen2.5-14B's "
+                                           "shapes: 48 layers, 40 query / 8 KV heads", None),
+    "063-qwen3.6-27b.log": ("nvidia/Qwen3.6-27B-NVFP4", "the bf16 model nvidia's NVFP4 checkpoint quantizes "
+                            "(its config less the quantization_config)", "bf16"),
+    "066-gemma-4-26b-a4b-it-nvfp4.log": ("nvidia/Gemma-4-26B-A4B-NVFP4", "RedHatAI's NVFP4 of the same model",
+                                         None),
+    "080-gemma-4-26b-a4b-it.log": ("google/gemma-4-26B-A4B", "the instruction-tuned model of the bundled base: "
+                                   "the same shapes", None),
+    "073-gemma-4-31b-it.log": ("nvidia/Gemma-4-31B-IT-NVFP4", "the bf16 model nvidia's NVFP4 checkpoint "
+                               "quantizes (its config less the quantization_config)", "bf16"),
+}
 SKIPPED = {
     "008-dotsocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
     "010-dots.ocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
@@ -80,6 +110,20 @@ SKIPPED = {
                                      "no KV GiB)",
     "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
     "038-gemma-3-27b-it.log": "gemma-3-27b-it: no public copy of its config.json was found",
+    "046-qwen3-vl-30b-a3b-instruct.log": "Qwen3-VL-30B-A3B: only a trimmed copy of its config was found",
+    "054-qwen3-vl-embedding-2b.log": "Qwen3-VL-Embedding-2B (a pooling model): no config found",
+    "061-gemma-3-12b-it-qat-autoawq.log": "gemma-3-12b-it: no public copy of its config.json was found",
+    "065-gemma-4-26b-a4b-it-qat-awq-int4.log": "a QAT AWQ of gemma-4-26B-A4B whose ignore list is not known",
+    "067-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
+    "068-qwen3.8-27b-int4-mtp.log": "Qwen3.8-27B: no config found",
+    "069-qwen3.8-27b-nvfp4-mtp.log": "Qwen3.8-27B: no config found",
+    "070-laguna-s-2.1-nvfp4-dflash.log": "Laguna-S-2.1 NVFP4 with a DFlash drafter whose size is not known",
+    "072-gemma-3-12b-it.log": "gemma-3-12b-it: no public copy of its config.json was found",
+    "074-gemma-4-26b-a4b-nvfp4-dflash.log": "a fine-tune at /models/target with a DFlash drafter: neither known",
+    "075-qwen3.6-dflash.log": "a model at /models/target with a DFlash drafter: neither known",
+    "076-nemotron-3-nano-4b-bf16.log": "Nemotron-3-Nano-4B: no config found",
+    "077-nemotron-3-super-120b-a12b-nvfp4-mtp.log": "Nemotron-3-Super NVFP4: only configs without their "
+                                                    "quantization_config were found",
 }
 
 
@@ -91,6 +135,7 @@ NVML_TOTAL_MIB = {
     "A100-SXM4-80GB": (81920, "profiles/machines/a100-80gb-x2.json (nvidia-smi, NVIDIA A100-SXM4-80GB)"),
     "H100 80GB HBM3": (81559, "profiles/machines/h100-80gb-shared.json (nvidia-smi, NVIDIA H100 80GB HBM3)"),
     "RTX A6000": (46068, "vllm-project/vllm#16141: nvidia-smi 46068MiB (shared startups/040's own source)"),
+    "L4": (23034, "profiles/machines/l4-24gb.json (nvidia-smi, NVIDIA L4: 24,152,899,584 bytes)"),
 }
 # Start-up -> (card, why that card): only where the source names the GPU.
 GPU_OF = {
@@ -100,6 +145,9 @@ GPU_OF = {
     "014-qwen3-30b-a3b-instruct-2507.log": ("H100 80GB HBM3",
                                             "the log's MoE config lookup: device_name=NVIDIA_H100_80GB_HBM3"),
     "040-qwen2.5-0.5b-instruct-awq.log": ("RTX A6000", "the issue's nvidia-smi output"),
+    "042-qwen3-235b-a22b-fp8.log": ("H100 80GB HBM3", "the log's MoE config lookup: NVIDIA_H100_80GB_HBM3"),
+    "047-qwen3-30b-a3b.log": ("H100 80GB HBM3", "the log's MoE config lookup: NVIDIA_H100_80GB_HBM3"),
+    "052-meta-llama-3.1-8b-instruct.log": ("L4", "the repository's name, demo_env_l4"),
 }
 
 
@@ -143,6 +191,7 @@ class Row:
     quantity: str  # weights_gib | kv_bytes_per_token | kv_gib | cudagraph_gib
     predicted: float
     reported: float
+    family: str = ""
 
     @property
     def error_pct(self) -> float:
@@ -158,12 +207,16 @@ def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
     """The bundled facts, with the weight size of the checkpoint that start-up really loaded."""
     entry = _bundled()[model_id]
     config = dict(entry["config"])
+    if weight_format == "bf16":  # the unquantized model a bundled quantized checkpoint was made from
+        config.pop("quantization_config", None)
+    elif weight_format == "w4a16":  # compressed-tensors W4A16 (int4, group 128), as llm-compressor writes it
+        config["quantization_config"] = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
     if weight_format == "awq":  # AWQ 4-bit, group 128: the format of Qwen's own -AWQ checkpoints
         config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128}
     elif weight_format == "fp8":  # a pre-quantized FP8 checkpoint (compressed-tensors FP8-dynamic)
         config["quantization_config"] = {"quant_method": "fp8"}
     fields = model_config.normalize(config)
-    weights = entry.get("weights_bytes")
+    weights = entry.get("weights_bytes") if weight_format not in ("bf16", "w4a16") else None
     if weight_format in ("fp8", "fp8-online"):
         fields["quant_method"] = "fp8"
         weights = model_config.estimate_weights_bytes(fields, config)
@@ -207,6 +260,23 @@ def log_settings(log: str, version: str = "") -> dict[str, Any]:
         found["cudagraph_capture_sizes"] = tuple(int(x) for x in m.group(1).split(","))
     elif (m := re.search(r'"max_capture_size":(\d+)', log)) and version_tuple(version) < (0, 12):
         found["cudagraph_capture_sizes"] = (1, 2, 4, *range(8, int(m.group(1)) + 1, 8))
+    # the extra terms' settings (issue 27), one key at a time: the args line also holds objects literal_eval
+    # cannot read (startups/044: LoRAModulePath(...))
+    for key in ("enable_lora", "language_model_only"):
+        if re.search(rf"'{key}': True", log):
+            found[key] = True
+    for key in ("max_loras", "max_lora_rank"):
+        if (m := re.search(rf"'{key}': (\d+)", log)):
+            found[key] = int(m.group(1))
+    for key in ("speculative_config", "limit_mm_per_prompt"):
+        if (m := re.search(rf"'{key}': (\{{[^{{}}]*\}})", log)):
+            with contextlib.suppress(ValueError, SyntaxError):
+                found[key] = ast.literal_eval(m.group(1))
+    # vLLM's own total (CUDA's, not NVML's): "Free memory on device (78.84/79.25 GiB) on startup"
+    if (m := re.search(r"Free memory on device \(([0-9.]+)/([0-9.]+) GiB\)", log)):
+        found["gpu_total_gib"] = float(m.group(2))
+    if (m := re.search(r"Setting attention block size to (\d+) tokens", log)):
+        found["attention_block_size"] = int(m.group(1))
     m = re.search(r'"cudagraph_mode":(\d|\[[0-9, ]+\])', log)
     if m:
         found["cudagraph_mode"] = "PIECEWISE" if m.group(1) == "1" else "FULL_AND_PIECEWISE"
@@ -231,28 +301,84 @@ def params_for(entry: dict[str, Any], log: str = "") -> memory_params.Params:
         pipeline_parallel_size=entry.get("pp") or 1,
         cudagraph_capture_sizes=said.get("cudagraph_capture_sizes"),
         cudagraph_mode=said.get("cudagraph_mode"),
+        enable_lora=bool(said.get("enable_lora")),
+        max_loras=said.get("max_loras", 1),
+        max_lora_rank=said.get("max_lora_rank", 16),
+        speculative_config=said.get("speculative_config"),
+        limit_mm_per_prompt=said.get("limit_mm_per_prompt"),
+        language_model_only=bool(said.get("language_model_only")),
     )
+
+
+def resolve(entry: dict[str, Any]) -> tuple[str, str, str | None] | None:
+    """The bundled config a start-up is planned from: the hand-matched tables, else its exact Hub id."""
+    name = entry["file"]
+    if name in MODELS:
+        return MODELS[name]
+    if name in NEW_MODELS:
+        return NEW_MODELS[name]
+    by_lower = {m.lower(): m for m, e in _bundled().items() if "config" in e}  # configs, not aliases
+    model_id = by_lower.get(str(entry.get("hf_id") or "").lower())
+    return (model_id, "the model itself (its Hub id)", None) if model_id else None
+
+
+def reported_per_token(model: ModelFacts, params: memory_params.Params, est: memory.Estimate,
+                       version: str) -> float | None:
+    """What "KV cache GiB / GPU KV cache size tokens" means in the log's version, predicted.
+
+    For full attention every version gives the plain per-token figure. With sliding-window or state layers the
+    token count changed meaning: through 0.19 it was (blocks per layer group) x block size, so GiB / tokens is
+    every cache layer's per-token bytes, a state layer counted as an attention layer (its page padded to one):
+    startups/048, 049 (0.19.0, Qwen3.5-27B at TP 4: 64 layers x 1,024 bytes), 078 (0.19.2rc1, 40 x 2,048) and
+    080 (0.20.0).
+    From 0.21 (between 080's 0.20.0 and 073's 0.22.1rc1) it is concurrency x max-model-len, so GiB / tokens
+    is one request's bytes per token of it: 073
+    (0.22.1rc1, gemma-4-31B), 066 and 032 (0.25.1).
+    """
+    _, n_sliding, n_state = kv_cache.layer_counts(model, params)
+    if not (n_sliding or n_state):
+        return est.kv_bytes_per_token
+    if version_tuple(version) >= (0, 21) and est.max_model_len:
+        need = kv_cache.kv_bytes_for_length(model, params, est.max_model_len, est.block_size,
+                                            est.max_num_batched_tokens)
+        return need / est.max_model_len if need else None
+    # every cache layer with the largest page: 080 (0.20.0, gemma-4-26B-A4B: 30 layers x 8,192 bytes, its five
+    # full-attention layers' 4,096 padded to the sliding layers' page)
+    n_full, n_sliding, n_state = kv_cache.layer_counts(model, params)
+    pages = [kv_cache.layer_kv_bytes_per_token(model, params, kind) or 0 for kind in ("sliding", "full")]
+    return (n_full + n_sliding + n_state) * max(pages)
+
+
+def family(model: ModelFacts) -> str:
+    """A family name from the architecture: "Qwen3Moe", "Gemma3", "GptOss", ..."""
+    arch = model.architecture or "unknown"
+    return re.sub(r"For(?:CausalLM|ConditionalGeneration)$", "", arch)
 
 
 def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
     """Every comparable figure of every start-up the guard can model; and the rest, with why not."""
     index = json.loads((startups / "index.json").read_text())
     rows: list[Row] = []
-    skipped = dict(SKIPPED)
+    skipped: dict[str, str] = {}
     for entry in index:
         name = entry["file"]
-        if name not in MODELS:
-            skipped.setdefault(name, "not matched to a bundled model")
+        matched = resolve(entry)
+        if matched is None:
+            skipped[name] = SKIPPED.get(name, "not matched to a bundled model")
             continue
-        model_id, _why, weight_format = MODELS[name]
+        model_id, _why, weight_format = matched
         model = facts_for(model_id, weight_format)
-        params = params_for(entry, (startups / name).read_text(errors="replace"))
+        log = (startups / name).read_text(errors="replace")
+        params = params_for(entry, log)
+        said = log_settings(log, entry.get("vllm_version") or "")
         version = entry["vllm_version"]
-        total_gib = entry.get("gpu_total_gib")
+        # vLLM's own total where the log or the index says it; else the NVML total of a named card (below)
+        total_gib = entry.get("gpu_total_gib") or said.get("gpu_total_gib")
         gpu = Gpu(index=0, uuid="", name=entry.get("gpu"), pci_bus_id=None,
                   memory_total_bytes=int(total_gib * GIB) if total_gib else None, memory_used_bytes=None,
                   memory_free_bytes=None, compute_capability=None, mig_enabled=None, processes=None)
         est = memory.estimate(model, gpu, params)
+        fam = family(model)
         if not total_gib and name in GPU_OF:  # the NVML total of the named card, as the guard would probe it
             card = GPU_OF[name][0]
             nvml = Gpu(index=0, uuid="", name=card, pci_bus_id=None,
@@ -267,22 +393,24 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
                 if version_tuple(entry["vllm_version"]) < (0, 21):
                     kv += est_nvml.cudagraph_bytes
                 rows.append(Row(name, entry["vllm_version"], "kv_gib_nvml", kv / GIB,
-                                float(entry["reported"]["kv_cache_gib"])))
+                                float(entry["reported"]["kv_cache_gib"]), fam))
         rep = entry["reported"]
 
         def add(quantity: str, predicted: float | None, reported: float | None,
-                file: str = name, version: str = version) -> None:
+                file: str = name, version: str = version, fam: str = fam) -> None:
             if predicted is not None and reported:
-                rows.append(Row(file, version, quantity, float(predicted), float(reported)))
+                rows.append(Row(file, version, quantity, float(predicted), float(reported), fam))
 
         if est.weights_bytes_per_gpu is not None:
-            add("weights_gib", est.weights_bytes_per_gpu / GIB, rep.get("model_loading_gib"))
+            # vLLM's "Model loading took" holds the LoRA slots and the drafter too (memory_terms.py)
+            add("weights_gib", (est.weights_bytes_per_gpu + est.terms_bytes("weights")) / GIB,
+                rep.get("model_loading_gib"))
         per_token = None
         if rep.get("kv_cache_gib") and rep.get("kv_cache_tokens"):
             per_token = rep["kv_cache_gib"] * GIB / rep["kv_cache_tokens"]
         elif rep.get("kv_cache_gib") and rep.get("gpu_blocks"):  # V0: blocks of 16 tokens
             per_token = rep["kv_cache_gib"] * GIB / (rep["gpu_blocks"] * kv_cache.DEFAULT_BLOCK_SIZE)
-        add("kv_bytes_per_token", est.kv_bytes_per_token, per_token)
+        add("kv_bytes_per_token", reported_per_token(model, params, est, version), per_token)
         if total_gib and est.kv_budget_bytes is not None:
             kv = est.kv_budget_bytes
             if version_tuple(version) < (0, 21):
@@ -290,7 +418,9 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
             add("kv_gib", kv / GIB, rep.get("kv_cache_gib"))
         if not params.enforce_eager:
             add("cudagraph_gib", est.cudagraph_bytes / GIB, rep.get("cudagraph_gib"))
-    return rows, {k: v for k, v in skipped.items() if k not in MODELS}
+        if said.get("attention_block_size"):
+            add("attention_block_size", est.block_size, said["attention_block_size"])
+    return rows, skipped
 
 
 def summary(rows: list[Row], quantity: str) -> tuple[int, float, Row] | None:
@@ -302,7 +432,8 @@ def summary(rows: list[Row], quantity: str) -> tuple[int, float, Row] | None:
     return len(mine), statistics.median(abs(r.error_pct) for r in mine), worst
 
 
-QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml", "cudagraph_gib")
+QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml", "cudagraph_gib",
+              "attention_block_size")
 
 
 def main() -> None:

@@ -346,6 +346,8 @@ class ModelFacts:
     layer_types: tuple[str, ...] | None = None  # "full" | "sliding" | "state" | "none" per layer, when they differ
     state_bytes_per_layer: int | None = None  # one sequence's Mamba / linear-attention state per state layer, TP 1
     state_conv_row_bytes: int | None = None  # a conv-state row: one more per speculative token, TP 1
+    global_kv_heads: int | None = None  # Gemma 4: its full-attention layers' own KV heads and head size
+    global_head_dim: int | None = None
     mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (the MTP drafter's)
     num_experts: int | None = None
     moe_intermediate_size: int | None = None

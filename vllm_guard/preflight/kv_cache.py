@@ -21,8 +21,10 @@ def kv_dtype_bytes(model: ModelFacts, params: Params) -> float | None:
     return KV_DTYPE_BYTES.get(kv)
 
 
-def layer_kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
-    """KV bytes one layer stores per token on one GPU (vLLM 0.33 v1/kv_cache_interface.py)."""
+def layer_kv_bytes_per_token(model: ModelFacts, params: Params, kind: str = "sliding") -> int | None:
+    """KV bytes one layer stores per token on one GPU (vLLM 0.33 v1/kv_cache_interface.py). ``kind`` "full"
+    picks a model's own full-attention shape where it has one (Gemma 4: num_global_key_value_heads of
+    global_head_dim); every other layer has the common shape."""
     element = kv_dtype_bytes(model, params)
     if element is None:
         return None
@@ -31,28 +33,20 @@ def layer_kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
             return 656  # v1/attention/backends/mla/flashmla_sparse.py:79
         # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
         return int((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * int(element)
-    if model.num_kv_heads is None or model.head_dim is None:
+    heads, head_dim = model.num_kv_heads, model.head_dim
+    if kind == "full" and model.global_kv_heads and model.global_head_dim:
+        heads, head_dim = model.global_kv_heads, model.global_head_dim
+    if heads is None or head_dim is None:
         return None
     # config/model.py:1683: KV heads are replicated when TP exceeds them.
-    heads_per_gpu = max(1, model.num_kv_heads // params.tensor_parallel_size)
-    return int(2 * heads_per_gpu * model.head_dim * element)
+    heads_per_gpu = max(1, heads // params.tensor_parallel_size)
+    return int(2 * heads_per_gpu * head_dim * element)
 
 
 def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:
     if model.num_layers is None:
         return None
     return math.ceil(model.num_layers / params.pipeline_parallel_size)  # the fullest stage
-
-
-def attention_layers_per_gpu(model: ModelFacts, params: Params) -> float | None:
-    """Layers with a per-token cache on the fullest stage: all but state (Mamba, linear attention) and MLP-only
-    layers, plus the speculative drafter's (MTP or EAGLE layers join the target's KV pool)."""
-    layers = layers_per_gpu(model, params)
-    if layers is None:
-        return None
-    types = model.layer_types
-    share = sum(1 for t in types if t in ("full", "sliding")) / len(types) if types else 1.0
-    return layers * share + draft_kv_layers(model, params)
 
 
 def draft_kv_layers(model: ModelFacts, params: Params) -> int:
@@ -66,13 +60,26 @@ def state_layers_per_gpu(model: ModelFacts, params: Params) -> float:
     return layers * memory_terms.state_layers(model) / len(types) if types else 0.0
 
 
+def layer_counts(model: ModelFacts, params: Params) -> tuple[float, float, float]:
+    """Full-attention (the drafter's included), sliding-window and state layers on the fullest stage."""
+    layers = layers_per_gpu(model, params) or 0
+    types = model.layer_types
+    drafter = draft_kv_layers(model, params)
+    if not types:
+        return layers + drafter, 0.0, 0.0
+    share = layers / len(types)
+    sliding = sum(1 for t in types if t == "sliding") * share if model.sliding_window is not None else 0.0
+    full = sum(1 for t in types if t in ("full", "sliding")) * share - sliding
+    return full + drafter, sliding, state_layers_per_gpu(model, params)
+
+
 def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
     """KV bytes per token per GPU, as if every attention layer attended fully (domain.md's formula)."""
-    per_layer = layer_kv_bytes_per_token(model, params)
-    layers = attention_layers_per_gpu(model, params)
-    if per_layer is None or layers is None:
+    local, full = layer_kv_bytes_per_token(model, params), layer_kv_bytes_per_token(model, params, "full")
+    if local is None or full is None or model.num_layers is None:
         return None
-    return int(per_layer * layers)
+    n_full, n_sliding, _ = layer_counts(model, params)
+    return int(n_full * full + n_sliding * local)
 
 
 def block_size(model: ModelFacts, params: Params) -> int:
@@ -95,19 +102,15 @@ def kv_bytes_for_length(
     the shared startups/032 (Qwen3.6-35B-A3B, MTP with 3 tokens, vLLM 0.25.1) reports 3,366,051 tokens for
     74.22 GiB of 1,072-token blocks, what 245 attention blocks + 3 state groups x 4 pages per request give.
     """
-    per_layer = layer_kv_bytes_per_token(model, params)
-    layers = attention_layers_per_gpu(model, params)
-    if per_layer is None or layers is None:
+    local, full = layer_kv_bytes_per_token(model, params), layer_kv_bytes_per_token(model, params, "full")
+    if local is None or full is None or model.num_layers is None:
         return None
-    page = block_size * per_layer
+    n_full, n_sliding, n_state = layer_counts(model, params)
     full_blocks = math.ceil(length / block_size)
-    types = model.layer_types
     spec = memory_terms.speculative(model, params.speculative_config, None, 1)
-    state = state_layers_per_gpu(model, params) * page * (1 + (spec.tokens if spec else 0))
-    if not types or model.sliding_window is None:
-        return int(layers * full_blocks * page + state)
-    share = (layers_per_gpu(model, params) or 0) / len(types)  # this stage's share of each kind
-    sliding = sum(1 for t in types if t == "sliding") * share
-    window_tokens = min(model.sliding_window - 1 + max_num_batched_tokens, length)
-    sliding_blocks = min(math.ceil(window_tokens / block_size) + 1, full_blocks)
-    return int((layers - sliding) * full_blocks * page + sliding * sliding_blocks * page + state)
+    need = n_full * full_blocks * block_size * full + n_state * block_size * local * (1 + (spec.tokens if spec else 0))
+    if n_sliding and model.sliding_window is not None:
+        window_tokens = min(model.sliding_window - 1 + max_num_batched_tokens, length)
+        sliding_blocks = min(math.ceil(window_tokens / block_size) + 1, full_blocks)
+        need += n_sliding * sliding_blocks * block_size * local
+    return int(need)

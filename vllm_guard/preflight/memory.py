@@ -18,13 +18,12 @@ from typing import Any
 from vllm_guard.facts.machine import Gpu, ModelFacts
 from vllm_guard.preflight import memory_terms
 from vllm_guard.preflight.kv_cache import (
-    attention_layers_per_gpu,
     block_size,
     kv_bytes_for_length,
     kv_bytes_per_token,
+    layer_counts,
     layer_kv_bytes_per_token,
     layers_per_gpu,
-    state_layers_per_gpu,
 )
 from vllm_guard.preflight.memory_params import EXPLICIT_DTYPE_BYTES, MODEL_DTYPE_BYTES, Params
 from vllm_guard.preflight.memory_terms import IN_ACTIVATION, IN_WEIGHTS, Term
@@ -239,10 +238,8 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params, draft: ModelFacts | No
         expected_error = int(WEIGHTS_ERROR_FRACTION * weights + CUDAGRAPH_ERROR_FRACTION * graphs)
 
     kv_tokens = fit_len = concurrency = None
-    layer_bytes = layer_kv_bytes_per_token(model, params)
-    layers_here = attention_layers_per_gpu(model, params)
-    if kv_budget is not None and layer_bytes and layers_here:
-        page_all = block * layer_bytes * (layers_here + state_layers_per_gpu(model, params))
+    page_all = block_bytes(model, params, block)
+    if kv_budget is not None and page_all:
         blocks = max(kv_budget, 0) // page_all
         fit_len = max_fitting_len(model, params, kv_budget, block, tokens)
         if model.derived_max_len:  # vLLM refuses more than the model's own maximum anyway
@@ -317,10 +314,9 @@ def max_fitting_len(model: ModelFacts, params: Params, kv_budget: int, block: in
     vLLM keeps one block in reserve (the null block), then binary-searches
     (v1/core/kv_cache_planning.py:97-148); the answer is a multiple of the block size.
     """
-    layer_bytes = layer_kv_bytes_per_token(model, params) or 0
-    layers = layers_per_gpu(model, params) or 0
-    available = kv_budget - block * layer_bytes * layers
-    if available <= 0 or not layer_bytes:
+    page_all = block_bytes(model, params, block)
+    available = kv_budget - page_all
+    if available <= 0 or not page_all:
         return 0
 
     def fits(length: int) -> bool:
@@ -328,6 +324,15 @@ def max_fitting_len(model: ModelFacts, params: Params, kv_budget: int, block: in
         return need is not None and need <= available
 
     return largest_fitting(fits, max(model.derived_max_len or 0, 1) * 64) // block * block
+
+
+def block_bytes(model: ModelFacts, params: Params, block: int) -> int:
+    """One block across every cache layer on one GPU (a state layer's page is an attention page); 0: unknown."""
+    per_token = kv_bytes_per_token(model, params)
+    local = layer_kv_bytes_per_token(model, params)
+    if per_token is None or local is None:
+        return 0
+    return int(block * (per_token + layer_counts(model, params)[2] * local))
 
 
 def largest_fitting(fits: Callable[[int], bool], high: int) -> int:

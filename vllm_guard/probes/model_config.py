@@ -99,6 +99,8 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "state_bytes_per_layer": model_arch.state_bytes_per_layer(text),
         "state_conv_row_bytes": model_arch.state_conv_row_bytes(text),
         "mtp_layers": model_arch.mtp_layers(text),
+        "global_kv_heads": _int(text, "num_global_key_value_heads"),
+        "global_head_dim": _int(text, "global_head_dim"),
         "num_experts": model_arch.experts(text)[0],
         "moe_intermediate_size": model_arch.experts(text)[1],
         "vision_params": model_arch.vision_params(config),
