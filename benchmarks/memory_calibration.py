@@ -93,6 +93,19 @@ NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
                             "(its config less the quantization_config)", "bf16"),
     "066-gemma-4-26b-a4b-it-nvfp4.log": ("nvidia/Gemma-4-26B-A4B-NVFP4", "RedHatAI's NVFP4 of the same model",
                                          None),
+    "016-typhoon-ocr-7b.log": ("Qwen/Qwen2.5-VL-7B-Instruct", "typhoon-ocr-7b is a fine-tune of Qwen2.5-VL-7B-"
+                               "Instruct (its card); the log's engine line names Qwen2_5_VLForConditionalGeneration",
+                               None),
+    "025-llava-1.5-7b-hf-awq.log": ("llava-hf/llava-1.5-7b-hf", "ybelkada's AWQ of it (the log's path)", "awq"),
+    "032-qwen3.6-35b-a3b-nvfp4.log": ("nvidia/Qwen3.6-35B-A3B-NVFP4", "RedHatAI's NVFP4 of the same model: nvidia's "
+                                      "config gives its shapes; which modules RedHat left in 16 bits may differ",
+                                      None),
+    "053-deepseek-r1-distill-qwen-14b-awq.log": ("Qwen/Qwen2.5-14B", "casperhansen's AWQ of DeepSeek-R1-Distill-"
+                                                 "Qwen-14B, whose shapes are Qwen2.5-14B's (the bundled alias)",
+                                                 "awq"),
+    "065-gemma-4-26b-a4b-it-qat-awq-int4.log": ("google/gemma-4-26B-A4B", "cyankiwi's QAT AWQ INT4 "
+                                                "(compressed-tensors) of its -it; which modules stay 16-bit is "
+                                                "not known", "w4a16"),
     "080-gemma-4-26b-a4b-it.log": ("google/gemma-4-26B-A4B", "the instruction-tuned model of the bundled base: "
                                    "the same shapes", None),
     "073-gemma-4-31b-it.log": ("nvidia/Gemma-4-31B-IT-NVFP4", "the bf16 model nvidia's NVFP4 checkpoint "
@@ -102,10 +115,6 @@ SKIPPED = {
     "008-dotsocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
     "010-dots.ocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
     "011-gemma-4-e4b-it.log": "Gemma 4 E4B: per-layer embeddings and shared KV layers; no config found",
-    "016-typhoon-ocr-7b.log": "typhoon-ocr-7b (Qwen2.5-VL): the vision tower's size is not in a text config",
-    "025-llava-1.5-7b-hf-awq.log": "llava-1.5-7b AWQ: no public copy of its config.json was found",
-    "032-qwen3.6-35b-a3b-nvfp4.log": "Qwen3.6 hybrid linear attention (NVFP4): the model has no formula for "
-                                     "linear-attention state",
     "035-gte-qwen2-7b-instruct.log": "gte-Qwen2-7B: an embedding model; no config found (and V0 0.5 prints "
                                      "no KV GiB)",
     "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
@@ -113,7 +122,6 @@ SKIPPED = {
     "046-qwen3-vl-30b-a3b-instruct.log": "Qwen3-VL-30B-A3B: only a trimmed copy of its config was found",
     "054-qwen3-vl-embedding-2b.log": "Qwen3-VL-Embedding-2B (a pooling model): no config found",
     "061-gemma-3-12b-it-qat-autoawq.log": "gemma-3-12b-it: no public copy of its config.json was found",
-    "065-gemma-4-26b-a4b-it-qat-awq-int4.log": "a QAT AWQ of gemma-4-26B-A4B whose ignore list is not known",
     "067-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
     "068-qwen3.8-27b-int4-mtp.log": "Qwen3.8-27B: no config found",
     "069-qwen3.8-27b-nvfp4-mtp.log": "Qwen3.8-27B: no config found",
@@ -122,6 +130,9 @@ SKIPPED = {
     "074-gemma-4-26b-a4b-nvfp4-dflash.log": "a fine-tune at /models/target with a DFlash drafter: neither known",
     "075-qwen3.6-dflash.log": "a model at /models/target with a DFlash drafter: neither known",
     "076-nemotron-3-nano-4b-bf16.log": "Nemotron-3-Nano-4B: no config found",
+    "079-gemma-3-4b-it.log": "gemma-3-4b-it: no public copy of its config.json was found",
+    "081-gemma-3-27b-it.log": "gemma-3-27b-it: no public copy of its config.json was found",
+    "082-gemma-4-12b-it.log": "gemma-4-12B-it: no config found",
     "077-nemotron-3-super-120b-a12b-nvfp4-mtp.log": "Nemotron-3-Super NVFP4: only configs without their "
                                                     "quantization_config were found",
 }
@@ -154,6 +165,30 @@ GPU_OF = {
 # Why the worst figures are off, from each log's own text (printed under its quantity's table). A figure named here
 # stays in the medians and worst cases: the notes explain it, the constants are not bent to it.
 WHY: dict[tuple[str, str], str] = {
+    ("032-qwen3.6-35b-a3b-nvfp4.log", "weights_gib"):
+        "RedHatAI's NVFP4 planned with nvidia's config of the same model (FP8 attention, NVFP4 experts and lm_head, "
+        "16-bit MTP layer, counted): which modules RedHat left in 16 bits is not in any config found",
+    ("045-huihui-gpt-oss-20b-mxfp4-abliterated.log", "weights_gib"):
+        "GB10 (SM 12.1, NGC 26.01 build): 13.72 GiB loaded for a 12.82 GiB MXFP4 checkpoint; the log names no "
+        "MoE kernel (line 96 only \"TRITON_ATTN\"), so the padding or dequantized copy behind the +0.9 GiB is not "
+        "shown",
+    ("065-gemma-4-26b-a4b-it-qat-awq-int4.log", "weights_gib"):
+        "cyankiwi's QAT AWQ INT4 (line 27: \"Using MarlinLinearKernel for CompressedTensorsWNA16\") planned as if "
+        "every linear layer were 4-bit; its config, with the modules it keeps in 16 bits, was not found",
+    ("031-qwen3-4b.log", "kv_gib"):
+        "line 32: \"5.59 GiB for peak activation\" at 8,192 batched tokens and 1,024 sequences (H100 defaults); "
+        "the model predicts 1.8: vLLM 0.10.2's sampler warm-up over 1,024 dummy rows of 151,936 fp32 logits held "
+        "about eight copies, where 001/002 (0.10.1.1, 256 rows) fit the two the model counts",
+    ("031-qwen3-4b.log", "longest_len"): "the KV GiB above: the same 3.8 GiB of peak activation",
+    ("042-qwen3-235b-a22b-fp8.log", "kv_gib_nvml"):
+        "TP 8 with expert parallel: a 71.7 GiB budget (0.9 x the H100's NVML 79.6) less 27.7 loaded and 35.7 KV "
+        "leaves 8.3 GiB of non-KV memory per GPU that the log does not split (0.10.0 prints no peak or non-torch "
+        "figure); the model counts 2.2 (the fused-MoE workspace, 1,024 sampler rows, 0.5 non-torch)",
+    ("052-meta-llama-3.1-8b-instruct.log", "kv_gib_nvml"):
+        "the card is known only from the repository's name (demo_env_l4); vLLM sizes its budget from CUDA's total, "
+        "which is below NVML's on every card the corpus shows both for (an 80 GB A100: 80.00 against 79.25 GiB, "
+        "startups/041), and the guard's NVML probe does not subtract that; an L4's own pair is not in the corpus, "
+        "but at the A100's 0.75 GiB, 0.92 x it would be more than the 0.52 GiB over",
     ("005-gpt-oss-120b.log", "weights_gib"):
         "line 79: \"Your GPU does not have native support for FP4 ... leveraging the Marlin kernel\" (A100, SM80); "
         "vLLM's Marlin MXFP4 path pads each expert (intermediate per GPU 720 -> 768, hidden 2880 -> 3072 at TP 4: "
@@ -222,7 +257,10 @@ def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
         weights = model_config.estimate_weights_bytes(fields, config)
     if weights is None:
         weights = model_config.estimate_weights_bytes(fields, config)
-    return ModelFacts(model=model_id, source="bundled", weights_bytes=weights, **fields)
+    source = "index" if weights is not None and weights == entry.get("weights_bytes") else "estimate"
+    if weights is None:
+        return ModelFacts(model=model_id, source="bundled", **fields)
+    return ModelFacts(model=model_id, source="bundled", weights_bytes=weights, weights_source=source, **fields)
 
 
 def log_settings(log: str, version: str = "") -> dict[str, Any]:
@@ -307,6 +345,7 @@ def params_for(entry: dict[str, Any], log: str = "") -> memory_params.Params:
         speculative_config=said.get("speculative_config"),
         limit_mm_per_prompt=said.get("limit_mm_per_prompt"),
         language_model_only=bool(said.get("language_model_only")),
+        enable_expert_parallel=bool((entry.get("extra") or {}).get("enable_expert_parallel")),
     )
 
 
@@ -416,6 +455,10 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
             if version_tuple(version) < (0, 21):
                 kv += est.cudagraph_bytes  # graphs were not in the budget before v0.21
             add("kv_gib", kv / GIB, rep.get("kv_cache_gib"))
+            # the longest max-model-len one request could have: for full attention, the tokens the cache holds
+            if not model.layer_types and rep.get("kv_cache_tokens"):
+                add("longest_len", memory.max_fitting_len(model, params, kv, est.block_size,
+                                                          est.max_num_batched_tokens), rep["kv_cache_tokens"])
         if not params.enforce_eager:
             add("cudagraph_gib", est.cudagraph_bytes / GIB, rep.get("cudagraph_gib"))
         if said.get("attention_block_size"):
@@ -432,14 +475,59 @@ def summary(rows: list[Row], quantity: str) -> tuple[int, float, Row] | None:
     return len(mine), statistics.median(abs(r.error_pct) for r in mine), worst
 
 
-QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml", "cudagraph_gib",
+QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml", "longest_len", "cudagraph_gib",
               "attention_block_size")
+
+
+def in_issue_set(entry: dict[str, Any]) -> bool:
+    """Issue 27's set: vLLM 0.8 or later (or a 2026 source build printing "0.1.dev", whose lines call v0.21 past:
+    startups/072, 079, 081, 082) whose log prints the weights, the KV cache GiB and its tokens (or V0 blocks)."""
+    rep, version = entry["reported"], entry.get("vllm_version") or ""
+    recent = version_tuple(version) >= (0, 8) or version.startswith("0.1.dev")
+    kv = rep.get("kv_cache_gib") and (rep.get("kv_cache_tokens") or rep.get("gpu_blocks"))
+    return bool(recent and rep.get("model_loading_gib") and kv)
+
+
+# The issue's bars (issue 27, "Done when"): medians of |error| in percent.
+DONE_WHEN = {"weights_gib": 3.0, "kv_bytes_per_token": 1.0, "kv_gib+kv_gib_nvml": 5.0}
+
+
+def done_when(rows: list[Row], skipped: dict[str, str], startups: Path = STARTUPS) -> list[str]:
+    """The issue's figures over its set: how many are modelled offline, and each median against its bar."""
+    index = json.loads((startups / "index.json").read_text())
+    wanted = {e["file"] for e in index if in_issue_set(e)}
+    modelled = {r.file for r in rows} & wanted
+    lines = [f"issue 27's set (vLLM >= 0.8, weights, KV GiB and tokens printed): {len(wanted)} start-ups, "
+             f"{len(modelled)} modelled offline ({100 * len(modelled) / max(len(wanted), 1):.0f}%; bar 90%)"]
+    for key, bar in DONE_WHEN.items():
+        mine = [r for r in rows if r.quantity in key.split("+") and r.file in wanted]
+        if mine:
+            median = statistics.median(abs(r.error_pct) for r in mine)
+            lines.append(f"  {key:<22} {len(mine):>3} figures, median |error| {median:.2f}% (bar {bar:g}%)")
+    return lines
+
+
+def by_family(rows: list[Row]) -> list[str]:
+    lines = []
+    for fam in sorted({r.family for r in rows}):
+        cells = []
+        for quantity in ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml"):
+            mine = [r for r in rows if r.family == fam and r.quantity == quantity]
+            if mine:
+                worst = max(mine, key=lambda r: abs(r.error_pct))
+                cells.append(f"{quantity} {len(mine)}: median {statistics.median(abs(r.error_pct) for r in mine):.1f}%"
+                             f" worst {worst.error_pct:+.1f}%")
+        lines.append(f"  {fam:<28} " + "; ".join(cells))
+    return lines
 
 
 def main() -> None:
     rows, skipped = calibrate()
     files = sorted({r.file for r in rows})
-    print(f"modelled offline: {len(files)} of {len(files) + len(skipped)} start-ups\n")
+    print(f"modelled offline: {len(files)} of {len(files) + len(skipped)} start-ups")
+    print("\n".join(done_when(rows, skipped)) + "\n")
+    print("by family (the architecture of the bundled config):")
+    print("\n".join(by_family(rows)) + "\n")
     for quantity in QUANTITIES:
         mine = [r for r in rows if r.quantity == quantity]
         print(f"== {quantity}")

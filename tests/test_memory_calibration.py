@@ -1,12 +1,15 @@
-"""The memory model against the 27 real start-ups in tests/data/real-logs (issue 18), with honest thresholds.
+"""The memory model against the real start-ups in tests/data/real-logs/startups (issues 18 and 27), with the
+thresholds the figures support today and the issue's bars.
 
-The figures and how each version is treated: benchmarks/memory_calibration.py (run it to see the
-table). The start-ups are a copy of the team's shared set, kept in the repository so that a clone runs these.
+benchmarks/memory_calibration.py prints every figure, the medians by family and the reason for each worst case
+(WHY, read from its own log). The start-ups are kept in the repository so that a clone runs these.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -29,43 +32,55 @@ def bench() -> ModuleType:
     return module
 
 
-def test_every_startup_is_modelled_or_says_why_not() -> None:
+@pytest.fixture(scope="module")
+def calibration() -> tuple[ModuleType, list, dict]:
     b = bench()
     rows, skipped = b.calibrate(STARTUPS)
+    return b, rows, skipped
+
+
+def test_every_startup_is_modelled_or_says_why_not(calibration: tuple[ModuleType, list, dict]) -> None:
+    _, rows, skipped = calibration
     modelled = {r.file for r in rows}
-    assert len(modelled) == 18 and len(skipped) == 9
-    assert all(why for why in skipped.values())
+    assert not modelled & set(skipped)
+    assert all(why and why != "not matched to a bundled model" for why in skipped.values()), skipped
+    assert len(modelled) >= 48  # of 69: the floor measured when issue 27's start-ups came in
+
+
+def test_issue_27_medians_are_within_the_bars(calibration: tuple[ModuleType, list, dict]) -> None:
+    # Issue 27's set: the start-ups of vLLM 0.8 or later that print weights, KV GiB and tokens (in_issue_set).
+    b, rows, _ = calibration
+    index = json.loads((STARTUPS / "index.json").read_text())
+    wanted = {e["file"] for e in index if b.in_issue_set(e)}
+    assert len(wanted) >= 60
+    for key, bar in b.DONE_WHEN.items():
+        mine = [abs(r.error_pct) for r in rows if r.quantity in key.split("+") and r.file in wanted]
+        assert len(mine) >= 10, key
+        assert statistics.median(mine) <= bar, (key, statistics.median(mine))
 
 
 @pytest.mark.parametrize(("quantity", "median_pct", "worst_pct"), [
-    # Weights per GPU: the parameter count from config.json shapes (exact for dense decoders) in the
-    # checkpoint's format; the worst, Qwen2.5-7B-Instruct on vLLM 0.17.0 (-1.3%), loads 0.18 GiB more
-    # than the same shapes did on 0.10.1.1 (startups/001, -0.4%).
-    # gpt-oss-120b on vLLM 0.10.1.1 (startups/005, 4x A100, MXFP4) is the exception at -11.9%: vLLM loaded
-    # 17.22 GiB per GPU for a checkpoint of 60.7 GiB (15.17 per GPU). The log names the cause: "Your GPU does not
-    # have native support for FP4 ... leveraging the Marlin kernel" (line 79, A100 = SM80), and vLLM's Marlin MXFP4
-    # path pads each expert to intermediate-per-GPU 128-aligned and hidden 256-aligned (vLLM 0.32
-    # fused_moe/oracle/mxfp4.py:851-852): 720 -> 768 and 2880 -> 3072 at TP=4 gives 17.13 GiB per GPU (-0.6%).
-    # Not modelled yet: the padding depends on the MoE backend vLLM picks per GPU, and ModelFacts has no expert count.
-    ("weights_gib", 3.0, 12.5),
-    # KV bytes per token per GPU: vLLM's formula; the residue is the two-decimal rounding of the GiB.
-    ("kv_bytes_per_token", 3.0, 0.5),
-    # CUDA-graph memory: a fixed 0.05 GiB plus 2.3e-4 GiB per captured size and layer (a quarter of that for a full
-    # decode graph), x1.25 with tensor parallel (memory.py says which logs set each part), fed each log's own capture
-    # sizes and graph mode: median 6.5% over 15 figures. The worst, startups/017 (-86%), ran on ROCm (its log's
-    # first line); it and the other figures under by more than 15% are explained from their logs in the
-    # benchmark's WHY (Ray across nodes, a forced legacy AWQ kernel): see the test below for the rest.
-    ("cudagraph_gib", 8.0, 90.0),
-    # KV GiB where the source names the GPU, from the card's NVML total as the guard probes it (A100-SXM4-80GB
-    # 81920 MiB, H100 80GB HBM3 81559 MiB: profiles/machines), with the settings the log itself prints where the
-    # index has none (startups/014, vLLM 0.22.1: utilization 0.92, max_num_seqs 64, max_num_batched_tokens 8192):
-    # 4 start-ups, median 2.2%; worst startups/005 (+5.7%), which inherits the weights' Marlin padding above
-    # (2.05 GiB per GPU). Without 005 the worst is +2.5% (001).
-    ("kv_gib_nvml", 3.0, 6.0),
+    # Weights per GPU: the parameters by part from config.json in the checkpoint's format. The worst are the
+    # checkpoints whose quantization_config was not found (065 -17.6%, 032 -7.2%) and two MXFP4 loads above the
+    # checkpoint (005 -11.9%, Marlin's padding on an A100; 045 -6.6% on a GB10): each in the benchmark's WHY.
+    ("weights_gib", 1.5, 18.0),
+    # KV bytes per token: vLLM's formula, with the version's meaning of its token count for sliding-window and
+    # hybrid models (reported_per_token); the worst is gemma-4-26B-A4B (066, -1.5%), its window rounding.
+    ("kv_bytes_per_token", 0.5, 1.6),
+    # KV GiB where the log prints vLLM's own total (Free memory on device (x/y GiB)); the worst, 031 (+6.6%), is
+    # the 0.10.2 sampler warm-up the log itself measures at 5.59 GiB of peak activation.
+    ("kv_gib", 3.0, 7.0),
+    # KV GiB from the named card's NVML total, as the guard probes it; the worst, 042 (+14.1%, TP 8 with expert
+    # parallel), leaves 8.3 GiB of non-KV memory per GPU that its log does not split.
+    ("kv_gib_nvml", 3.0, 15.0),
+    # The longest max-model-len one request could have (full-attention models with a known total): KV tokens.
+    ("longest_len", 2.0, 7.0),
+    # The block size a hybrid model forces: vLLM's own line, exactly.
+    ("attention_block_size", 0.0, 0.0),
 ])
-def test_calibration_thresholds(quantity: str, median_pct: float, worst_pct: float) -> None:
-    b = bench()
-    rows, _ = b.calibrate(STARTUPS)
+def test_calibration_thresholds(calibration: tuple[ModuleType, list, dict], quantity: str, median_pct: float,
+                                worst_pct: float) -> None:
+    b, rows, _ = calibration
     s = b.summary(rows, quantity)
     assert s is not None
     _n, median, worst = s
@@ -73,13 +88,15 @@ def test_calibration_thresholds(quantity: str, median_pct: float, worst_pct: flo
     assert abs(worst.error_pct) <= worst_pct, (quantity, worst)
 
 
-def test_cudagraph_figures_the_logs_do_not_explain_are_within_15_percent() -> None:
-    # Every figure not named in the benchmark's WHY (10 single-node NVIDIA start-ups, vLLM 0.8.3-0.19.1) is within
-    # 15% (worst 007, +12.8%); memory.CUDAGRAPH_ERROR_FRACTION rests on it. Of the five WHY names, 014 (vLLM 0.22.1,
-    # +32%) is over, the safe side; the other four are under, each for a reason its log shows.
-    b = bench()
-    rows, _ = b.calibrate(STARTUPS)
-    graphs = [r for r in rows if r.quantity == "cudagraph_gib"]
-    rest = [r for r in graphs if (r.file, r.quantity) not in b.WHY]
-    assert len(graphs) == 15 and len(rest) == 10
-    assert max(abs(r.error_pct) for r in rest) <= 15, rest
+def test_cudagraph_error_fraction_rests_on_the_single_node_cuda_figures(
+        calibration: tuple[ModuleType, list, dict]) -> None:
+    # memory.CUDAGRAPH_ERROR_FRACTION is the 80th percentile of |error| over the "Graph capturing finished ...
+    # took X GiB" figures of single-node CUDA start-ups (ROCm 017 and 053, Ray across nodes 004 and 005, and the
+    # negative figures 046/047 print are left out: their logs say why).
+    from vllm_guard.preflight import memory
+    _, rows, _ = calibration
+    graphs = sorted(abs(r.error_pct) for r in rows if r.quantity == "cudagraph_gib" and r.reported > 0
+                    and r.file[:3] not in ("017", "053", "004", "005"))
+    assert len(graphs) >= 30
+    p80 = graphs[int(0.8 * len(graphs))]
+    assert p80 <= memory.CUDAGRAPH_ERROR_FRACTION * 100, p80

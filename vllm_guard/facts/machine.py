@@ -349,8 +349,10 @@ class ModelFacts:
     global_kv_heads: int | None = None  # Gemma 4: its full-attention layers' own KV heads and head size
     global_head_dim: int | None = None
     mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (the MTP drafter's)
+    mtp_bytes: int | None = None  # those layers' bytes in 16 bits (model_weights.mtp_layer_bytes)
     num_experts: int | None = None
     moe_intermediate_size: int | None = None
+    experts_per_token: int | None = None
     vision_params: int | None = None  # the vision tower and projector of a multimodal wrapper (an estimate)
     mm_tokens_per_item: int | None = None  # the most language-model tokens one image becomes, where config says
     kv_lora_rank: int | None = None  # MLA (DeepSeek-style) latent

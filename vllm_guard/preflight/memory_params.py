@@ -46,6 +46,7 @@ class Params:
     speculative_config: Mapping[str, Any] | None = None
     limit_mm_per_prompt: Mapping[str, Any] | None = None
     language_model_only: bool = False
+    enable_expert_parallel: bool = False
 
     @classmethod
     def from_values(cls, get: Any, is_set: Any) -> Params:
@@ -79,6 +80,7 @@ class Params:
             speculative_config=_mapping(get("speculative_config")),
             limit_mm_per_prompt=_mapping(get("limit_mm_per_prompt")),
             language_model_only=bool(get("language_model_only")),
+            enable_expert_parallel=bool(get("enable_expert_parallel")),
         )
 
 

@@ -87,13 +87,10 @@ def speculative(model: ModelFacts, config: Mapping[str, Any] | None, draft: Mode
         return Speculative(method, tokens, 0, Term("draft model", 0, IN_WEIGHTS, f"{method}: no model, no KV"))
     if method in MTP_METHODS or method.endswith("_mtp"):
         layers = model.mtp_layers or 1
-        if model.weights_source not in (None, "estimate"):
-            how = f"{layers} MTP layer(s) from the checkpoint, whose size counts them already"
-            return Speculative(method, tokens, layers, Term("MTP layers", 0, IN_WEIGHTS, how))
-        per_layer = _layer_bytes(model)
+        size = None if model.mtp_bytes is None else int(model.mtp_bytes / parallel)
         return Speculative(method, tokens, layers, Term(
-            "MTP layers", None if per_layer is None else int(layers * per_layer / parallel), IN_WEIGHTS,
-            f"{layers} MTP layer(s), one decoder layer's size each; in vLLM's model loading figure"))
+            "MTP layers", size, IN_WEIGHTS, f"{layers} MTP layer(s) of the checkpoint in 16 bits, which vLLM loads "
+            "only as this drafter; in vLLM's model loading figure"))
     name = str(config.get("model") or "")
     if draft is not None and draft.weights_bytes is not None:
         layers = draft.num_layers or DEFAULT_EAGLE_LAYERS
@@ -103,14 +100,6 @@ def speculative(model: ModelFacts, config: Mapping[str, Any] | None, draft: Mode
     layers = DEFAULT_EAGLE_LAYERS if method in EAGLE_METHODS else 0
     return Speculative(method, tokens, layers, Term(
         "draft model", None, IN_WEIGHTS, f"{name or method}: its size is not known here (not bundled, not cached)"))
-
-
-def _layer_bytes(model: ModelFacts) -> float | None:
-    """One decoder layer's share of the checkpoint, 16-bit (embeddings left out)."""
-    if not (model.weights_bytes and model.num_layers and model.vocab_size and model.hidden_size):
-        return None
-    body = model.weights_bytes - 2 * model.vocab_size * model.hidden_size * 2
-    return max(body, 0) / model.num_layers
 
 
 # --- multimodal encoder cache ------------------------------------------------------------------------------------

@@ -192,12 +192,20 @@ def vision_params(config: Mapping[str, Any]) -> int | None:
     return depth * block + embed + projector
 
 
+# Qwen's vision wrappers size an image by their processor's max_pixels, not by config.json: its default over
+# (patch x merge)^2 is 16,384 tokens, what vLLM printed for Qwen3.5-27B, Qwen3.6-27B and Qwen3.8-27B ("Encoder cache
+# will be initialized with a budget of 16384 tokens", startups/048, 063, 068; vLLM 0.19-0.27).
+QWEN_VL_TOKENS_PER_IMAGE = 16384
+QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+
+
 def mm_tokens_per_item(config: Mapping[str, Any]) -> int | None:
-    """The most tokens one image becomes in the language model, where the config says: gemma-3's
-    ``mm_tokens_per_image``, LLaVA's (image_size / patch_size)^2. None where it comes from the processor (Qwen-VL's
-    max_pixels), which config.json does not hold."""
+    """The most tokens one image becomes in the language model: gemma-3's ``mm_tokens_per_image``, LLaVA's
+    (image_size / patch_size)^2, the Qwen-VL processors' default; None where only the processor knows."""
     if (n := _int(config, "mm_tokens_per_image")) is not None:
         return n
+    if config.get("model_type") in QWEN_VL_TYPES and isinstance(config.get("vision_config"), Mapping):
+        return QWEN_VL_TOKENS_PER_IMAGE
     vision = config.get("vision_config")
     if isinstance(vision, Mapping) and config.get("model_type") in ("llava", "llava_next"):
         size, patch = _int(vision, "image_size"), _int(vision, "patch_size")

@@ -103,6 +103,8 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "global_head_dim": _int(text, "global_head_dim"),
         "num_experts": model_arch.experts(text)[0],
         "moe_intermediate_size": model_arch.experts(text)[1],
+        "experts_per_token": _int(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")
+        if model_arch.experts(text)[0] else None,
         "vision_params": model_arch.vision_params(config),
         "mm_tokens_per_item": model_arch.mm_tokens_per_item(config),
         "kv_lora_rank": _int(text, "kv_lora_rank"),
@@ -115,6 +117,8 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
     for name in ("num_layers", "num_attention_heads", "hidden_size", "vocab_size"):
         if fields[name] is None:
             notes.append(f"config.json has no {name}; estimates that need it are unknown")
+    found = model_weights.parts(fields, text, _tied(config))
+    fields["mtp_bytes"] = model_weights.mtp_layer_bytes(found, fields, text) if found is not None else None
     fields["notes"] = tuple(notes)
     return fields
 

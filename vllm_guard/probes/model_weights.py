@@ -28,17 +28,19 @@ def _int(cfg: Mapping[str, Any], *keys: str) -> int | None:
 
 @dataclass(frozen=True)
 class Parts:
-    embed: int  # embeddings and lm_head (once when tied)
+    embed: int  # the input embeddings (and the lm_head when tied to them)
     attention: int  # attention projections and state-layer mixers
     mlp: int  # dense MLPs
     experts: int  # routed experts and their routers
     shared: int  # shared experts
     norms: int
     vision: int  # a multimodal wrapper's vision tower and projector
+    head: int = 0  # an untied lm_head
 
     @property
     def total(self) -> int:
-        return self.embed + self.attention + self.mlp + self.experts + self.shared + self.norms + self.vision
+        return (self.embed + self.attention + self.mlp + self.experts + self.shared + self.norms + self.vision
+                + self.head)
 
 
 def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | None:
@@ -82,8 +84,9 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
     if state_mixer is None:
         return None
     mixers = (layers - state_layers - no_mixer) * attn + state_layers * state_mixer
-    embed = vocab * hidden * (1 if tied else 2)
-    return Parts(embed, mixers, mlp, experts, shared, layers * 2 * hidden + hidden, f.get("vision_params") or 0)
+    norms = layers * 2 * hidden + hidden
+    return Parts(vocab * hidden, mixers, mlp, experts, shared, norms, f.get("vision_params") or 0,
+                 0 if tied else vocab * hidden)
 
 
 def _mla_params(text: Mapping[str, Any], hidden: int, heads: int) -> int:
@@ -97,69 +100,126 @@ def _mla_params(text: Mapping[str, Any], hidden: int, heads: int) -> int:
     return q + kv + heads * v_dim * hidden
 
 
+def mtp_layer_bytes(p: Parts, f: Mapping[str, Any], text: Mapping[str, Any]) -> int | None:
+    """Bytes of the checkpoint's multi-token-prediction layers, in 16 bits (checkpoints leave them unquantized:
+    nvidia/Qwen3.6-35B-A3B-NVFP4 ignores "mtp*"): each one decoder layer with full attention and the MoE or MLP
+    of the last layer, plus its projection of [embedding; hidden] (2 x hidden x hidden) and norms."""
+    n, layers, hidden = model_arch.mtp_layers(text), f.get("num_layers"), f.get("hidden_size")
+    if not n or not layers or not hidden:
+        return None
+    heads, kv_heads, head_dim = f.get("num_attention_heads") or 0, f.get("num_kv_heads") or 0, f.get("head_dim") or 0
+    q_out = heads * head_dim * (2 if text.get("attn_output_gate") else 1)
+    attn = hidden * q_out + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    moe_layers = layers - (_int(text, "first_k_dense_replace") or 0)
+    ffn = (p.experts + p.shared) / moe_layers if p.experts else p.mlp / layers
+    return int(n * (attn + ffn + 2 * hidden * hidden + 4 * hidden) * 2)
+
+
 # --- the weight format ---------------------------------------------------------------------------------------
+
+LINEAR_PARTS = ("attention", "mlp", "experts", "shared", "head")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    method: str  # fp8 | mxfp4 | nvfp4 | int (AWQ, GPTQ, compressed-tensors integers)
+    bits: int = 16
+    group: int | None = None
+
+    def bytes_per_weight(self) -> float:
+        if self.method == "fp8":
+            return 1.0  # block scales are negligible
+        if self.method in ("mxfp4", "nvfp4"):
+            return (4 + 8 / (self.group or 16)) / 8  # one 8-bit scale per 32 (MXFP4) or 16 (NVFP4) values
+        return self.bits / 8 + (2 + self.bits / 8) / (self.group or 128)  # a 16-bit scale and a packed zero
 
 
 @dataclass(frozen=True)
 class Format:
-    method: str  # "" (16-bit) | fp8 | mxfp4 | nvfp4 | int (AWQ, GPTQ, compressed-tensors integers)
-    bits: int | None = None
-    group: int | None = None
-    keeps: frozenset[str] = frozenset()  # parts the checkpoint leaves in 16 bits (its ignore list)
+    """The scheme of each linear part (attention, mlp, experts, shared, head); a part not named stays 16-bit."""
+
+    parts: tuple[tuple[str, Scheme], ...] = ()
+
+    @property
+    def method(self) -> str:
+        return next((scheme.method for _, scheme in self.parts), "")
+
+    def scheme(self, part: str) -> Scheme | None:
+        return dict(self.parts).get(part)
 
 
-_KEEP_PATTERNS = {"attention": re.compile(r"self_attn|linear_attn|\.attn\b|attention"),
-                  "shared": re.compile(r"shared_expert"), "mlp": re.compile(r"\.mlp\*?$|\.mlp\.(?:gate|up|down)")}
+_PART_PATTERNS = (("shared", re.compile(r"shared_expert")), ("experts", re.compile(r"experts")),
+                  ("attention", re.compile(r"self_attn|linear_attn|\.attn\b|attention|mixer")),
+                  ("head", re.compile(r"lm_head")), ("mlp", re.compile(r"\.mlp\b|mlp\*|mlp\.")))
+
+
+def _parts_named(names: list[str]) -> set[str]:
+    """The linear parts a list of module names or patterns covers ("Linear": every linear layer)."""
+    found: set[str] = set()
+    for name in names:
+        if name == "Linear":
+            found.update(LINEAR_PARTS[:-1])  # the lm_head only where named
+            continue
+        part = next((p for p, pattern in _PART_PATTERNS if pattern.search(name)), None)
+        if part is not None:
+            found.add(part)
+    return found
+
+
+def _scheme(weights: Mapping[str, Any]) -> Scheme:
+    bits, kind, group = _int(weights, "num_bits") or 4, str(weights.get("type") or "int"), _int(weights, "group_size")
+    if kind == "float" and bits == 4:
+        return Scheme("nvfp4", 4, group or 16)
+    if kind == "float" and bits == 8:
+        return Scheme("fp8", 8)
+    return Scheme("int", bits, group or 128)
 
 
 def weight_format(quant: Mapping[str, Any] | None) -> Format:
-    """The format of the linear weights a quantization_config names, and the parts it leaves in 16 bits."""
+    """Which linear parts a quantization_config stores in which scheme; the ones it ignores stay 16-bit.
+    compressed-tensors and ModelOpt name a scheme per group of targets (nvidia/Qwen3.6-35B-A3B-NVFP4: FP8
+    attention, NVFP4 experts and lm_head); AWQ, GPTQ, FP8 and MXFP4 one scheme for all."""
     if not isinstance(quant, Mapping) or not quant:
-        return Format("")
+        return Format()
     method = str(quant.get("quant_method") or "").lower()
-    ignored = [str(x) for x in (quant.get("ignore") or quant.get("modules_to_not_convert") or [])]
-    keeps = frozenset(part for part, pattern in _KEEP_PATTERNS.items() if any(pattern.search(x) for x in ignored))
+    ignored = _parts_named([str(x) for x in (quant.get("ignore") or quant.get("modules_to_not_convert") or [])])
+    body = [p for p in LINEAR_PARTS[:-1] if p not in ignored]
     if method in ("fp8", "fbgemm_fp8"):
-        return Format("fp8", 8, keeps=keeps)
-    if method == "mxfp4":
-        return Format("mxfp4", 4, 32, keeps=keeps | {"attention", "mlp", "shared"})  # gpt-oss: experts only
-    if method == "modelopt":
-        algo = str(quant.get("quant_algo") or "").upper()
-        return Format("nvfp4", 4, 16, keeps) if "FP4" in algo else Format("fp8", 8, keeps=keeps)
+        return Format(tuple((p, Scheme("fp8", 8)) for p in body))
+    if method == "mxfp4":  # gpt-oss: its experts only (modules_to_not_convert: attention, router, embeddings, head)
+        return Format((("experts", Scheme("mxfp4", 4, 32)),))
     groups = quant.get("config_groups")
     if isinstance(groups, Mapping) and groups:
-        # the group for plain "Linear" targets, else the first: the others name a few modules each
-        chosen = next((g for g in groups.values() if isinstance(g, Mapping) and "Linear" in (g.get("targets") or [])),
-                      next(iter(groups.values())))
-        weights = chosen.get("weights") if isinstance(chosen, Mapping) else None
-        if isinstance(weights, Mapping):
-            bits, kind = _int(weights, "num_bits"), str(weights.get("type") or "int")
-            group = _int(weights, "group_size")
-            if kind == "float" and bits == 4:
-                return Format("nvfp4", 4, group or 16, keeps)
-            if kind == "float" and bits == 8:
-                return Format("fp8", 8, keeps=keeps)
-            return Format("int", bits, group or 128, keeps)
+        chosen: dict[str, Scheme] = {}
+        # specific targets first, then "Linear" for the rest
+        ordered = sorted(groups.values(), key=lambda g: "Linear" in (g.get("targets") or []) if isinstance(g, Mapping)
+                         else True)
+        for group in ordered:
+            if not isinstance(group, Mapping) or not isinstance(group.get("weights"), Mapping):
+                continue
+            for part in _parts_named([str(t) for t in group.get("targets") or []]):
+                if part not in ignored or part == "head":
+                    chosen.setdefault(part, _scheme(group["weights"]))
+        return Format(tuple(chosen.items()))
+    if method == "modelopt":
+        algo = str(quant.get("quant_algo") or "").upper()
+        scheme = Scheme("nvfp4", 4, 16) if "FP4" in algo else Scheme("fp8", 8)
+        return Format(tuple((p, scheme) for p in body))
     bits = _int(quant, "bits", "w_bit")
     if bits:
-        return Format("int", bits, _int(quant, "group_size", "q_group_size") or 128, keeps)
-    return Format("")
+        scheme = Scheme("int", bits, _int(quant, "group_size", "q_group_size") or 128)
+        return Format(tuple((p, scheme) for p in body))
+    return Format()
 
 
 def bytes_of(p: Parts, fmt: Format, dtype_bytes: float) -> int:
-    """The checkpoint's bytes: embeddings, norms, the vision tower and the parts the format keeps in 16 bits;
-    the rest in the format, with its scales (fp8 block scales are negligible; MXFP4 one byte per 32 values,
-    NVFP4 one per 16; integer formats a 16-bit scale and a packed zero per group)."""
-    if not fmt.method:
+    """The checkpoint's bytes: embeddings, norms, the vision tower and every part the format does not name in
+    16 bits; each named part in its scheme, scales included."""
+    if not fmt.parts:
         return int(p.total * dtype_bytes)
-    linear = {"attention": p.attention, "mlp": p.mlp, "experts": p.experts, "shared": p.shared}
-    wide = p.embed + p.norms + p.vision + sum(v for k, v in linear.items() if k in fmt.keeps)
-    narrow = sum(v for k, v in linear.items() if k not in fmt.keeps)
-    if fmt.method == "fp8":
-        per = 1.0
-    elif fmt.method in ("mxfp4", "nvfp4"):
-        per = (4 + 8 / (fmt.group or 16)) / 8
-    else:
-        bits = fmt.bits or 4
-        per = bits / 8 + (2 + bits / 8) / (fmt.group or 128)
-    return int(wide * 2 + narrow * per)
+    linear = {"attention": p.attention, "mlp": p.mlp, "experts": p.experts, "shared": p.shared, "head": p.head}
+    total = (p.embed + p.norms + p.vision) * 2.0
+    for part, n in linear.items():
+        scheme = fmt.scheme(part)
+        total += n * (scheme.bytes_per_weight() if scheme else 2.0)
+    return int(total)

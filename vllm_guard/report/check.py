@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from vllm_guard.preflight.findings import FAIL, WARN, Finding
+from vllm_guard.preflight.kv_cache import DEFAULT_BLOCK_SIZE
 from vllm_guard.preflight.memory_terms import IN_ACTIVATION, IN_WEIGHTS
 from vllm_guard.report.text import STATUS_STYLE, Console, Table, Text, console_for, fmt, plain
 
@@ -104,6 +105,8 @@ def print_budget(c: Console, pre: Preflight) -> None:
     if over:
         c.print(f"[red]over budget by {fmt(over, '_bytes')}[/red]")
     kv_line = f"KV cache: {fmt(e.kv_bytes_per_token)} bytes/token"
+    if e.block_size != DEFAULT_BLOCK_SIZE:  # a hybrid model's state forces a larger block (memory_terms.py)
+        kv_line += f" in blocks of {e.block_size:,} tokens"
     if e.kv_expected_error_bytes and e.kv_budget_bytes is not None:
         # How close the model has come on real start-ups (memory.WEIGHTS/CUDAGRAPH_ERROR_FRACTION).
         kv_line += (f", predicted {fmt(max(e.kv_budget_bytes, 0), '_bytes')} "
