@@ -72,6 +72,8 @@ MODELS: dict[str, tuple[str, str, str | None]] = {
 # Start-ups gathered for issue 27 (entries from 041 carry the exact Hugging Face id the log loaded, `hf_id`):
 # those whose id is bundled are matched by it (resolve below); these are the ones whose own config is not
 # bundled, matched by hand to a bundled config of the same shapes, with the evidence.
+MEDGEMMA = ("MedGemma 27B is Gemma 3 27B trained further (its card), and its config has gemma-3-27b's shapes: 62 "
+            "layers of 5,376, 32 query / 16 KV heads of 128, MLP 21,504, vocab 262,208, window 1,024")
 NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
     "041-qwen3-coder-30b-a3b-instruct.log": ("Qwen/Qwen3-30B-A3B", "Qwen3-Coder-30B-A3B's card gives its shapes: "
                                              "48 layers, 32 query / 4 KV heads, 128 experts, 8 active", None),
@@ -106,6 +108,11 @@ NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
     "065-gemma-4-26b-a4b-it-qat-awq-int4.log": ("google/gemma-4-26B-A4B", "cyankiwi's QAT AWQ INT4 "
                                                 "(compressed-tensors) of its -it; which modules stay 16-bit is "
                                                 "not known", "w4a16"),
+    "075-qwen3.6-dflash.log": ("Qwen/Qwen3.6-35B-A3B", "a compressed-tensors fine-tune of it at /models/target "
+                               "(Qwen3_5MoeForConditionalGeneration, line 24); its format is not known, so only its "
+                               "shapes are planned", "unknown"),
+    "038-gemma-3-27b-it.log": ("google/medgemma-27b-it", MEDGEMMA, None),
+    "081-gemma-3-27b-it.log": ("google/medgemma-27b-it", MEDGEMMA, None),
     "080-gemma-4-26b-a4b-it.log": ("google/gemma-4-26B-A4B", "the instruction-tuned model of the bundled base: "
                                    "the same shapes", None),
     "073-gemma-4-31b-it.log": ("nvidia/Gemma-4-31B-IT-NVFP4", "the bf16 model nvidia's NVFP4 checkpoint "
@@ -118,7 +125,6 @@ SKIPPED = {
     "035-gte-qwen2-7b-instruct.log": "gte-Qwen2-7B: an embedding model; no config found (and V0 0.5 prints "
                                      "no KV GiB)",
     "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
-    "038-gemma-3-27b-it.log": "gemma-3-27b-it: no public copy of its config.json was found",
     "046-qwen3-vl-30b-a3b-instruct.log": "Qwen3-VL-30B-A3B: only a trimmed copy of its config was found",
     "054-qwen3-vl-embedding-2b.log": "Qwen3-VL-Embedding-2B (a pooling model): no config found",
     "061-gemma-3-12b-it-qat-autoawq.log": "gemma-3-12b-it: no public copy of its config.json was found",
@@ -131,7 +137,6 @@ SKIPPED = {
     "075-qwen3.6-dflash.log": "a model at /models/target with a DFlash drafter: neither known",
     "076-nemotron-3-nano-4b-bf16.log": "Nemotron-3-Nano-4B: no config found",
     "079-gemma-3-4b-it.log": "gemma-3-4b-it: no public copy of its config.json was found",
-    "081-gemma-3-27b-it.log": "gemma-3-27b-it: no public copy of its config.json was found",
     "082-gemma-4-12b-it.log": "gemma-4-12B-it: no config found",
     "077-nemotron-3-super-120b-a12b-nvfp4-mtp.log": "Nemotron-3-Super NVFP4: only configs without their "
                                                     "quantization_config were found",
@@ -175,6 +180,16 @@ WHY: dict[tuple[str, str], str] = {
     ("065-gemma-4-26b-a4b-it-qat-awq-int4.log", "weights_gib"):
         "cyankiwi's QAT AWQ INT4 (line 27: \"Using MarlinLinearKernel for CompressedTensorsWNA16\") planned as if "
         "every linear layer were 4-bit; its config, with the modules it keeps in 16 bits, was not found",
+    ("038-gemma-3-27b-it.log", "weights_gib"):
+        "V0 0.8.2 at TP 8: 6.74 GiB loaded per T4 where the 51.1 GiB checkpoint over 8 is 6.39; the vision tower "
+        "(0.4B parameters) is not split the way the language model is, and the log does not say how it was placed",
+    ("038-gemma-3-27b-it.log", "kv_gib"):
+        "line 152: \"PyTorch activation peak memory takes 1.66GiB\" (V0's multimodal profile run with dummy images "
+        "at max-num-seqs 16), where the model counts 0.4; and the weights above",
+    ("081-gemma-3-27b-it.log", "kv_gib"):
+        "line 1231: 101.69 GiB asked, 51.54 for weights, 1.72 peak activation, 0.09 non-torch and 2.11 of CUDA "
+        "graphs measured (the model: 0.90), with 1,024 sequences of a 262,208-token vocabulary in the sampler "
+        "warm-up; 44.61 GiB left for the KV cache",
     ("031-qwen3-4b.log", "kv_gib"):
         "line 32: \"5.59 GiB for peak activation\" at 8,192 batched tokens and 1,024 sequences (H100 defaults); "
         "the model predicts 1.8: vLLM 0.10.2's sampler warm-up over 1,024 dummy rows of 151,936 fp32 logits held "
@@ -234,13 +249,22 @@ class Row:
 
 
 def version_tuple(version: str) -> tuple[int, int]:
+    """(major, minor); a source build printing "0.1.dev" (startups/072, 079, 081, 082: 2026 builds whose own lines
+    call v0.21.0 past) counts as newer than every release in the set."""
+    if version.startswith("0.1.dev"):
+        return (0, 999)
     m = re.match(r"(\d+)\.(\d+)", version)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
-    """The bundled facts, with the weight size of the checkpoint that start-up really loaded."""
+    """The bundled facts, with the weight size of the checkpoint that start-up really loaded ("unknown": a
+    checkpoint whose format is not known, so only its shapes are planned)."""
     entry = _bundled()[model_id]
+    if weight_format == "unknown":
+        config = dict(entry["config"])
+        config.pop("quantization_config", None)
+        return ModelFacts(model=model_id, source="bundled", **model_config.normalize(config))
     config = dict(entry["config"])
     if weight_format == "bf16":  # the unquantized model a bundled quantized checkpoint was made from
         config.pop("quantization_config", None)
@@ -346,7 +370,12 @@ def params_for(entry: dict[str, Any], log: str = "") -> memory_params.Params:
         limit_mm_per_prompt=said.get("limit_mm_per_prompt"),
         language_model_only=bool(said.get("language_model_only")),
         enable_expert_parallel=bool((entry.get("extra") or {}).get("enable_expert_parallel")),
+        draft=facts_for(DRAFTS[entry["file"]], None) if entry.get("file") in DRAFTS else None,
     )
+
+
+# Start-up -> the draft model its --speculative-config loaded, where its config is bundled.
+DRAFTS = {"075-qwen3.6-dflash.log": "z-lab/Qwen3.6-35B-A3B-DFlash"}  # line 26: DFlashDraftModel at /models/drafter
 
 
 def resolve(entry: dict[str, Any]) -> tuple[str, str, str | None] | None:
@@ -383,7 +412,9 @@ def reported_per_token(model: ModelFacts, params: memory_params.Params, est: mem
         return need / est.max_model_len if need else None
     # every cache layer with the largest page: 080 (0.20.0, gemma-4-26B-A4B: 30 layers x 8,192 bytes, its five
     # full-attention layers' 4,096 padded to the sliding layers' page)
-    n_full, n_sliding, n_state = kv_cache.layer_counts(model, params)
+    # before the hybrid KV manager (0.10) no kind was padded to a group: startups/038 (V0 0.8.2, gemma-3-27b at
+    # TP 8) holds all 62 layers x 1,024 bytes
+    n_full, n_sliding, n_state = kv_cache.layer_counts(model, params, grouped=version_tuple(version) >= (0, 10))
     pages = [kv_cache.layer_kv_bytes_per_token(model, params, kind) or 0 for kind in ("sliding", "full")]
     return (n_full + n_sliding + n_state) * max(pages)
 
@@ -479,11 +510,17 @@ QUANTITIES = ("weights_gib", "kv_bytes_per_token", "kv_gib", "kv_gib_nvml", "lon
               "attention_block_size")
 
 
+def modelled_files(rows: list[Row]) -> set[str]:
+    """Start-ups planned offline: both their weights and their KV bytes per token predicted."""
+    weights = {r.file for r in rows if r.quantity == "weights_gib"}
+    return weights & {r.file for r in rows if r.quantity == "kv_bytes_per_token"}
+
+
 def in_issue_set(entry: dict[str, Any]) -> bool:
     """Issue 27's set: vLLM 0.8 or later (or a 2026 source build printing "0.1.dev", whose lines call v0.21 past:
     startups/072, 079, 081, 082) whose log prints the weights, the KV cache GiB and its tokens (or V0 blocks)."""
     rep, version = entry["reported"], entry.get("vllm_version") or ""
-    recent = version_tuple(version) >= (0, 8) or version.startswith("0.1.dev")
+    recent = version_tuple(version) >= (0, 8)
     kv = rep.get("kv_cache_gib") and (rep.get("kv_cache_tokens") or rep.get("gpu_blocks"))
     return bool(recent and rep.get("model_loading_gib") and kv)
 
@@ -496,7 +533,7 @@ def done_when(rows: list[Row], skipped: dict[str, str], startups: Path = STARTUP
     """The issue's figures over its set: how many are modelled offline, and each median against its bar."""
     index = json.loads((startups / "index.json").read_text())
     wanted = {e["file"] for e in index if in_issue_set(e)}
-    modelled = {r.file for r in rows} & wanted
+    modelled = modelled_files(rows) & wanted
     lines = [f"issue 27's set (vLLM >= 0.8, weights, KV GiB and tokens printed): {len(wanted)} start-ups, "
              f"{len(modelled)} modelled offline ({100 * len(modelled) / max(len(wanted), 1):.0f}%; bar 90%)"]
     for key, bar in DONE_WHEN.items():

@@ -405,3 +405,4 @@ class Facts:
     user: str | None = None
     environ_allows_long_len: bool = False
     notes: tuple[str, ...] = ()
+    draft_model: ModelFacts | None = None  # --speculative-config's draft model, probed as the target is

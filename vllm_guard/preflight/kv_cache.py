@@ -49,9 +49,22 @@ def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:
     return math.ceil(model.num_layers / params.pipeline_parallel_size)  # the fullest stage
 
 
-def draft_kv_layers(model: ModelFacts, params: Params) -> int:
-    spec = memory_terms.speculative(model, params.speculative_config, None, 1)
-    return spec.kv_layers if spec is not None else 0
+def draft_kv_layers(model: ModelFacts, params: Params) -> tuple[int, int | None]:
+    """The drafter's attention layers in the KV pool and their bytes per token each: a known draft model's own
+    heads and head size; None where they are the target's full-attention shape (MTP layers are the target's; an
+    EAGLE head of unknown shape is taken to copy it)."""
+    spec = memory_terms.speculative(model, params.speculative_config, params.draft, 1)
+    if spec is None or not spec.kv_layers:
+        return 0, None
+    draft = params.draft
+    if draft is not None and spec.method not in memory_terms.MTP_METHODS:
+        # a kind of its own when its KV shape differs from the target's full layers (vLLM groups by KV spec)
+        full_shape = ((model.global_kv_heads, model.global_head_dim) if model.global_kv_heads
+                      else (model.num_kv_heads, model.head_dim))
+        theirs = layer_kv_bytes_per_token(draft, params)
+        if theirs and (draft.num_kv_heads, draft.head_dim) != full_shape:
+            return spec.kv_layers, theirs
+    return spec.kv_layers, None
 
 
 def state_layers_per_gpu(model: ModelFacts, params: Params) -> float:
@@ -60,17 +73,38 @@ def state_layers_per_gpu(model: ModelFacts, params: Params) -> float:
     return layers * memory_terms.state_layers(model) / len(types) if types else 0.0
 
 
-def layer_counts(model: ModelFacts, params: Params) -> tuple[float, float, float]:
-    """Full-attention (the drafter's included), sliding-window and state layers on the fullest stage."""
+def layer_counts(model: ModelFacts, params: Params, grouped: bool = True) -> tuple[float, float, float]:
+    """Full-attention (the drafter's included, in full-layer equivalents), sliding-window and state layers on the
+    fullest stage, each kind padded as vLLM groups them.
+
+    vLLM puts layers of one KV shape in groups of equal size, the smallest kind's count, padding the others up to
+    a multiple ("Add 3 padding layers, may waste at most 10.00% KV cache memory", v1/core/kv_cache_utils.py):
+    startups/032 pads 30 state layers to 33 beside 11 full ones (the MTP layer's among them), and its token count
+    then matches to the token; startups/075 puts a DFlash drafter's 8 layers (4 KV heads of 128, not the target's
+    2 of 256) in a kind of their own, so 10 full + 8 draft + 30 state become 16 + 8 + 32.
+    """
     layers = layers_per_gpu(model, params) or 0
     types = model.layer_types
-    drafter = draft_kv_layers(model, params)
-    if not types:
-        return layers + drafter, 0.0, 0.0
-    share = layers / len(types)
-    sliding = sum(1 for t in types if t == "sliding") * share if model.sliding_window is not None else 0.0
-    full = sum(1 for t in types if t in ("full", "sliding")) * share - sliding
-    return full + drafter, sliding, state_layers_per_gpu(model, params)
+    drafter, drafter_bytes = draft_kv_layers(model, params)
+    if types:
+        share = layers / len(types)
+        sliding = sum(1 for t in types if t == "sliding") * share if model.sliding_window is not None else 0.0
+        full = sum(1 for t in types if t in ("full", "sliding")) * share - sliding
+        state = state_layers_per_gpu(model, params)
+    else:
+        full, sliding, state = float(layers), 0.0, 0.0
+    if drafter_bytes is None:
+        full, drafter = full + drafter, 0
+    kinds = [n for n in (full, sliding, state, float(drafter)) if n > 0]
+    if len(kinds) > 1 and grouped:  # grouped=False: before vLLM's hybrid KV manager (0.10), one pool per layer
+        group = min(kinds)
+        full, sliding, state, padded_drafter = (math.ceil(n / group - 1e-9) * group if n > 0 else 0.0
+                                                for n in (full, sliding, state, float(drafter)))
+    else:
+        padded_drafter = float(drafter)
+    if drafter_bytes is not None:
+        full += padded_drafter * drafter_bytes / (layer_kv_bytes_per_token(model, params, "full") or drafter_bytes)
+    return full, sliding, state
 
 
 def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
@@ -85,7 +119,7 @@ def kv_bytes_per_token(model: ModelFacts, params: Params) -> int | None:
 def block_size(model: ModelFacts, params: Params) -> int:
     """The block vLLM uses: the one asked for, raised for a hybrid model's state (memory_terms), else 16."""
     per_layer = layer_kv_bytes_per_token(model, params) or 0
-    spec = memory_terms.speculative(model, params.speculative_config, None, 1)
+    spec = memory_terms.speculative(model, params.speculative_config, params.draft, 1)
     hybrid = memory_terms.hybrid_block_size(model, per_layer, params.tensor_parallel_size, params.block_size,
                                             spec.tokens if spec else 0)
     return hybrid or params.block_size or DEFAULT_BLOCK_SIZE
@@ -107,7 +141,7 @@ def kv_bytes_for_length(
         return None
     n_full, n_sliding, n_state = layer_counts(model, params)
     full_blocks = math.ceil(length / block_size)
-    spec = memory_terms.speculative(model, params.speculative_config, None, 1)
+    spec = memory_terms.speculative(model, params.speculative_config, params.draft, 1)
     need = n_full * full_blocks * block_size * full + n_state * block_size * local * (1 + (spec.tokens if spec else 0))
     if n_sliding and model.sliding_window is not None:
         window_tokens = min(model.sliding_window - 1 + max_num_batched_tokens, length)

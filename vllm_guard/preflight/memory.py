@@ -187,9 +187,8 @@ def cudagraph_bytes(model: ModelFacts, params: Params, max_num_seqs: int, max_nu
 # --- the estimate ---------------------------------------------------------------
 
 
-def estimate(model: ModelFacts, gpu: Gpu, params: Params, draft: ModelFacts | None = None) -> Estimate:
-    """Predict vLLM 0.33's memory split on one GPU for these options (``draft``: the facts of a
-    --speculative-config draft model, where known)."""
+def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
+    """Predict vLLM 0.33's memory split on one GPU for these options."""
     notes: list[str] = []
     defaults: list[str] = []
     total = gpu.memory_total_bytes or 0
@@ -220,7 +219,7 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params, draft: ModelFacts | No
         weights = max(int(checkpoint / parallel - params.cpu_offload_gb * GIB), 0)
     non_torch = NON_TORCH_BYTES_TP1 if parallel == 1 else NON_TORCH_BYTES_PARALLEL
     activation = activation_bytes(model, params, tokens, seqs)
-    terms = extra_terms(model, params, tokens, draft)
+    terms = extra_terms(model, params, tokens)
     notes += [f"{t.name} unknown: {t.how}" for t in terms if t.bytes_per_gpu is None]
     graphs = cudagraph_bytes(model, params, seqs, tokens)
     per_token = kv_bytes_per_token(model, params)
@@ -284,7 +283,7 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params, draft: ModelFacts | No
     )
 
 
-def extra_terms(model: ModelFacts, params: Params, tokens: int, draft: ModelFacts | None) -> tuple[Term, ...]:
+def extra_terms(model: ModelFacts, params: Params, tokens: int) -> tuple[Term, ...]:
     """LoRA buffers, the drafter's weights, the encoder cache: each on one GPU (memory_terms.py)."""
     parallel = params.tensor_parallel_size * params.pipeline_parallel_size
     element = EXPLICIT_DTYPE_BYTES.get(params.dtype, MODEL_DTYPE_BYTES.get(str(model.torch_dtype or "auto"), 2))
@@ -293,7 +292,7 @@ def extra_terms(model: ModelFacts, params: Params, tokens: int, draft: ModelFact
         lora_element = EXPLICIT_DTYPE_BYTES.get(params.lora_dtype, element)
         terms.append(memory_terms.lora(model, params.max_loras, params.max_lora_rank, lora_element,
                                        params.tensor_parallel_size))
-    spec = memory_terms.speculative(model, params.speculative_config, draft, parallel)
+    spec = memory_terms.speculative(model, params.speculative_config, params.draft, parallel)
     if spec is not None:
         terms.append(spec.weights)
     encoder = memory_terms.encoder_cache(model, params.limit_mm_per_prompt, params.language_model_only, tokens,

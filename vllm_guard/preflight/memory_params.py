@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_guard.facts.machine import ModelFacts
+
 KV_DTYPE_BYTES: dict[str, float] = {
     "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1,
     "fp8_per_token_head": 1, "int8_per_token_head": 1, "int4_per_token_head": 0.5,
@@ -47,6 +49,8 @@ class Params:
     limit_mm_per_prompt: Mapping[str, Any] | None = None
     language_model_only: bool = False
     enable_expert_parallel: bool = False
+    # the --speculative-config draft model's facts, probed as the target's are (probes.gather); None: not known
+    draft: ModelFacts | None = None
 
     @classmethod
     def from_values(cls, get: Any, is_set: Any) -> Params:

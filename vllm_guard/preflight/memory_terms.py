@@ -22,7 +22,7 @@ IN_WEIGHTS, IN_KV, IN_ACTIVATION = "weights", "kv", "activation"
 # --speculative-config methods that load no model and keep no KV: n-gram / suffix matching over the prompt
 NO_MODEL_METHODS = ("ngram", "suffix", "ngram_gpu")
 MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp", "mimo_mtp", "longcat_flash_mtp")
-EAGLE_METHODS = ("eagle", "eagle3", "medusa", "mlp_speculator")
+EAGLE_METHODS = ("eagle", "eagle3", "medusa", "mlp_speculator", "dflash")
 DEFAULT_EAGLE_LAYERS = 1  # an EAGLE / EAGLE-3 head is one decoder layer (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)
 
 
@@ -72,7 +72,7 @@ def lora(model: ModelFacts, max_loras: int, max_rank: int, element_bytes: float,
 class Speculative:
     method: str
     tokens: int  # num_speculative_tokens
-    kv_layers: int  # attention layers the drafter adds to the KV pool (per token, the target's page each)
+    kv_layers: int  # attention layers the drafter adds to the KV pool (kv_cache.draft_kv_layers sizes them)
     weights: Term
 
 
@@ -94,9 +94,13 @@ def speculative(model: ModelFacts, config: Mapping[str, Any] | None, draft: Mode
     name = str(config.get("model") or "")
     if draft is not None and draft.weights_bytes is not None:
         layers = draft.num_layers or DEFAULT_EAGLE_LAYERS
+        size = draft.weights_bytes
         how = f"{name}: {layers} layer(s); in vLLM's model loading figure"
-        return Speculative(method, tokens, layers, Term("draft model", int(draft.weights_bytes / parallel),
-                                                        IN_WEIGHTS, how))
+        if method == "dflash" and draft.vocab_size and draft.hidden_size:
+            # a DFlash drafter decodes with the target's embeddings and lm_head (z-lab/dflash), not its own
+            size = max(size - 2 * draft.vocab_size * draft.hidden_size * 2, 0)
+            how = f"{name}: {layers} layer(s), with the target's embeddings and lm_head; in vLLM's model loading figure"
+        return Speculative(method, tokens, layers, Term("draft model", int(size / parallel), IN_WEIGHTS, how))
     layers = DEFAULT_EAGLE_LAYERS if method in EAGLE_METHODS else 0
     return Speculative(method, tokens, layers, Term(
         "draft model", None, IN_WEIGHTS, f"{name or method}: its size is not known here (not bundled, not cached)"))

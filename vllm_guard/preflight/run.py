@@ -79,7 +79,7 @@ class Preflight:
 def preflight(profile: Profile, facts: Facts) -> Preflight:
     """Estimate memory, resolve max-model-len "auto", and run every check."""
     notes: list[str] = []
-    params = Params.from_values(profile.value, profile.is_set)
+    params = replace(Params.from_values(profile.value, profile.is_set), draft=facts.draft_model)
     target = facts.gpus[: world_size(profile)]
     sized = [g for g in target if g.memory_total_bytes]
     gpu = min(sized, key=lambda g: g.memory_total_bytes or 0) if sized else None

@@ -76,14 +76,15 @@ def gather(profile: Profile, *, environ: Mapping[str, str], machine_file: str | 
         for g in gpus
     )
     facts_model = probe_model_for(profile, environ)
+    draft = probe_draft_for(profile, environ)
     allow_long = "1" in (environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), profile.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     if machine_file:
         # The weights' presence in *this* machine's cache says nothing about the snapshot's machine.
         facts_model = replace(facts_model, weights_local=None if facts_model.source != "local" else True)
         return Facts(machine, origin, gpus, cuda_visible, facts_model, live=False,
-                     environ_allows_long_len=allow_long, notes=tuple(notes))
+                     environ_allows_long_len=allow_long, notes=tuple(notes), draft_model=draft)
     return Facts(machine, origin, gpus, cuda_visible, facts_model, live=True, environ_allows_long_len=allow_long,
-                 notes=tuple(notes), **live_facts(profile, environ))
+                 notes=tuple(notes), draft_model=draft, **live_facts(profile, environ))
 
 
 def probe_model_for(profile: Profile, environ: Mapping[str, str]) -> ModelFacts:
@@ -98,6 +99,20 @@ def probe_model_for(profile: Profile, environ: Mapping[str, str]) -> ModelFacts:
         cache_dir=download_dir or hf_cache_dir(environ),
         disable_sliding_window=bool(profile.value("disable_sliding_window")),
     )
+
+
+def probe_draft_for(profile: Profile, environ: Mapping[str, str]) -> ModelFacts | None:
+    """The facts of --speculative-config's "model" (an EAGLE head, a DFlash or draft model), found the way the
+    target is; None without one, or when it names the target itself (MTP)."""
+    from vllm_guard.probes import model
+
+    spec = profile.value("speculative_config")
+    name = spec.get("model") if isinstance(spec, Mapping) else None
+    if not isinstance(name, str) or not name or name == profile.model:
+        return None
+    download_dir = profile.value("download_dir")
+    return model.probe_model(name, revision=spec.get("revision") if isinstance(spec.get("revision"), str) else None,
+                             environ=environ, cache_dir=download_dir or hf_cache_dir(environ))
 
 
 def live_facts(profile: Profile, environ: Mapping[str, str]) -> dict[str, Any]:
