@@ -18,7 +18,8 @@ STATE_ELEMENT_BYTES = 2  # vLLM's mamba_ssm_cache_dtype "auto": the model's 16-b
 SSM_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2}
 
 
-def _int(cfg: Mapping[str, Any], *keys: str) -> int | None:
+def int_field(cfg: Mapping[str, Any], *keys: str) -> int | None:
+    """The first of ``keys`` that holds an integer (a bool is not one); None when none does."""
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -50,10 +51,10 @@ def layer_kinds(text: Mapping[str, Any], layers: int | None, sliding: int | None
         kinds = [STATE if c == "M" else FULL if c == "*" else NONE for c in pattern]
         if len(kinds) != layers:
             return None
-    elif _int(text, "attn_layer_period") and text.get("model_type") == "jamba":
-        period, offset = _int(text, "attn_layer_period") or 1, _int(text, "attn_layer_offset") or 0
+    elif int_field(text, "attn_layer_period") and text.get("model_type") == "jamba":
+        period, offset = int_field(text, "attn_layer_period") or 1, int_field(text, "attn_layer_offset") or 0
         kinds = [FULL if i % period == offset else STATE for i in range(layers)]
-    elif sliding and (step := _int(text, "sliding_window_pattern")):
+    elif sliding and (step := int_field(text, "sliding_window_pattern")):
         kinds = [FULL if (i + 1) % step == 0 else SLIDING for i in range(layers)]
     elif sliding and text.get("model_type") == "gemma2":
         kinds = [SLIDING if i % 2 == 0 else FULL for i in range(layers)]
@@ -91,25 +92,25 @@ def state_bytes_per_layer(text: Mapping[str, Any]) -> int | None:
     128 x 4 bytes = 67 pages of 16 tokens x 2048 bytes.
     """
     temporal_bytes = SSM_DTYPE_BYTES.get(str(text.get("mamba_ssm_dtype")), STATE_ELEMENT_BYTES)
-    if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
-        k_dim, v_dim = _int(text, "linear_key_head_dim"), _int(text, "linear_value_head_dim")
-        kernel = _int(text, "linear_conv_kernel_dim")
+    if (k_heads := int_field(text, "linear_num_key_heads")) and (v_heads := int_field(text, "linear_num_value_heads")):
+        k_dim, v_dim = int_field(text, "linear_key_head_dim"), int_field(text, "linear_value_head_dim")
+        kernel = int_field(text, "linear_conv_kernel_dim")
         if not (k_dim and v_dim and kernel):
             return None
         conv = (kernel - 1) * (2 * k_heads * k_dim + v_heads * v_dim)
         return conv * STATE_ELEMENT_BYTES + v_heads * k_dim * v_dim * temporal_bytes
-    hidden = _int(text, "hidden_size")
-    state = _int(text, "mamba_d_state", "ssm_state_size", "state_size")
-    kernel = _int(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel")
-    heads = _int(text, "mamba_n_heads", "mamba_num_heads")
-    head_dim = _int(text, "mamba_d_head", "mamba_head_dim")
+    hidden = int_field(text, "hidden_size")
+    state = int_field(text, "mamba_d_state", "ssm_state_size", "state_size")
+    kernel = int_field(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel")
+    heads = int_field(text, "mamba_n_heads", "mamba_num_heads")
+    head_dim = int_field(text, "mamba_d_head", "mamba_head_dim")
     if not (state and kernel):
         return None
     if heads and head_dim:  # Mamba-2
-        groups = _int(text, "mamba_n_groups", "n_groups") or 1
+        groups = int_field(text, "mamba_n_groups", "n_groups") or 1
         inter = heads * head_dim
         return (kernel - 1) * (inter + 2 * groups * state) * STATE_ELEMENT_BYTES + inter * state * temporal_bytes
-    expand = _int(text, "mamba_expand", "expand")
+    expand = int_field(text, "mamba_expand", "expand")
     if not (hidden and expand):
         return None
     inter = expand * hidden  # Mamba-1
@@ -118,43 +119,45 @@ def state_bytes_per_layer(text: Mapping[str, Any]) -> int | None:
 
 def state_conv_row_bytes(text: Mapping[str, Any]) -> int | None:
     """One row of a state layer's conv state (conv_dim elements, 16-bit): what each speculative token adds."""
-    if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
-        k_dim, v_dim = _int(text, "linear_key_head_dim"), _int(text, "linear_value_head_dim")
+    if (k_heads := int_field(text, "linear_num_key_heads")) and (v_heads := int_field(text, "linear_num_value_heads")):
+        k_dim, v_dim = int_field(text, "linear_key_head_dim"), int_field(text, "linear_value_head_dim")
         return (2 * k_heads * k_dim + v_heads * v_dim) * STATE_ELEMENT_BYTES if k_dim and v_dim else None
-    heads, head_dim = _int(text, "mamba_n_heads", "mamba_num_heads"), _int(text, "mamba_d_head", "mamba_head_dim")
-    state = _int(text, "mamba_d_state", "ssm_state_size", "state_size")
+    heads = int_field(text, "mamba_n_heads", "mamba_num_heads")
+    head_dim = int_field(text, "mamba_d_head", "mamba_head_dim")
+    state = int_field(text, "mamba_d_state", "ssm_state_size", "state_size")
     if heads and head_dim and state:
-        return (heads * head_dim + 2 * (_int(text, "mamba_n_groups", "n_groups") or 1) * state) * STATE_ELEMENT_BYTES
-    hidden, expand = _int(text, "hidden_size"), _int(text, "mamba_expand", "expand")
+        groups = int_field(text, "mamba_n_groups", "n_groups") or 1
+        return (heads * head_dim + 2 * groups * state) * STATE_ELEMENT_BYTES
+    hidden, expand = int_field(text, "hidden_size"), int_field(text, "mamba_expand", "expand")
     return expand * hidden * STATE_ELEMENT_BYTES if hidden and expand else None
 
 
 def state_layer_params(text: Mapping[str, Any]) -> int | None:
     """Parameters of one state layer's mixer (it replaces attention there), from the same fields."""
-    hidden = _int(text, "hidden_size")
+    hidden = int_field(text, "hidden_size")
     if not hidden:
         return None
-    if (k_heads := _int(text, "linear_num_key_heads")) and (v_heads := _int(text, "linear_num_value_heads")):
-        k_dim, v_dim = _int(text, "linear_key_head_dim") or 0, _int(text, "linear_value_head_dim") or 0
-        kernel = _int(text, "linear_conv_kernel_dim") or 0
+    if (k_heads := int_field(text, "linear_num_key_heads")) and (v_heads := int_field(text, "linear_num_value_heads")):
+        k_dim, v_dim = int_field(text, "linear_key_head_dim") or 0, int_field(text, "linear_value_head_dim") or 0
+        kernel = int_field(text, "linear_conv_kernel_dim") or 0
         key, value = k_heads * k_dim, v_heads * v_dim
         # in_proj_qkvz, in_proj_ba, conv1d, A_log + dt_bias, the gated norm, out_proj (vLLM qwen3_next.py)
         return (hidden * (2 * key + 2 * value) + hidden * 2 * v_heads + (2 * key + value) * kernel
                 + 2 * v_heads + v_dim + value * hidden)
-    state = _int(text, "mamba_d_state", "ssm_state_size", "state_size") or 0
-    kernel = _int(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel") or 0
-    heads = _int(text, "mamba_n_heads", "mamba_num_heads")
-    head_dim = _int(text, "mamba_d_head", "mamba_head_dim")
+    state = int_field(text, "mamba_d_state", "ssm_state_size", "state_size") or 0
+    kernel = int_field(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel") or 0
+    heads = int_field(text, "mamba_n_heads", "mamba_num_heads")
+    head_dim = int_field(text, "mamba_d_head", "mamba_head_dim")
     if heads and head_dim:  # Mamba-2: in_proj (z, x, B, C, dt), conv1d, A, D, dt_bias, norm, out_proj
-        groups = _int(text, "mamba_n_groups", "n_groups") or 1
+        groups = int_field(text, "mamba_n_groups", "n_groups") or 1
         inter = heads * head_dim
         conv_dim = inter + 2 * groups * state
         return hidden * (inter + conv_dim + heads) + conv_dim * kernel + 3 * heads + inter + inter * hidden
-    expand = _int(text, "mamba_expand", "expand")
+    expand = int_field(text, "mamba_expand", "expand")
     if not expand:
         return None
     inter = expand * hidden  # Mamba-1: in_proj, conv1d, x_proj, dt_proj, A, D, out_proj
-    dt_rank = _int(text, "mamba_dt_rank") or math.ceil(hidden / 16)
+    dt_rank = int_field(text, "mamba_dt_rank") or math.ceil(hidden / 16)
     return (2 * hidden * inter + inter * kernel + inter * (dt_rank + 2 * state) + dt_rank * inter + inter
             + inter * state + inter + inter * hidden)
 
@@ -163,7 +166,7 @@ def mtp_layers(text: Mapping[str, Any]) -> int:
     """Multi-token-prediction layers the checkpoint carries (DeepSeek-V3 ``num_nextn_predict_layers``,
     Qwen3-Next ``mtp_num_hidden_layers``, GLM-4.5 ``num_nextn_predict_layers``); vLLM loads them only as the
     drafter of ``--speculative-config '{"method": "mtp"}'``."""
-    return _int(text, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0
+    return int_field(text, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0
 
 
 def vision_params(config: Mapping[str, Any]) -> int | None:
@@ -174,20 +177,20 @@ def vision_params(config: Mapping[str, Any]) -> int | None:
     vision = config.get("vision_config")
     if not isinstance(vision, Mapping):
         return None
-    width = _int(vision, "hidden_size", "embed_dim", "width")
-    depth = _int(vision, "num_hidden_layers", "depth", "layers")
+    width = int_field(vision, "hidden_size", "embed_dim", "width")
+    depth = int_field(vision, "num_hidden_layers", "depth", "layers")
     if not (width and depth):
         return None
-    inter = _int(vision, "intermediate_size", "mlp_dim") or 4 * width
-    patch = _int(vision, "patch_size") or 14
-    channels = _int(vision, "in_channels", "num_channels", "in_chans") or 3
-    temporal = _int(vision, "temporal_patch_size") or 1
+    inter = int_field(vision, "intermediate_size", "mlp_dim") or 4 * width
+    patch = int_field(vision, "patch_size") or 14
+    channels = int_field(vision, "in_channels", "num_channels", "in_chans") or 3
+    temporal = int_field(vision, "temporal_patch_size") or 1
     gated = 3 if str(vision.get("hidden_act", "")).lower() in ("silu", "swiglu") else 2
     block = 4 * width * width + gated * width * inter + 4 * width
     embed = channels * temporal * patch * patch * width
-    text_hidden = _int(config.get("text_config") or {}, "hidden_size") or _int(config, "hidden_size") or width
-    out = _int(vision, "out_hidden_size") or text_hidden
-    merge = _int(vision, "spatial_merge_size") or 1
+    text_hidden = int_field(config.get("text_config") or {}, "hidden_size") or int_field(config, "hidden_size") or width
+    out = int_field(vision, "out_hidden_size") or text_hidden
+    merge = int_field(vision, "spatial_merge_size") or 1
     projector = (width * merge * merge) * (width * merge * merge) + (width * merge * merge) * out
     return depth * block + embed + projector
 
@@ -202,13 +205,13 @@ QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5"
 def mm_tokens_per_item(config: Mapping[str, Any]) -> int | None:
     """The most tokens one image becomes in the language model: gemma-3's ``mm_tokens_per_image``, LLaVA's
     (image_size / patch_size)^2, the Qwen-VL processors' default; None where only the processor knows."""
-    if (n := _int(config, "mm_tokens_per_image")) is not None:
+    if (n := int_field(config, "mm_tokens_per_image")) is not None:
         return n
     if config.get("model_type") in QWEN_VL_TYPES and isinstance(config.get("vision_config"), Mapping):
         return QWEN_VL_TOKENS_PER_IMAGE
     vision = config.get("vision_config")
     if isinstance(vision, Mapping) and config.get("model_type") in ("llava", "llava_next"):
-        size, patch = _int(vision, "image_size"), _int(vision, "patch_size")
+        size, patch = int_field(vision, "image_size"), int_field(vision, "patch_size")
         if size and patch:
             return (size // patch) ** 2
     return None
@@ -216,7 +219,7 @@ def mm_tokens_per_item(config: Mapping[str, Any]) -> int | None:
 
 def experts(text: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """Routed experts and their intermediate size (None, None for a dense model)."""
-    n = _int(text, "n_routed_experts", "num_experts", "num_local_experts")
+    n = int_field(text, "n_routed_experts", "num_experts", "num_local_experts")
     if not n:
         return None, None
-    return n, _int(text, "moe_intermediate_size", "intermediate_size")
+    return n, int_field(text, "moe_intermediate_size", "intermediate_size")

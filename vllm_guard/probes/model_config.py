@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_guard.probes import model_arch, model_weights
+from vllm_guard.probes.model_arch import int_field
 
 # vLLM 0.33 transformers_utils/model_arch_config_convertor.py:376-396: the derived
 # maximum length is the smallest of these keys present in the text config.
@@ -50,31 +51,23 @@ def text_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
     return config, False
 
 
-def _int(cfg: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = cfg.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
 def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False) -> dict[str, Any]:
     """The ModelFacts fields that come from config.json, plus ``notes``."""
     notes: list[str] = []
     text, nested = text_config(config)
     archs = config.get("architectures") or text.get("architectures") or []
-    heads = _int(text, "num_attention_heads", "n_head", "num_heads")
-    hidden = _int(text, "hidden_size", "n_embd", "d_model")
-    layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
-    kv_heads = _int(text, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
+    heads = int_field(text, "num_attention_heads", "n_head", "num_heads")
+    hidden = int_field(text, "hidden_size", "n_embd", "d_model")
+    layers = int_field(text, "num_hidden_layers", "n_layer", "num_layers")
+    kv_heads = int_field(text, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
     if kv_heads is None and heads is not None:
         kv_heads = heads  # no GQA key: every head has its own K and V (Llama-2 13B)
-    head_dim = _int(text, "head_dim")
+    head_dim = int_field(text, "head_dim")
     if head_dim is None and hidden and heads:
         head_dim = hidden // heads
     dtype = text.get("torch_dtype") or config.get("torch_dtype") or text.get("dtype") or config.get("dtype")
     quant = config.get("quantization_config") or text.get("quantization_config") or {}
-    sliding = _int(text, "sliding_window")
+    sliding = int_field(text, "sliding_window")
     if text.get("use_sliding_window") is False:
         sliding = None  # Qwen2.5 lists a window it does not use
     derived, key = derived_max_len(text, notes)
@@ -88,9 +81,9 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "num_kv_heads": kv_heads,
         "head_dim": head_dim,
         "hidden_size": hidden,
-        "intermediate_size": _int(text, "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
+        "intermediate_size": int_field(text, "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
                                   "moe_intermediate_size") or _falcon_ffn(text, hidden),
-        "vocab_size": _int(text, "vocab_size") or _int(config, "vocab_size"),
+        "vocab_size": int_field(text, "vocab_size") or int_field(config, "vocab_size"),
         "torch_dtype": dtype if isinstance(dtype, str) else None,
         "derived_max_len": derived,
         "derived_max_len_key": key,
@@ -99,19 +92,19 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "state_bytes_per_layer": model_arch.state_bytes_per_layer(text),
         "state_conv_row_bytes": model_arch.state_conv_row_bytes(text),
         "mtp_layers": model_arch.mtp_layers(text),
-        "global_kv_heads": _int(text, "num_global_key_value_heads"),
-        "global_head_dim": _int(text, "global_head_dim"),
+        "global_kv_heads": int_field(text, "num_global_key_value_heads"),
+        "global_head_dim": int_field(text, "global_head_dim"),
         "num_experts": model_arch.experts(text)[0],
         "moe_intermediate_size": model_arch.experts(text)[1],
-        "experts_per_token": _int(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")
+        "experts_per_token": int_field(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")
         if model_arch.experts(text)[0] else None,
         "vision_params": model_arch.vision_params(config),
         "mm_tokens_per_item": model_arch.mm_tokens_per_item(config),
-        "kv_lora_rank": _int(text, "kv_lora_rank"),
-        "qk_rope_head_dim": _int(text, "qk_rope_head_dim"),
+        "kv_lora_rank": int_field(text, "kv_lora_rank"),
+        "qk_rope_head_dim": int_field(text, "qk_rope_head_dim"),
         "quant_method": quant.get("quant_method") if isinstance(quant, dict) else None,
-        "quant_bits": _int(quant, "bits", "w_bit") if isinstance(quant, dict) else None,
-        "quant_group_size": _int(quant, "group_size", "q_group_size") if isinstance(quant, dict) else None,
+        "quant_bits": int_field(quant, "bits", "w_bit") if isinstance(quant, dict) else None,
+        "quant_group_size": int_field(quant, "group_size", "q_group_size") if isinstance(quant, dict) else None,
         "is_multimodal": nested or "vision_config" in config,
     }
     for name in ("num_layers", "num_attention_heads", "hidden_size", "vocab_size"):
@@ -130,7 +123,7 @@ def _falcon_ffn(text: Mapping[str, Any], hidden: int | None) -> int | None:
 
 def derived_max_len(text: Mapping[str, Any], notes: list[str]) -> tuple[int, str]:
     """vLLM's derived max_model_len (vllm-reference §2g): min over length keys, RoPE-scaled."""
-    found = [(v, k) for k in MAX_LEN_KEYS if (v := _int(text, k)) is not None]
+    found = [(v, k) for k in MAX_LEN_KEYS if (v := int_field(text, k)) is not None]
     if not found:
         notes.append(f"config.json has no length key; vLLM assumes {DEFAULT_MAX_LEN}")
         return DEFAULT_MAX_LEN, "default"
@@ -148,7 +141,7 @@ def derived_max_len(text: Mapping[str, Any], notes: list[str]) -> tuple[int, str
             if rope_type == "yarn":
                 # YaRN extends the *original* length: DeepSeek-V2-Lite 4096 x 40 = 163840;
                 # Qwen2.5 with YaRN factor 4 over 32768 = 131072.
-                value = _int(rope, "original_max_position_embeddings") or value
+                value = int_field(rope, "original_max_position_embeddings") or value
             value = int(value * factor)
     return value, key
 

@@ -14,16 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.probes import model_arch
+from vllm_guard.probes.model_arch import int_field
 
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "float8_e4m3fn": 1}
-
-
-def _int(cfg: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = cfg.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 @dataclass(frozen=True)
@@ -61,17 +54,17 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
     act = text.get("hidden_act", "gelu" if text.get("model_type") == "falcon" else "silu")
     gated = 3 if act != "gelu" or text.get("model_type") in ("gemma2", "gemma") else 2
     dense_mlp = gated * hidden * inter
-    n_experts = _int(text, "n_routed_experts", "num_experts", "num_local_experts")
+    n_experts = int_field(text, "n_routed_experts", "num_experts", "num_local_experts")
     mlp = experts = shared = 0
     if n_experts:
-        moe_inter = _int(text, "moe_intermediate_size") or inter
-        first_dense = _int(text, "first_k_dense_replace") or 0
+        moe_inter = int_field(text, "moe_intermediate_size") or inter
+        first_dense = int_field(text, "first_k_dense_replace") or 0
         moe_layers = layers - first_dense
         mlp = first_dense * dense_mlp
         experts = moe_layers * (gated * hidden * moe_inter * n_experts + hidden * n_experts)  # + router
-        shared = moe_layers * gated * hidden * moe_inter * (_int(text, "n_shared_experts") or 0)
+        shared = moe_layers * gated * hidden * moe_inter * (int_field(text, "n_shared_experts") or 0)
         # Qwen2-MoE / Qwen3-Next: one shared expert of its own size and its sigmoid gate
-        if (shared_inter := _int(text, "shared_expert_intermediate_size")):
+        if (shared_inter := int_field(text, "shared_expert_intermediate_size")):
             shared += moe_layers * (gated * hidden * shared_inter + hidden)
     else:
         # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP
@@ -90,11 +83,11 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
 
 
 def _mla_params(text: Mapping[str, Any], hidden: int, heads: int) -> int:
-    rank = _int(text, "kv_lora_rank") or 0
-    rope = _int(text, "qk_rope_head_dim") or 0
-    nope = _int(text, "qk_nope_head_dim") or 0
-    v_dim = _int(text, "v_head_dim") or nope
-    q_rank = _int(text, "q_lora_rank")
+    rank = int_field(text, "kv_lora_rank") or 0
+    rope = int_field(text, "qk_rope_head_dim") or 0
+    nope = int_field(text, "qk_nope_head_dim") or 0
+    v_dim = int_field(text, "v_head_dim") or nope
+    q_rank = int_field(text, "q_lora_rank")
     q = hidden * heads * (nope + rope) if not q_rank else hidden * q_rank + q_rank + q_rank * heads * (nope + rope)
     kv = hidden * (rank + rope) + rank + rank * heads * (nope + v_dim)
     return q + kv + heads * v_dim * hidden
@@ -110,7 +103,7 @@ def mtp_layer_bytes(p: Parts, f: Mapping[str, Any], text: Mapping[str, Any]) -> 
     heads, kv_heads, head_dim = f.get("num_attention_heads") or 0, f.get("num_kv_heads") or 0, f.get("head_dim") or 0
     q_out = heads * head_dim * (2 if text.get("attn_output_gate") else 1)
     attn = hidden * q_out + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-    moe_layers = layers - (_int(text, "first_k_dense_replace") or 0)
+    moe_layers = layers - (int_field(text, "first_k_dense_replace") or 0)
     ffn = (p.experts + p.shared) / moe_layers if p.experts else p.mlp / layers
     return int(n * (attn + ffn + 2 * hidden * hidden + 4 * hidden) * 2)
 
@@ -167,7 +160,8 @@ def _parts_named(names: list[str]) -> set[str]:
 
 
 def _scheme(weights: Mapping[str, Any]) -> Scheme:
-    bits, kind, group = _int(weights, "num_bits") or 4, str(weights.get("type") or "int"), _int(weights, "group_size")
+    bits, kind = int_field(weights, "num_bits") or 4, str(weights.get("type") or "int")
+    group = int_field(weights, "group_size")
     if kind == "float" and bits == 4:
         return Scheme("nvfp4", 4, group or 16)
     if kind == "float" and bits == 8:
@@ -205,9 +199,9 @@ def weight_format(quant: Mapping[str, Any] | None) -> Format:
         algo = str(quant.get("quant_algo") or "").upper()
         scheme = Scheme("nvfp4", 4, 16) if "FP4" in algo else Scheme("fp8", 8)
         return Format(tuple((p, scheme) for p in body))
-    bits = _int(quant, "bits", "w_bit")
+    bits = int_field(quant, "bits", "w_bit")
     if bits:
-        scheme = Scheme("int", bits, _int(quant, "group_size", "q_group_size") or 128)
+        scheme = Scheme("int", bits, int_field(quant, "group_size", "q_group_size") or 128)
         return Format(tuple((p, scheme) for p in body))
     return Format()
 
