@@ -70,6 +70,7 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
     sliding = int_field(text, "sliding_window")
     if text.get("use_sliding_window") is False:
         sliding = None  # Qwen2.5 lists a window it does not use
+    n_experts, moe_inter = model_arch.experts(text)
     derived, key = derived_max_len(text, notes)
     if disable_sliding_window and sliding and derived:
         derived, key = min(derived, sliding), "sliding_window"
@@ -94,10 +95,10 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "mtp_layers": model_arch.mtp_layers(text),
         "global_kv_heads": int_field(text, "num_global_key_value_heads"),
         "global_head_dim": int_field(text, "global_head_dim"),
-        "num_experts": model_arch.experts(text)[0],
-        "moe_intermediate_size": model_arch.experts(text)[1],
+        "num_experts": n_experts,
+        "moe_intermediate_size": moe_inter,
         "experts_per_token": int_field(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")
-        if model_arch.experts(text)[0] else None,
+        if n_experts else None,
         "vision_params": model_arch.vision_params(config),
         "mm_tokens_per_item": model_arch.mm_tokens_per_item(config),
         "kv_lora_rank": int_field(text, "kv_lora_rank"),
