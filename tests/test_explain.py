@@ -224,7 +224,7 @@ def test_a_sigkill_is_host_oom_only_when_the_kernel_says_so() -> None:
 def test_prefixes_and_noise_are_removed() -> None:
     raw = ("Nov 29 06:00:00 host vllm-guard[123]: (EngineCore pid=41301) \x1b[31mERROR 11-29 [core.py:1] boom"
            "\x1b[0m\r\nbar  10%|█\rbar 100%|██████████|\r\n")
-    assert clean_lines(raw) == [("EngineCore", "ERROR 11-29 [core.py:1] boom"), ("", "bar 100%|██████████|")]
+    assert clean_lines(raw) == [("EngineCore pid=41301", "ERROR 11-29 [core.py:1] boom"), ("", "bar 100%|██████████|")]
 
 
 def test_explain_reads_stdin() -> None:

@@ -97,7 +97,7 @@ def test_nested_prefixes_are_taken_off() -> None:
            "[rank0]: Traceback (most recent call last):\n"
            "> ValueError: quoted\n")
     assert [(line.proc, line.text) for line in logread.read(raw)] == [
-        ("RayWorkerWrapper", "INFO 03-07 05:56:13 [x.py:1] hello"), ("", "Traceback (most recent call last):"),
+        ("RayWorkerWrapper pid=5280", "INFO 03-07 05:56:13 [x.py:1] hello"), ("", "Traceback (most recent call last):"),
         ("", "ValueError: quoted")]
 
 
@@ -114,7 +114,7 @@ def test_tracebacks_are_kept_per_process() -> None:
     ])
     tbs = logread.tracebacks(logread.read(text))
     assert [(t.proc, [f.func for f in t.frames], t.exception) for t in tbs] == [
-        ("Worker_TP1", ["capture_model"], 4), ("EngineCore", ["__init__"], 5)]
+        ("Worker_TP1 pid=2", ["capture_model"], 4), ("EngineCore pid=1", ["__init__"], 5)]
     d = classify(text)  # no stage line at all: the worker's frames place the OOM
     assert (d.cls, d.stage, d.numbers["tried_to_allocate_gib"], d.numbers["free_gib"]) == (
         "oom_cudagraph", "cuda_graph", 2.0, 1.5)

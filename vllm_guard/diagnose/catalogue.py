@@ -79,6 +79,17 @@ SOURCES: dict[str, str] = {
     "disk": "the OS: 'OSError: [Errno 28] No space left on device'",
     "hub_access": "huggingface_hub / transformers: GatedRepoError, 401/403 Client Error, RepositoryNotFoundError; "
                   "vLLM 0.8+ 'Invalid repository ID or local directory specified'",
+    "hub_unreachable": "huggingface_hub utils/_http.py OfflineModeIsEnabled ('Cannot reach URL: offline mode is "
+                       "enabled', 0.20+), file_download.py LocalEntryNotFoundError ('... cannot find the requested "
+                       "files in the local cache ...'), snapshot_download ('outgoing traffic has been disabled'); "
+                       "transformers utils/hub.py cached_file ('We couldn't connect to ... to load this file'); "
+                       "urllib3's 'HTTPSConnectionPool(host=huggingface.co ...): Max retries exceeded'",
+    "hub_config_missing": "huggingface_hub 404 for the model's config.json ('404 Client Error: Not Found for url: "
+                          ".../resolve/REV/config.json', EntryNotFoundError, RevisionNotFoundError); transformers "
+                          "utils/hub.py cached_file: 'does not appear to have a file named config.json'",
+    "extension_abi": "the dynamic loader, importing a compiled extension (vllm._C, flash_attn_2_cuda, xformers) "
+                     "built for another torch ('ImportError: ....so: undefined symbol: _ZN3c10...') or another "
+                     "CUDA ('ImportError: libcudart.so.12: cannot open shared object file'), any release",
     "hub_path": "huggingface_hub validators (vLLM 0.32-0.33 through transformers): 'Repo id must be in the form "
                 "...' for a local path that does not exist",
     "remote_code": "transformers dynamic_module_utils.py resolve_trust_remote_code ('requires you to execute the "

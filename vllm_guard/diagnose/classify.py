@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.diagnose import certainty, guard_report, hang, logread
+from vllm_guard.diagnose import certainty, guard_report, hang, logread, progress
 from vllm_guard.diagnose.logread import LogLine
-from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING, PROFILING, STAGES, stage_of
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule, numbers_of, placement_numbers, rules_for
 
 CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom_profiling", "oom_cudagraph",
@@ -92,7 +92,6 @@ _DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_
 _KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
 
 
-_NOT_PROGRESS = ("ERROR", "  File ", "    ")  # error records and traceback lines: no stage, no setting
 
 
 def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
@@ -100,7 +99,7 @@ def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
     ctx: dict[str, Any] = {}
     for line in (entry.text for entry in lines):
         # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
-        if line.startswith(_NOT_PROGRESS) or not _CONTEXT_WORDS.search(line):
+        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line):
             continue
         for pattern, key in _CONTEXT:
             m = pattern.search(line)
@@ -213,15 +212,8 @@ _TUPLE = re.compile(r"'\s{0,4},\s{0,4}'|(?<=: )\('|'\)$")
 
 def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     ctx = _read_context(lines)
-    stage = BEFORE_START
-    stage_at: list[str] = []
-    for line in lines:
-        # vLLM's progress lines are INFO records; its error records and traceback lines never mark a stage
-        marker = None if line.text.startswith(_NOT_PROGRESS) else stage_of(line.text)
-        if marker is not None and STAGES.index(marker) > STAGES.index(stage):
-            stage = marker
-        stage_at.append(stage)
-    final_stage = stage
+    reached = progress.progress(lines)
+    final_stage = reached.final
     if final_stage == BEFORE_START and any(line.text.startswith(guard_report.STARTS) and
                                            guard_report.is_report_line(line.text) for line in lines):
         report = guard_report.failed_preflight(lines)
@@ -257,7 +249,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                 signal = _signal_from_match(m_exit)
             if WRAPPERS.search(text):
                 break
-            found = _match(text, rules, lines, i, ctx, stage_at, final_stage, frame_stage, signal, fallback)
+            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, fallback)
             if found is not None:
                 return found
     if fallback:
@@ -284,8 +276,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                      stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 
 
-def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any], stage_at: list[str],
-           final_stage: str, frame_stage: Callable[[str, int], str | None], signal: int | None,
+def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
+           reached: progress.Progress, frame_stage: Callable[[str, int], str | None], signal: int | None,
            fallback: list[Diagnosis]) -> Diagnosis | None:
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
@@ -294,7 +286,7 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         if ray:
             numbers.update(numbers_of(ray, "worker_rss_gb", "node_used_gb", "node_total_gb"))
         evidence = (_cut(text), killed.group(0)) if killed and killed.group(0) not in text else (_cut(text),)
-        return Diagnosis("host_oom", _host_oom_stage(stage_at[i]), numbers, evidence, signal, context=ctx,
+        return Diagnosis("host_oom", _host_oom_stage(reached.at[i]), numbers, evidence, signal, context=ctx,
                          template=certainty.HOST_OOM_SOURCE, stage_from=certainty.PROGRESS)
     for rule in rules:
         m = rule.pattern.search(text)
@@ -306,8 +298,8 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         if rule.cls == "too_few_gpus" and "placement group" in text:
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
-            placed, how = _oom_stage(lines, i, stage_at, final_stage, frame_stage)
-            cls, at = _oom_class(placed)
+            placed, how = reached.oom_stage(lines, i, frame_stage)
+            cls, at = progress.oom_class(placed)
             if cls == "unknown":
                 # A CUDA OOM is an OOM wherever it happened; without its stage the ladder cannot pick the
                 # change, so keep looking for a decisive line and say gpu_oom only when none comes.
@@ -320,7 +312,7 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             return Diagnosis(cls, at, numbers, _evidence(lines, i, text), signal, context=ctx,
                              confidence="high" if how == certainty.FRAMES else "medium", template=rule.source,
                              stage_from=how)
-        at = rule.stage or stage_at[i]
+        at = rule.stage or reached.at[i]
         return Diagnosis(rule.cls, at, numbers, _evidence(lines, i, text), signal, rule.detail, ctx,
                          template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
     return None
@@ -348,19 +340,6 @@ def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, s
     return None
 
 
-def _oom_stage(lines: list[LogLine], i: int, stage_at: list[str], final_stage: str,
-               frame_stage: Callable[[str, int], str | None]) -> tuple[str, str]:
-    """Where an OOM happened, and how that is known: its traceback's frames, else the stage the start reached.
-
-    stdout (the stage lines) and stderr (the traceback) interleave out of order in a pasted log, so
-    the stage reached by the end of the start is a better guess than the stage above the OOM line.
-    """
-    stage = frame_stage(lines[i].proc, i)
-    if stage is not None:
-        return stage, certainty.FRAMES
-    return (final_stage if STAGES.index(final_stage) > STAGES.index(stage_at[i]) else stage_at[i]), certainty.PROGRESS
-
-
 def _signal_from_match(m: re.Match[str]) -> int | None:
     groups = m.groups()
     code = next((g for g in groups if g and g.lstrip("-").isdigit()), None)
@@ -374,17 +353,6 @@ def _signal_from_match(m: re.Match[str]) -> int | None:
 
 def _host_oom_stage(stage: str) -> str:
     return stage if stage != BEFORE_START else LOADING
-
-
-def _oom_class(stage: str) -> tuple[str, str]:
-    """Where a raw CUDA OOM happened decides what it means (vLLM 0.33's V2 runner does not wrap it)."""
-    if stage == LOADING:
-        return "oom_loading", LOADING
-    if stage == PROFILING:
-        return "oom_profiling", PROFILING
-    if stage == CUDA_GRAPH:
-        return "oom_cudagraph", CUDA_GRAPH
-    return "unknown", stage  # before loading, or while allocating the KV cache: not enough to act on
 
 
 def _cut(text: str) -> str:

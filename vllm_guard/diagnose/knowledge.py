@@ -203,8 +203,31 @@ RAY_HEAD_WITHOUT_GPU = Advice(
     ("adding GPUs to the other nodes",),
 )
 
+HUB_UNREACHABLE = Advice(
+    "The Hugging Face Hub could not be reached: offline mode (HF_HUB_OFFLINE=1), no network, a proxy or a firewall. "
+    "vLLM resolves a model id on the Hub even when the files are cached (vllm #3719).",
+    ("the model's local path instead of its id (`hf download ID --local-dir DIR`, then --model DIR)",
+     "HF_HUB_OFFLINE=1 only once the config, tokenizer and weights are all in the cache",
+     "HF_ENDPOINT for a mirror, HTTPS_PROXY for a proxy"),
+    ("raising timeouts before the Hub answers at all", "changing vLLM's memory settings"),
+)
+CONFIG_MISSING = Advice(
+    "The model repository or folder has no config.json where vLLM looked: a wrong id or path, or the model lives on "
+    "another revision or in a subfolder.",
+    ("check the id and the files on the Hub", "--revision (and --tokenizer-revision) for a model on another branch",
+     "a local folder that holds config.json itself"), ("a token, when the Hub answered 404 rather than 401/403",),
+)
+EXTENSION_ABI = Advice(
+    "A compiled extension (vLLM's own, or flash-attn, xformers) was built for another torch or CUDA than the one "
+    "installed: the loader finds an undefined C++ symbol or a missing CUDA library.",
+    ("install vLLM in a fresh virtual environment and let it pin its torch (`pip install vllm==X`)",
+     "rebuild or remove a separately installed flash-attn or xformers (vLLM ships its own kernels)",
+     "a wheel built for the CUDA the driver and image have"), ("restarting", "changing vLLM's settings"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
-                                    "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU}
+                                    "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU, "hub": HUB_UNREACHABLE,
+                                    "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI}
 
 
 # startup_hang, per stage: what is known to unstick each (vLLM's troubleshooting guide, NCCL's docs).

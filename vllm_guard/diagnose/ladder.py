@@ -94,6 +94,14 @@ NOT_RELAXABLE = {
                    "command line",
     "unknown": "the failure is not understood well enough to change anything safely",
 }
+# A reading within a class (Diagnosis.detail) whose reason differs from the class's own.
+NOT_RELAXABLE_DETAIL = {
+    "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "
+           "changes that",
+    "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",
+    "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
+                     "helps",
+}
 
 
 def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_supported: bool | None = None,
@@ -140,7 +148,7 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         return _hang(d, s)
     if d.detail == "profiling_assertion":
         return Step(None, None, "another process released GPU memory during profiling: start once more unchanged")
-    return Stop(NOT_RELAXABLE.get(d.cls, NOT_RELAXABLE["unknown"]))
+    return Stop(NOT_RELAXABLE_DETAIL.get(d.detail or "") or NOT_RELAXABLE.get(d.cls, NOT_RELAXABLE["unknown"]))
 
 
 # startup_hang stages where one change is known to help on several GPUs: NCCL's P2P transport and vLLM's custom

@@ -69,7 +69,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S{1,255} (?P<src>[^\s:\[]{1,255}(?:\[\d{1,10}\])?): ")
 _ISO_JOURNAL = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.\d]{0,10}[+-]\d\d:?\d\d \S{1,255} (?P<src>[^\s:\[]{1,255}(?:\[\d{1,10}\])?): ")
-_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z_][A-Za-z0-9_]{0,63})? ?pid=\d{1,10}(?:, ip=[0-9A-Fa-f.:]{1,64})?\) ")
+# vLLM's process prefixes: V0's "(VllmWorkerProcess pid=N)", V1 0.8-0.10's "(VllmWorker rank=R pid=N)"
+# (v1/executor/multiproc_executor.py; the rank stays in the name: each rank is its own process), 0.11+'s
+# "(Worker_TP0 pid=N)", "(EngineCore_DP0 pid=N)", "(APIServer pid=N)", and Ray's "(RayWorkerWrapper pid=N, ip=A)".
+# A process is its name and pid: V0's workers all call themselves VllmWorkerProcess.
+_PROCESS = re.compile(r"^\((?P<proc>[A-Za-z_][A-Za-z0-9_]{0,63}(?: rank=\d{1,5})?)? ?(?P<pid>pid=\d{1,10})"
+                      r"(?:, ip=[0-9A-Fa-f.:]{1,64})?\) ")
 # Prefixes that carry nothing we need: a timestamp (CI, kubelet, Ray), a kubelet stream tag, a
 # docker-compose service, a markdown quote, torch's rank tag, a pasted table's "| ts |" column.
 _NOISE = re.compile(
@@ -96,7 +101,7 @@ def _strip_prefixes(line: str) -> tuple[str, str, str]:
             m = _PROCESS.match(line)
             if not m:
                 break
-            proc, line = m.group("proc") or "Ray", line[m.end():]
+            proc, line = f'{m.group("proc") or "Ray"} {m.group("pid")}', line[m.end():]
             continue
         m = _JOURNAL.match(line) or _ISO_JOURNAL.match(line)
         if m:

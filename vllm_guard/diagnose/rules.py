@@ -60,8 +60,13 @@ def numbers_of(m: re.Match[str], *names: str) -> dict[str, Any]:
 
 # PyTorch's OOM, raised bare or inside another error's message (Inductor's autotuning, a vLLM layer);
 # only on an error line: a model may be named "no-CUDA-out-of-memory".
+# Its figures alone are an OOM too: "Tried to allocate 136.00 MiB. GPU 0 has a total capacity of" (2.1+) and "Tried
+# to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity" (older) are written by the caching allocator's OOM only
+# (c10/cuda/CUDACachingAllocator.cpp), and a paste may quote them without the head (blind2/b015).
 _OOM = re.compile(
     r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP) out of memory|CUDA error: out of memory)|CUBLAS_STATUS_ALLOC_FAILED"
+    r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
+    r"[GMK]i?B total capacity)"
 )
 _SIZE = r"([\d.]{1,20}) ?([GMK]i?B)"
 # PyTorch's figures in both wordings: "GPU 0 has a total capacity of 22.09 GiB of which 758.44 MiB is free"
@@ -241,6 +246,14 @@ RULES: tuple[Rule, ...] = (
     # Not a bare DistNetworkError: a busy local port (EADDRINUSE) raises it too, and that is no network's fault.
     Rule("network", re.compile(r"(?:DistNetworkError|DistStoreError): .{0,300}?(?:[Tt]imed out|Connection refused"
                                r"|No route to host)"), detail="rendezvous", source=SOURCES["rendezvous"]),
+    # The Hub cannot be reached: offline mode, no network, a proxy. vLLM resolves a model id on the Hub even when
+    # the files are cached (vllm #3719: HF_HUB_OFFLINE=1 and an id, not a path).
+    Rule("network", re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled"
+                               r"|cannot find the requested files in the (?:local|disk) cache"
+                               r"|We couldn't connect to '?https?://[^\s']{1,200}'? to load this file"
+                               r"|HTTPSConnectionPool\(host='(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
+                               r"hf-mirror\.com)'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
+         source=SOURCES["hub_unreachable"]),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): address already in use"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
@@ -254,6 +267,19 @@ RULES: tuple[Rule, ...] = (
                                     r"|is not a local folder and is not a valid model identifier"
                                     r"|Invalid user token|invalid credentials"), BEFORE_START,
          source=SOURCES["hub_access"]),
+    # Only config.json: vLLM cannot start without it, while it looks up optional files (generation_config.json,
+    # params.json, a processor's config) and goes on when the Hub answers 404 for them.
+    Rule("model_access", re.compile(r"404 Client Error.{0,300}?/resolve/[^/\s]{1,255}/config\.json\b"
+                                    r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
+                                    r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
+         source=SOURCES["hub_config_missing"]),
+    # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
+    # "Failed to import from vllm._C with ImportError(...)" and may go on).
+    Rule("version_mismatch", re.compile(r"(?:^|\] )ImportError: \S{1,1000}?\.so(?:\.\d{1,6}){0,4}: undefined symbol: "
+                                        r"|(?:^|\] )(?:ImportError|OSError): lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,20}|"
+                                        r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
+                                        r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
+         detail="extension_abi", source=SOURCES["extension_abi"]),
     # A local path that does not exist is taken for a Hub id, which a path can never be (0.32-0.33).
     Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
                                     r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path",
@@ -291,7 +317,10 @@ _WORDS = (
     "Cannot provide a placement group", "Current node has no GPU", "Version mismatch", "Watchdog caught",
     "ncclRemoteError", "network error",
     "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
-    "placement group bundle index", "Ray does not allocate",
+    "placement group bundle index", "Ray does not allocate", "Tried to allocate", "OfflineModeIsEnabled",
+    "outgoing traffic", "requested files in the", "couldn't connect", "Max retries exceeded", "404 Client Error",
+    "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
+    "cannot open shared object",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
