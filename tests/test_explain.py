@@ -262,3 +262,23 @@ def test_big_log_with_the_error_in_the_middle() -> None:
     noise = "(EngineCore pid=1) INFO 11-29 06:00:00 [x.py:1] step done\n" * 50_000
     text = noise + (LOGS / "kv_cache_too_small_033_with_estimate.log").read_text() + noise
     assert classify(text).cls == "kv_cache_too_small"
+
+
+@pytest.mark.parametrize(("line", "cls", "detail"), [
+    # the CUDA runtime's own strings (cudaGetErrorString), raised by torch as RuntimeError: CUDA error: ...
+    ("(EngineCore_DP0 pid=9) ERROR 05-01 10:00:00 [core.py:700] RuntimeError: CUDA error: no kernel image is "
+     "available for execution on the device", "version_mismatch", "gpu_arch"),
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU "
+     "driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+     "version_mismatch", "driver"),
+    ("RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version", "version_mismatch",
+     "driver"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "version_mismatch", "extension_abi"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "gpu_busy", "exclusive"),
+    ("ValueError: Quantization method specified in the model config (gptq) does not match the quantization method "
+     "specified in the `quantization` argument (awq).", "usage_error", "quantization_mismatch"),
+])
+def test_messages_read_from_their_sources(line: str, cls: str, detail: str) -> None:
+    d = classify(f"INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n{line}\n")
+    assert (d.cls, d.detail, d.stage) == (cls, detail, "before_start")
+    assert d.template and d.confidence == "high"

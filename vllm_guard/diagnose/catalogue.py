@@ -90,6 +90,19 @@ SOURCES: dict[str, str] = {
     "extension_abi": "the dynamic loader, importing a compiled extension (vllm._C, flash_attn_2_cuda, xformers) "
                      "built for another torch ('ImportError: ....so: undefined symbol: _ZN3c10...') or another "
                      "CUDA ('ImportError: libcudart.so.12: cannot open shared object file'), any release",
+    "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
+                       "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
+                       "capability: sm_120 under a cu12.6 wheel), any release",
+    "driver_too_old": "PyTorch torch/cuda/__init__.py _lazy_init: 'The NVIDIA driver on your system is too old "
+                      "(found version N)'; the CUDA runtime, cudaErrorInsufficientDriver: 'CUDA driver version is "
+                      "insufficient for CUDA runtime version'",
+    "cpu_torch": "PyTorch torch/cuda/__init__.py _lazy_init: 'Torch not compiled with CUDA enabled' (a CPU-only "
+                 "torch under a CUDA vLLM)",
+    "exclusive_gpu": "the CUDA runtime, cudaErrorDevicesUnavailable: 'CUDA-capable device(s) is/are busy or "
+                     "unavailable' (a GPU in Exclusive Process compute mode that another process holds)",
+    "quant_mismatch": "vLLM 0.2-0.33 ModelConfig._verify_quantization (config.py; config/model.py at 0.33): "
+                      "'Quantization method specified in the model config (X) does not match the quantization "
+                      "method specified in the `quantization` argument (Y)'",
     "hub_path": "huggingface_hub validators (vLLM 0.32-0.33 through transformers): 'Repo id must be in the form "
                 "...' for a local path that does not exist",
     "remote_code": "transformers dynamic_module_utils.py resolve_trust_remote_code ('requires you to execute the "

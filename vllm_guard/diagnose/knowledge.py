@@ -225,7 +225,32 @@ EXTENSION_ABI = Advice(
      "a wheel built for the CUDA the driver and image have"), ("restarting", "changing vLLM's settings"),
 )
 
-DETAIL_ADVICE: dict[str, Advice] = {"profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
+GPU_ARCH = Advice(
+    "The installed torch or vLLM has no kernels for this GPU's compute capability (a new GPU under an older "
+    "wheel: Blackwell's sm_100/sm_120 needs CUDA 12.8 builds).",
+    ("a vLLM and torch built for this GPU (the CUDA 12.8+ wheels for Blackwell), in a fresh virtual environment",
+     "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the architectures the torch has"),
+    ("changing vLLM's settings", "restarting"),
+)
+DRIVER_TOO_OLD = Advice(
+    "The NVIDIA driver is older than the CUDA runtime that torch and vLLM were built with.",
+    ("a newer NVIDIA driver (nvidia-smi shows the CUDA version it supports)",
+     "a vLLM and torch built for the CUDA the driver supports"), ("changing vLLM's settings",),
+)
+EXCLUSIVE_GPU = Advice(
+    "The GPU is in Exclusive Process compute mode and another process already holds it, or it is unavailable.",
+    ("`nvidia-smi -q -d COMPUTE` shows the mode, `nvidia-smi` who holds the GPU", "wait for the other process",
+     "another GPU (CUDA_VISIBLE_DEVICES)"), ("lowering --gpu-memory-utilization",),
+)
+QUANT_MISMATCH = Advice(
+    "--quantization names another method than the checkpoint's own (its config.json's quantization_config).",
+    ("drop --quantization: vLLM reads the method from the checkpoint", "or set it to the checkpoint's method"),
+    ("retrying unchanged",),
+)
+
+DETAIL_ADVICE: dict[str, Advice] = {"gpu_arch": GPU_ARCH, "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU,
+                                    "quantization_mismatch": QUANT_MISMATCH,
+                                    "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
                                     "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU, "hub": HUB_UNREACHABLE,
                                     "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI}
 

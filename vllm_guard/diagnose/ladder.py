@@ -101,6 +101,9 @@ NOT_RELAXABLE_DETAIL = {
     "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
+    "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
+    "driver": "the NVIDIA driver is older than the CUDA the build needs: update the driver or the build",
+    "quantization_mismatch": "--quantization contradicts the checkpoint's own method: fix the profile",
 }
 
 

@@ -280,6 +280,19 @@ RULES: tuple[Rule, ...] = (
                                         r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
                                         r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
          detail="extension_abi", source=SOURCES["extension_abi"]),
+    Rule("version_mismatch", re.compile(r"Torch not compiled with CUDA enabled"), BEFORE_START, detail="extension_abi",
+         source=SOURCES["cpu_torch"]),
+    Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
+         detail="gpu_arch", source=SOURCES["no_kernel_image"]),
+    Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
+                                        r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
+         source=SOURCES["driver_too_old"]),
+    Rule("gpu_busy", re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), BEFORE_START,
+         detail="exclusive", source=SOURCES["exclusive_gpu"]),
+    Rule("usage_error", re.compile(r"Quantization method specified in the model config \((?P<config_method>[\w-]{1,64})"
+                                   r"\) does not match the quantization method specified in the [`']?quantization[`']? "
+                                   r"argument \((?P<argument_method>[\w-]{1,64})\)"), BEFORE_START,
+         detail="quantization_mismatch", source=SOURCES["quant_mismatch"]),
     # A local path that does not exist is taken for a Hub id, which a path can never be (0.32-0.33).
     Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
                                     r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path",
@@ -320,7 +333,8 @@ _WORDS = (
     "placement group bundle index", "Ray does not allocate", "Tried to allocate", "OfflineModeIsEnabled",
     "outgoing traffic", "requested files in the", "couldn't connect", "Max retries exceeded", "404 Client Error",
     "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
-    "cannot open shared object",
+    "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
+    "busy or unavailable", "Quantization method specified",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
