@@ -109,9 +109,23 @@ SOURCES: dict[str, str] = {
                    "configuration file', 'pass(ing) the argument trust_remote_code=True', 'contains custom code "
                    "which must be executed'); vLLM 0.33 'Failed to load the model config'",
     "architecture": "vLLM 0.1-0.33 model_executor/models/registry.py: 'Model architectures [...] are not supported "
-                    "for now'; transformers 'does not recognize this architecture'",
+                    "for now'; transformers 'does not recognize this architecture', and auto_factory.py's "
+                    "'Unrecognized configuration class ... for this kind of AutoModel' (vLLM's Transformers fallback)",
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
+}
+
+# Functions that raise one failure only: a traceback whose innermost frame is one of them names its class even when
+# the paste cuts the exception's message (read by classify._raised_in, not by a rule of rules.py).
+FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
+    # func -> (class, stage, source)
+    "resolve_trust_remote_code": ("remote_code_required", "before_start",
+                                  "transformers 4.3x-4.5x dynamic_module_utils.py resolve_trust_remote_code: it raises "
+                                  "ValueError only to ask for trust_remote_code=True"),
+    "_check_scheme_supported": ("quant_unsupported", "weight_loading",
+                                "vLLM 0.5-0.33 compressed_tensors.py CompressedTensorsConfig._check_scheme_supported: "
+                                "it raises only 'Quantization scheme is not supported for the current GPU. Min "
+                                "capability: N. Current capability: M.'"),
 }
 
 # The waiting lines of a start that hangs (issue 24), read by diagnose/hang.py rather than by a rule of rules.py:

@@ -54,16 +54,25 @@ def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
     return None
 
 
+# vLLM logs an error's message and then its traceback ("[linear.py:210] Failed to create unquantized linear weights:
+# CUDA out of memory ...", "[core.py:708] EngineCore failed to start.", "Traceback ..."): a traceback of the same
+# process that starts this few lines after a line is that line's (blind3/b3-039).
+TRACEBACK_FOLLOWS_LINES = 3
+
+
 def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | None]:
     """(process, line index) -> the stage of the earliest traceback of that process around the line whose
-    frames name one. A traceback the paste cut (no exception) counts from its start to the end of the log.
-    Looked up by bisection: a log of a million OOM tracebacks stays linear (issue 28)."""
+    frames name one, else of one that starts right after it. A traceback the paste cut (no exception) counts from
+    its start to the end of the log. Looked up by bisection: a log of a million OOM tracebacks stays linear
+    (issue 28)."""
     closed: dict[str, list[tuple[int, int, str]]] = {}
     first_open: dict[str, tuple[int, str]] = {}
+    starts: dict[str, list[tuple[int, str]]] = {}  # every placed traceback's first line, per process, in order
     for tb in tbs:
         stage = stage_of_frames(tb.frames)
         if stage is None:
             continue
+        starts.setdefault(tb.proc, []).append((tb.first, stage))
         if tb.exception is None:
             if tb.proc not in first_open:
                 first_open[tb.proc] = (tb.first, stage)
@@ -81,6 +90,11 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
         opened = first_open.get(proc)
         if opened is not None and opened[0] <= i and (found is None or opened[0] < found[0]):
             found = opened
+        if found is None and proc in starts:
+            after = starts[proc]
+            k = bisect.bisect_right(after, (i, "~"))
+            if k < len(after) and after[k][0] - i <= TRACEBACK_FOLLOWS_LINES:
+                found = after[k]
         return found[1] if found else None
 
     return lookup
@@ -104,6 +118,14 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             m = _RAY_SMALL_SHM.search(line.text)
             if m and int(m.group(1)) < 1 << 30:
                 return "shm_exhausted", f"Ray warned that /dev/shm holds only {int(m.group(1)) >> 20} MiB"
+        if "undefined symbol" in line.text and "Failed to import from vllm._C" in line.text:
+            # vLLM's warning (_custom_ops.py); CPU, TPU and ROCm builds print it and go on, so it is not decisive
+            return "version_mismatch", "vLLM warned that its compiled extension does not load (an undefined symbol: " \
+                                       "a wheel built for another torch)"
+        if "NCCL error: unhandled system error" in line.text:
+            # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
+            return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
+                              "/dev/shm (NCCL_DEBUG=INFO names which)"
     cut = [tb for tb in tbs if tb.exception is None and tb.frames]
     if cut:
         stage = stage_of_frames(cut[-1].frames)

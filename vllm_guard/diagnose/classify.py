@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_guard.diagnose import certainty, guard_report, hang, logread, progress
+from vllm_guard.diagnose.catalogue import FRAME_SOURCES
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule, numbers_of, placement_numbers, rules_for
@@ -79,7 +80,9 @@ _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process \d+|Failed with result 'oom-kill'|\"?OOMKilled\"?:\s*true"
                        r"|Memory cgroup out of memory|oom-kill:|oom_reaper|killed by the OOM killer"
-                       r"|exceeds the memory usage threshold of [\d.]{1,10}\. Ray killed this worker")
+                       r"|exceeds the memory usage threshold of [\d.]{1,10}\. Ray killed this worker"
+                       # Ray's raylet (node_manager.cc): "N Workers (tasks / actors) killed due to memory pressure"
+                       r"|killed due to memory pressure \(OOM\)")
 # Ray's memory monitor: "... memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds ..."
 _RAY_OOM = re.compile(r"memory used=(?P<worker_rss_gb>[\d.]{1,20})GB\) was running was "
                       r"(?P<node_used_gb>[\d.]{1,20})GB / (?P<node_total_gb>[\d.]{1,20})GB")
@@ -254,6 +257,9 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                 return found
     if fallback:
         return fallback[0]
+    raised = _raised_in(lines, tbs, signal, ctx)
+    if raised is not None:
+        return raised
     if signal == SIGKILL:
         # A SIGKILL alone does not say who sent it: the host's OOM killer (most likely while the weights
         # are read through host memory), `docker kill`, a watchdog or a person. Not a confident host_oom.
@@ -315,6 +321,19 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         at = rule.stage or reached.at[i]
         return Diagnosis(rule.cls, at, numbers, _evidence(lines, i, text), signal, rule.detail, ctx,
                          template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
+    return None
+
+
+def _raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+               ctx: dict[str, Any]) -> Diagnosis | None:
+    """A class from the one function that raised it, when the paste cut its message (blind3/b3-010, b3-034)."""
+    for tb in reversed(tbs):
+        known = FRAME_SOURCES.get(tb.frames[-1].func) if tb.frames else None
+        if known is not None:
+            cls, stage, source = known
+            evidence = (f"raised in {tb.frames[-1].func} ({_cut(tb.frames[-1].path)})", *_last_errors(lines, tbs, 2))
+            return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
+                             stage_from=certainty.FRAMES)
     return None
 
 

@@ -131,9 +131,14 @@ def read(text: str) -> list[LogLine]:
             proc, source, line = _strip_prefixes(line)
         else:  # a bare record ("ERROR 11-29 ...", "Traceback ..."): nothing to take off
             proc = source = ""
+        if line.endswith("across cluster]"):  # Ray's log deduplication (ray_logging.py), on any process's line
+            line = _RAY_REPEATED.sub("", line)
         if line and not line.isspace():
             append(make(LogLine, (n, proc, line.rstrip(), source)))
     return out
+
+
+_RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
 
 
 # --- wrapped lines -------------------------------------------------------------------

