@@ -63,3 +63,8 @@ def write_profile(tmp_path: Path):
         return path
 
     return write
+
+
+def blind_log(name: str, prefix: str) -> str:
+    """A log of a blind set of issue 26 (tests/data/real-logs/NAME) by its file name's prefix ("b014")."""
+    return next((DATA / "real-logs" / name).glob(f"{prefix}-*.log")).read_text()

@@ -7,25 +7,15 @@ variant that must not match, so a rule is never only "the fixture's own words".
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import DATA
+from tests.conftest import blind_log
 from vllm_guard.diagnose import logread
 from vllm_guard.diagnose.classify import classify
 
-BLIND2 = DATA / "real-logs" / "blind2"
-
 
 def _log(prefix: str) -> str:
-    return next(BLIND2.glob(f"{prefix}-*.log")).read_text()
-
-
-def test_the_set_is_whole_and_every_entry_was_blind() -> None:
-    index = json.loads((BLIND2 / "index.json").read_text())
-    assert len(index) == 27 and all(e["blind"] for e in index)
-    assert all((BLIND2 / e["file"]).is_file() and e["source_url"].startswith("https://github.com/") for e in index)
+    return blind_log("blind2", prefix)
 
 
 @pytest.mark.parametrize(("prefix", "cls", "stage", "detail"), [

@@ -179,3 +179,11 @@ def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
                 picked = rules_for(logread.body(candidate)) or ()  # what classify passes it
                 missed += [(candidate[:80], r.cls) for r in RULES if r not in picked and r.pattern.search(candidate)]
     assert missed == []
+
+
+@pytest.mark.parametrize(("name", "count"), [("blind2", 27), ("blind3", 41)])
+def test_the_blind_sets_are_whole_and_every_entry_was_blind(name: str, count: int) -> None:
+    base = DATA / "real-logs" / name
+    index = json.loads((base / "index.json").read_text())
+    assert len(index) == count and all(e["blind"] for e in index)
+    assert all((base / e["file"]).is_file() and e["source_url"].startswith("https://github.com/") for e in index)
