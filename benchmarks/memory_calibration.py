@@ -117,11 +117,19 @@ NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
                                    "the same shapes", None),
     "073-gemma-4-31b-it.log": ("nvidia/Gemma-4-31B-IT-NVFP4", "the bf16 model nvidia's NVFP4 checkpoint "
                                "quantizes (its config less the quantization_config)", "bf16"),
+    "068-qwen3.8-27b-int4-mtp.log": ("Qwen/Qwen3.8-27B", "RedHatAI's INT4 of it (compressed-tensors W4A16, as "
+                                     "RedHatAI's INT4 checkpoints are): its own config was not found, so which "
+                                     "modules stay 16-bit is not known", "w4a16"),
+    "069-qwen3.8-27b-nvfp4-mtp.log": ("Qwen/Qwen3.8-27B", "unsloth's NVFP4 of it: its own config was not found, so "
+                                      "which modules stay 16-bit is not known", "nvfp4"),
+    "072-gemma-3-12b-it.log": ("google/gemma-3-12b-it-qat-q4_0-unquantized", "Google's QAT checkpoint of "
+                               "gemma-3-12b-it, unquantized: the same model trained further, the same shapes", None),
+    "011-gemma-4-e4b-it.log": ("google/gemma-4-E4B-it", "the model itself (the log's google/gemma-4-E4b-it; the "
+                               "Hub's ids are case-insensitive)", None),
+    "008-dotsocr.log": ("hexiydev/dots.ocr", "a local copy of dots.ocr (DotsOCR, its weights folder)", None),
+    "010-dots.ocr.log": ("hexiydev/dots.ocr", "hexiydev's copy of rednote-hilab/dots.ocr on the Hub", None),
 }
 SKIPPED = {
-    "008-dotsocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
-    "010-dots.ocr.log": "dots.ocr: a custom (trust_remote_code) vision architecture; no config bundled",
-    "011-gemma-4-e4b-it.log": "Gemma 4 E4B: per-layer embeddings and shared KV layers; no config found",
     "035-gte-qwen2-7b-instruct.log": "gte-Qwen2-7B: an embedding model; no config found (and V0 0.5 prints "
                                      "no KV GiB)",
     "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
@@ -129,10 +137,7 @@ SKIPPED = {
     "054-qwen3-vl-embedding-2b.log": "Qwen3-VL-Embedding-2B (a pooling model): no config found",
     "061-gemma-3-12b-it-qat-autoawq.log": "gemma-3-12b-it: no public copy of its config.json was found",
     "067-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
-    "068-qwen3.8-27b-int4-mtp.log": "Qwen3.8-27B: no config found",
-    "069-qwen3.8-27b-nvfp4-mtp.log": "Qwen3.8-27B: no config found",
     "070-laguna-s-2.1-nvfp4-dflash.log": "Laguna-S-2.1 NVFP4 with a DFlash drafter whose size is not known",
-    "072-gemma-3-12b-it.log": "gemma-3-12b-it: no public copy of its config.json was found",
     "074-gemma-4-26b-a4b-nvfp4-dflash.log": "a fine-tune at /models/target with a DFlash drafter: neither known",
     "075-qwen3.6-dflash.log": "a model at /models/target with a DFlash drafter: neither known",
     "076-nemotron-3-nano-4b-bf16.log": "Nemotron-3-Nano-4B: no config found",
@@ -140,6 +145,16 @@ SKIPPED = {
     "082-gemma-4-12b-it.log": "gemma-4-12B-it: no config found",
     "077-nemotron-3-super-120b-a12b-nvfp4-mtp.log": "Nemotron-3-Super NVFP4: only configs without their "
                                                     "quantization_config were found",
+}
+
+
+# Start-up -> (the KV cache dtype its checkpoint declares, the evidence), where the bundled config is a stand-in for
+# the checkpoint loaded: vLLM's --kv-cache-dtype auto follows the checkpoint's own declaration.
+CHECKPOINT_KV: dict[str, tuple[str | None, str]] = {
+    "066-gemma-4-26b-a4b-it-nvfp4.log": (None, "RedHatAI's checkpoint, unlike nvidia's config of the same model, "
+                                         "declares no FP8 KV cache: the log's 23,242 bytes per token are bf16's"),
+    "069-qwen3.8-27b-nvfp4-mtp.log": ("fp8", "line 75: kv_cache_dtype=torch.float8_e4m3fn while the engine's "
+                                      "config says kv_cache_dtype=auto"),
 }
 
 
@@ -270,12 +285,14 @@ def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
         config.pop("quantization_config", None)
     elif weight_format == "w4a16":  # compressed-tensors W4A16 (int4, group 128), as llm-compressor writes it
         config["quantization_config"] = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
+    elif weight_format == "nvfp4":  # NVFP4 (4-bit, an FP8 scale per 16) on every linear layer but the head
+        config["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
     if weight_format == "awq":  # AWQ 4-bit, group 128: the format of Qwen's own -AWQ checkpoints
         config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128}
     elif weight_format == "fp8":  # a pre-quantized FP8 checkpoint (compressed-tensors FP8-dynamic)
         config["quantization_config"] = {"quant_method": "fp8"}
     fields = model_config.normalize(config)
-    weights = entry.get("weights_bytes") if weight_format not in ("bf16", "w4a16") else None
+    weights = entry.get("weights_bytes") if weight_format not in ("bf16", "w4a16", "nvfp4") else None
     if weight_format in ("fp8", "fp8-online"):
         fields["quant_method"] = "fp8"
         weights = model_config.estimate_weights_bytes(fields, config)
@@ -438,6 +455,8 @@ def calibrate(startups: Path = STARTUPS) -> tuple[list[Row], dict[str, str]]:
             continue
         model_id, _why, weight_format = matched
         model = facts_for(model_id, weight_format)
+        if name in CHECKPOINT_KV:  # the loaded checkpoint's own KV cache dtype, where its config is a stand-in
+            model = dataclasses.replace(model, checkpoint_kv_dtype=CHECKPOINT_KV[name][0])
         log = (startups / name).read_text(errors="replace")
         params = params_for(entry, log)
         said = log_settings(log, entry.get("vllm_version") or "")

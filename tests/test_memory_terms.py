@@ -7,6 +7,7 @@ machine snapshot written here from the shipped T4 one, and its --json and text a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -62,7 +63,10 @@ def printed(log: str, pattern: str) -> str:
 ])
 def test_a_hybrid_models_block_size_is_the_one_vllm_set(log: str, model_id: str, params: Params) -> None:
     said = int(printed(log, r"Setting attention block size to (\d+) tokens"))
-    assert kv_cache.block_size(facts(model_id), params) == said
+    model = facts(model_id)
+    if log.startswith("063"):  # the bf16 model: nvidia's checkpoint declares the FP8 KV cache it does not have
+        model = dataclasses.replace(model, checkpoint_kv_dtype=None)
+    assert kv_cache.block_size(model, params) == said
 
 
 def test_a_model_without_state_layers_keeps_the_default_block() -> None:

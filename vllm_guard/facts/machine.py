@@ -360,6 +360,8 @@ class ModelFacts:
     quant_method: str | None = None
     quant_bits: int | None = None
     quant_group_size: int | None = None
+    # The KV cache dtype the checkpoint itself declares ("fp8"): what vLLM's --kv-cache-dtype auto uses
+    checkpoint_kv_dtype: str | None = None
     is_multimodal: bool = False
     weights_bytes: int | None = None
     weights_source: str | None = None  # index | safetensors | hub-metadata | files | estimate

@@ -14,6 +14,8 @@ DEFAULT_BLOCK_SIZE = 16
 
 def kv_dtype_bytes(model: ModelFacts, params: Params) -> float | None:
     kv = params.kv_cache_dtype
+    if kv == "auto" and model.checkpoint_kv_dtype:  # the checkpoint's own KV cache quantization
+        return KV_DTYPE_BYTES.get(model.checkpoint_kv_dtype)
     if kv == "auto":
         if params.dtype != "auto":
             return EXPLICIT_DTYPE_BYTES.get(params.dtype)
@@ -34,8 +36,8 @@ def layer_kv_bytes_per_token(model: ModelFacts, params: Params, kind: str = "sli
         # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
         return int((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * int(element)
     heads, head_dim = model.num_kv_heads, model.head_dim
-    if kind == "full" and model.global_kv_heads and model.global_head_dim:
-        heads, head_dim = model.global_kv_heads, model.global_head_dim
+    if kind == "full" and model.global_head_dim:  # without num_global_key_value_heads: the common KV heads (E4B)
+        heads, head_dim = model.global_kv_heads or heads, model.global_head_dim
     if heads is None or head_dim is None:
         return None
     # config/model.py:1683: KV heads are replicated when TP exceeds them.

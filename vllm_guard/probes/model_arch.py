@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 FULL, SLIDING, STATE, NONE = "full", "sliding", "state", "none"  # NONE: an MLP-only layer, no cache
+# An attention layer that reads an earlier layer's cache and keeps none: Gemma 3n / 4's last num_kv_shared_layers
+# (vLLM gemma3n.py / gemma4.py pass kv_sharing_target_layer_name, 0.10+, and allocate no KV for them).
+SHARED = "-shared"  # a suffix: "full-shared", "sliding-shared"
 STATE_ELEMENT_BYTES = 2  # vLLM's mamba_ssm_cache_dtype "auto": the model's 16-bit dtype (config/cache.py)
 # a config's own dtype for the temporal (SSM) state: Qwen3.5 / 3.6 say "mamba_ssm_dtype": "float32"
 SSM_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2}
@@ -60,10 +63,14 @@ def layer_kinds(text: Mapping[str, Any], layers: int | None, sliding: int | None
         kinds = [SLIDING if i % 2 == 0 else FULL for i in range(layers)]
     elif sliding:
         kinds = [SLIDING] * layers
-    if kinds is None:
+    shared = int_field(text, "num_kv_shared_layers") or 0
+    if kinds is None and not shared:
         return None
+    kinds = kinds or [FULL] * layers
     if disable_sliding_window or not sliding:
         kinds = [FULL if k == SLIDING else k for k in kinds]
+    if 0 < shared < layers:
+        kinds = kinds[:layers - shared] + [k + SHARED if k in (FULL, SLIDING) else k for k in kinds[layers - shared:]]
     return tuple(kinds) if any(k != FULL for k in kinds) else None
 
 
@@ -169,6 +176,11 @@ def mtp_layers(text: Mapping[str, Any]) -> int:
     return int_field(text, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0
 
 
+# Vision towers with a gated MLP whose vision_config names no activation: dots.ocr's DotsSwiGLUFFN (fc1, fc3, fc2;
+# vLLM model_executor/models/dots_ocr.py, 0.11+).
+GATED_VISION_TYPES = frozenset(("dots_ocr",))
+
+
 def vision_params(config: Mapping[str, Any]) -> int | None:
     """Parameters of a multimodal wrapper's vision tower and projector, from ``vision_config`` (a ViT: per block
     qkv + output projection and a two-matrix MLP, patch embedding, and a projector into the text hidden size).
@@ -185,14 +197,32 @@ def vision_params(config: Mapping[str, Any]) -> int | None:
     patch = int_field(vision, "patch_size") or 14
     channels = int_field(vision, "in_channels", "num_channels", "in_chans") or 3
     temporal = int_field(vision, "temporal_patch_size") or 1
-    gated = 3 if str(vision.get("hidden_act", "")).lower() in ("silu", "swiglu") else 2
+    gated = 3 if (str(vision.get("hidden_act", "")).lower() in ("silu", "swiglu")
+                  or config.get("model_type") in GATED_VISION_TYPES) else 2
     block = 4 * width * width + gated * width * inter + 4 * width
     embed = channels * temporal * patch * patch * width
     text_hidden = int_field(config.get("text_config") or {}, "hidden_size") or int_field(config, "hidden_size") or width
     out = int_field(vision, "out_hidden_size") or text_hidden
     merge = int_field(vision, "spatial_merge_size") or 1
     projector = (width * merge * merge) * (width * merge * merge) + (width * merge * merge) * out
-    return depth * block + embed + projector
+    return depth * block + embed + projector + (audio_params(config) or 0)
+
+
+def audio_params(config: Mapping[str, Any]) -> int | None:
+    """Parameters of an ``audio_config``'s Conformer encoder (Gemma 3n / 4's USM; transformers
+    Gemma3nAudioConformerBlock): per block two macaron feed-forwards of 4x the width (16 w^2), attention (4 w^2) and
+    a light convolution module (3 w^2), then the projection into the text width. An estimate, as for the vision
+    tower; None without an audio_config or its sizes."""
+    audio = config.get("audio_config")
+    if not isinstance(audio, Mapping):
+        return None
+    width = int_field(audio, "hidden_size")
+    depth = int_field(audio, "num_hidden_layers", "conf_num_hidden_layers")
+    if not (width and depth):
+        return None
+    out = int_field(audio, "output_proj_dims") or width
+    text_hidden = int_field(config.get("text_config") or {}, "hidden_size") or out
+    return depth * 23 * width * width + width * out + out * text_hidden
 
 
 # Qwen's vision wrappers size an image by their processor's max_pixels, not by config.json: its default over

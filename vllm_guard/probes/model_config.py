@@ -106,6 +106,7 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "quant_method": quant.get("quant_method") if isinstance(quant, dict) else None,
         "quant_bits": int_field(quant, "bits", "w_bit") if isinstance(quant, dict) else None,
         "quant_group_size": int_field(quant, "group_size", "q_group_size") if isinstance(quant, dict) else None,
+        "checkpoint_kv_dtype": model_weights.checkpoint_kv_dtype(quant),
         "is_multimodal": nested or "vision_config" in config,
     }
     for name in ("num_layers", "num_attention_heads", "hidden_size", "vocab_size"):

@@ -43,13 +43,16 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
     if not all(isinstance(v, int) for v in shape):
         return None
     hidden, layers, vocab, heads, kv_heads, head_dim, inter = (int(v or 0) for v in shape)
+    kinds = f.get("layer_types") or ()
     if f.get("kv_lora_rank") is not None:
-        attn = _mla_params(text, hidden, heads)
+        attn = global_attn = _mla_params(text, hidden, heads)
     else:
-        q_out = heads * head_dim * (2 if text.get("attn_output_gate") else 1)  # Qwen3-Next / 3.5: a gated output
-        attn = hidden * q_out + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-        if text.get("attention_bias") or str(text.get("model_type", "")).startswith("qwen2"):
-            attn += heads * head_dim + 2 * kv_heads * head_dim
+        attn = _attention_params(text, hidden, heads, kv_heads, head_dim)
+        # Gemma 4's full layers have their own shape: global_head_dim, num_global_key_value_heads, and K doubling
+        # as V where attention_k_eq_v (transformers Gemma4TextAttention)
+        g_dim, g_kv = f.get("global_head_dim"), f.get("global_kv_heads") or kv_heads
+        global_attn = (_attention_params(text, hidden, heads, g_kv, g_dim, k_eq_v=bool(text.get("attention_k_eq_v")))
+                       if isinstance(g_dim, int) else attn)
     # Gemma's gelu MLP is gated (gate, up, down); Falcon's default activation is an ungated gelu (FalconConfig)
     act = text.get("hidden_act", "gelu" if text.get("model_type") == "falcon" else "silu")
     gated = 3 if act != "gelu" or text.get("model_type") in ("gemma2", "gemma") else 2
@@ -70,16 +73,38 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
         # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP
         pattern = text.get("hybrid_override_pattern")
         mlp = (pattern.count("-") if isinstance(pattern, str) and pattern else layers) * dense_mlp
-    kinds = f.get("layer_types") or ()
     state_layers = sum(1 for k in kinds if k == model_arch.STATE)
     no_mixer = sum(1 for k in kinds if k == model_arch.NONE)
+    full_layers = sum(1 for k in kinds if k.startswith(model_arch.FULL)) if kinds else layers
     state_mixer = model_arch.state_layer_params(text) if state_layers else 0
     if state_mixer is None:
         return None
-    mixers = (layers - state_layers - no_mixer) * attn + state_layers * state_mixer
+    mixers = ((layers - state_layers - no_mixer - full_layers) * attn + full_layers * global_attn
+              + state_layers * state_mixer)
     norms = layers * 2 * hidden + hidden
-    return Parts(vocab * hidden, mixers, mlp, experts, shared, norms, f.get("vision_params") or 0,
-                 0 if tied else vocab * hidden)
+    per_layer_embed, per_layer_linear = _per_layer_inputs(text, hidden, layers)
+    return Parts(vocab * hidden + per_layer_embed, mixers, mlp + per_layer_linear, experts, shared, norms,
+                 f.get("vision_params") or 0, 0 if tied else vocab * hidden)
+
+
+def _attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int,
+                      k_eq_v: bool = False) -> int:
+    q_out = heads * head_dim * (2 if text.get("attn_output_gate") else 1)  # Qwen3-Next / 3.5: a gated output
+    attn = hidden * q_out + (1 if k_eq_v else 2) * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    if text.get("attention_bias") or str(text.get("model_type", "")).startswith("qwen2"):
+        attn += heads * head_dim + 2 * kv_heads * head_dim
+    return attn
+
+
+def _per_layer_inputs(text: Mapping[str, Any], hidden: int, layers: int) -> tuple[int, int]:
+    """Gemma 3n / 4's per-layer inputs (transformers Gemma3nTextModel): an embedding of
+    hidden_size_per_layer_input per layer over vocab_size_per_layer_input (embed_tokens_per_layer, on the GPU in
+    vLLM gemma3n.py), the model's projection into them, and each layer's gate and projection back."""
+    width = int_field(text, "hidden_size_per_layer_input")
+    if not width:
+        return 0, 0
+    vocab = int_field(text, "vocab_size_per_layer_input", "vocab_size") or 0
+    return vocab * layers * width, hidden * layers * width + layers * 2 * hidden * width
 
 
 def _mla_params(text: Mapping[str, Any], hidden: int, heads: int) -> int:
@@ -204,6 +229,22 @@ def weight_format(quant: Mapping[str, Any] | None) -> Format:
         scheme = Scheme("int", bits, int_field(quant, "group_size", "q_group_size") or 128)
         return Format(tuple((p, scheme) for p in body))
     return Format()
+
+
+def checkpoint_kv_dtype(quant: Mapping[str, Any] | None) -> str | None:
+    """The KV cache dtype a checkpoint declares: ModelOpt's kv_cache_quant_algo "FP8" (vLLM reads it since 0.13,
+    vllm PR #29980) or a compressed-tensors kv_cache_scheme of 8-bit floats (llm-compressor's; vLLM sets its cache
+    to fp8 for one). With --kv-cache-dtype auto vLLM stores the cache so: startups/069 (0.25.1, an NVFP4
+    checkpoint, kv_cache_dtype=auto) runs "kv_cache_dtype=torch.float8_e4m3fn", half the bf16 bytes per token."""
+    if not isinstance(quant, Mapping):
+        return None
+    algo = quant.get("kv_cache_quant_algo")
+    if isinstance(algo, str) and "FP8" in algo.upper():
+        return "fp8"
+    scheme = quant.get("kv_cache_scheme")
+    if isinstance(scheme, Mapping) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
+        return "fp8"
+    return None
 
 
 def bytes_of(p: Parts, fmt: Format, dtype_bytes: float) -> int:
