@@ -75,3 +75,17 @@ def test_a_function_that_raises_one_thing_decides_only_as_the_innermost_frame() 
     assert classify(inner).cls == "remote_code_required"
     outer = inner.replace("    raise ValueError(", '  File "/t/x.py", line 1, in helper\n    raise ValueError(')
     assert classify(outer).cls == "unknown"  # something it called raised: not necessarily its one failure
+
+
+# blind4 (tests/data/real-logs/blind4), scored once at commit 78cb860 (29 of 37, no confident error): what its
+# misses taught, on the log that taught it.
+@pytest.mark.parametrize(("prefix", "cls", "detail"), [
+    ("b4-010", "port_in_use", None),  # uvicorn's newer "...): [errno 98] address already in use" (vllm #8204)
+    ("b4-012", "too_few_gpus", "ray_head_without_gpu"),  # vllm-ascend's "no NPU available" (vllm-ascend #3114)
+    ("b4-024", "too_few_gpus", "ray_head_without_gpu"),  # the same, hard-wrapped (lm-evaluation-harness #2410)
+    ("b4-017", "dtype_unsupported", "model_dtype"),  # "The model type 'gemma3' does not support float16" (#28857)
+    ("b4-030", "version_mismatch", "extension_abi"),  # "....so: undefined symbol:" without "ImportError: " (#611)
+])
+def test_what_blind4_taught(prefix: str, cls: str, detail: str | None) -> None:
+    d = classify(blind_log("blind4", prefix))
+    assert (d.cls, d.detail) == (cls, detail) and d.confidence in ("high", "medium")

@@ -44,6 +44,8 @@ SOURCES: dict[str, str] = {
                    "divisible by M'",
     "bf16": "vLLM 0.1-0.33 _check_if_gpu_supports_dtype (V0 worker/worker.py; platforms/cuda.py at 0.33): "
             "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'",
+    "model_dtype": "vLLM 0.7-0.33 ModelConfig dtype resolution (config.py _FLOAT16_NOT_SUPPORTED_MODELS; "
+                   "config/model.py at 0.33): 'The model type X does not support float16. Reason: ...'",
     "quant_dtype": "vLLM config verification: 'X is not supported for quantization method Y. Supported dtypes'",
     "quant_capability": "vLLM 0.2-0.33 quantization checks (config.py _verify_quantization / model_loader; "
                         "compressed_tensors.py _check_scheme_supported): 'The quantization method X is not "
@@ -60,7 +62,7 @@ SOURCES: dict[str, str] = {
     "ray_required_gpus": "vLLM 0.4-0.6 executor/ray_utils.py initialize_ray_cluster: 'The number of required GPUs "
                          "exceeds the total number of available GPUs in the placement group|cluster'",
     "ray_head_gpu": "vLLM v1/executor/ray_utils.py initialize_ray_cluster: 'Current node has no GPU available ... "
-                    "vLLM engine cannot start without GPU'",
+                    "vLLM engine cannot start without GPU' (vllm-ascend: NPU)",
     "ray_pg_timeout": "vLLM v1/executor/ray_utils.py _wait_until_pg_ready: 'Cannot provide a placement group of "
                       "placement_group_specs=... within N seconds'",
     "ray_driver_gpu": "vLLM 0.6-0.10 (V0) executor/ray_distributed_executor.py _init_workers_ray: 'Ray does not "

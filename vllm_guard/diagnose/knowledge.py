@@ -248,7 +248,15 @@ QUANT_MISMATCH = Advice(
     ("retrying unchanged",),
 )
 
-DETAIL_ADVICE: dict[str, Advice] = {"gpu_arch": GPU_ARCH, "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU,
+MODEL_DTYPE = Advice(
+    "This model type refuses the dtype asked for (vLLM lists gemma2, gemma3 and a few others as numerically "
+    "unstable in float16).",
+    ("--dtype bfloat16 (compute capability 8.0 or newer)", "--dtype float32 on older GPUs, at twice the memory"),
+    ("retrying unchanged",),
+)
+
+DETAIL_ADVICE: dict[str, Advice] = {"gpu_arch": GPU_ARCH, "model_dtype": MODEL_DTYPE, "driver": DRIVER_TOO_OLD,
+                                    "exclusive": EXCLUSIVE_GPU,
                                     "quantization_mismatch": QUANT_MISMATCH,
                                     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
                                     "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU, "hub": HUB_UNREACHABLE,

@@ -103,6 +103,7 @@ NOT_RELAXABLE_DETAIL = {
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
     "driver": "the NVIDIA driver is older than the CUDA the build needs: update the driver or the build",
+    "model_dtype": "this model type refuses the dtype asked for: change --dtype in the profile",
     "quantization_mismatch": "--quantization contradicts the checkpoint's own method: fix the profile",
 }
 
