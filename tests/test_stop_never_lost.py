@@ -89,6 +89,29 @@ def test_a_sigterm_as_soon_as_the_guard_catches_it_is_exit_143(tmp_path: Path) -
     assert "Traceback" not in err
 
 
+def test_a_sigterm_while_the_first_handlers_are_installed_is_exit_143() -> None:
+    """The race CI met once: SIGTERM caught after its own handler is in and before SIGINT's and SIGHUP's are, so
+    StopSignalled rose inside raise_on_stop_signals (exit 1 and a traceback). The signal is sent at that moment:
+    the stdlib's signal.signal is wrapped to send it right after SIGTERM's handler is installed."""
+    code = (
+        "import os, signal, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "real = signal.signal\n"
+        "def install(sig, handler):\n"
+        "    old = real(sig, handler)\n"
+        "    if sig == signal.SIGTERM and callable(handler):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return old\n"
+        "signal.signal = install\n"
+        "from vllm_guard.cli.main import main\n"
+        "sys.argv = ['vllm-guard', 'serve', '/nonexistent/profile.toml']\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 143, done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def run_keeper() -> tuple[subprocess.Popen[bytes], socket.socket]:
     guard_end, keeper_end = socket.socketpair()
     code = "import sys; sys.path.insert(0, sys.argv[1]); from vllm_guard.launch.keeper import main; sys.exit(main())"

@@ -47,13 +47,14 @@ def main(
 ) -> int:
     """Run the CLI and return the exit code. Tests call this directly."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if argv is None and "serve" in args_list:
-        # First, before the imports and the preflight: a stop signal from now on is exit 128+signum (143 for
-        # SIGTERM), never death by the signal. Only for serve, so that --help imports no stage.
-        from vllm_guard.launch.process import raise_on_stop_signals
-
-        raise_on_stop_signals()
     try:
+        if argv is None and "serve" in args_list:
+            # First, before the imports and the preflight: a stop signal from now on is exit 128+signum (143 for
+            # SIGTERM), never death by the signal. Only for serve, so that --help imports no stage. Inside the
+            # try: a SIGTERM caught while the later handlers are still being installed raises here (CI, once).
+            from vllm_guard.launch.process import raise_on_stop_signals
+
+            raise_on_stop_signals()
         code = _main(args_list, environ=environ, stdout=stdout, stderr=stderr, stdin=stdin)
     except KeyboardInterrupt as e:  # a stop signal outside _main's own try
         code = _interrupted(e)
