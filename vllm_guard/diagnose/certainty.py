@@ -67,7 +67,7 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
     (issue 28)."""
     closed: dict[str, list[tuple[int, int, str]]] = {}
     first_open: dict[str, tuple[int, str]] = {}
-    starts: dict[str, list[tuple[int, str]]] = {}  # every placed traceback's first line, per process, in order
+    starts: dict[str, list[tuple[int, str]]] = {}  # every placed traceback's (first line, stage), per process
     for tb in tbs:
         stage = stage_of_frames(tb.frames)
         if stage is None:
@@ -79,6 +79,7 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
         else:
             closed.setdefault(tb.proc, []).append((tb.first, tb.exception, stage))
     starts_of = {proc: [c[0] for c in spans] for proc, spans in closed.items()}
+    firsts_of = {proc: [first for first, _ in placed] for proc, placed in starts.items()}
 
     def lookup(proc: str, i: int) -> str | None:
         found: tuple[int, str] | None = None
@@ -91,10 +92,9 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
         if opened is not None and opened[0] <= i and (found is None or opened[0] < found[0]):
             found = opened
         if found is None and proc in starts:
-            after = starts[proc]
-            k = bisect.bisect_right(after, (i, "~"))
-            if k < len(after) and after[k][0] - i <= TRACEBACK_FOLLOWS_LINES:
-                found = after[k]
+            k = bisect.bisect_right(firsts_of[proc], i)
+            if k < len(starts[proc]) and starts[proc][k][0] - i <= TRACEBACK_FOLLOWS_LINES:
+                found = starts[proc][k]
         return found[1] if found else None
 
     return lookup

@@ -95,8 +95,6 @@ _DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_
 _KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
 
 
-
-
 def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
     """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
     ctx: dict[str, Any] = {}

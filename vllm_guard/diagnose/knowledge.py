@@ -255,12 +255,12 @@ MODEL_DTYPE = Advice(
     ("retrying unchanged",),
 )
 
-DETAIL_ADVICE: dict[str, Advice] = {"gpu_arch": GPU_ARCH, "model_dtype": MODEL_DTYPE, "driver": DRIVER_TOO_OLD,
-                                    "exclusive": EXCLUSIVE_GPU,
-                                    "quantization_mismatch": QUANT_MISMATCH,
-                                    "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED,
-                                    "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU, "hub": HUB_UNREACHABLE,
-                                    "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI}
+DETAIL_ADVICE: dict[str, Advice] = {
+    "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
+    "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
+    "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
+    "model_dtype": MODEL_DTYPE,
+}
 
 
 # startup_hang, per stage: what is known to unstick each (vLLM's troubleshooting guide, NCCL's docs).

@@ -354,6 +354,7 @@ class ModelFacts:
     moe_intermediate_size: int | None = None
     experts_per_token: int | None = None
     vision_params: int | None = None  # the vision tower and projector of a multimodal wrapper (an estimate)
+    audio_params: int | None = None  # its audio encoder, where the config has one (an estimate)
     mm_tokens_per_item: int | None = None  # the most language-model tokens one image becomes, where config says
     kv_lora_rank: int | None = None  # MLA (DeepSeek-style) latent
     qk_rope_head_dim: int | None = None

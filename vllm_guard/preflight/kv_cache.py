@@ -14,9 +14,9 @@ DEFAULT_BLOCK_SIZE = 16
 
 def kv_dtype_bytes(model: ModelFacts, params: Params) -> float | None:
     kv = params.kv_cache_dtype
-    if kv == "auto" and model.checkpoint_kv_dtype:  # the checkpoint's own KV cache quantization
-        return KV_DTYPE_BYTES.get(model.checkpoint_kv_dtype)
     if kv == "auto":
+        if model.checkpoint_kv_dtype:  # the checkpoint's own KV cache quantization
+            return KV_DTYPE_BYTES.get(model.checkpoint_kv_dtype)
         if params.dtype != "auto":
             return EXPLICIT_DTYPE_BYTES.get(params.dtype)
         return MODEL_DTYPE_BYTES.get(str(model.torch_dtype or "auto"), 2)

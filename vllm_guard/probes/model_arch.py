@@ -205,7 +205,7 @@ def vision_params(config: Mapping[str, Any]) -> int | None:
     out = int_field(vision, "out_hidden_size") or text_hidden
     merge = int_field(vision, "spatial_merge_size") or 1
     projector = (width * merge * merge) * (width * merge * merge) + (width * merge * merge) * out
-    return depth * block + embed + projector + (audio_params(config) or 0)
+    return depth * block + embed + projector
 
 
 def audio_params(config: Mapping[str, Any]) -> int | None:

@@ -100,6 +100,7 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "experts_per_token": int_field(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")
         if n_experts else None,
         "vision_params": model_arch.vision_params(config),
+        "audio_params": model_arch.audio_params(config),
         "mm_tokens_per_item": model_arch.mm_tokens_per_item(config),
         "kv_lora_rank": int_field(text, "kv_lora_rank"),
         "qk_rope_head_dim": int_field(text, "qk_rope_head_dim"),

@@ -84,7 +84,7 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
     norms = layers * 2 * hidden + hidden
     per_layer_embed, per_layer_linear = _per_layer_inputs(text, hidden, layers)
     return Parts(vocab * hidden + per_layer_embed, mixers, mlp + per_layer_linear, experts, shared, norms,
-                 f.get("vision_params") or 0, 0 if tied else vocab * hidden)
+                 (f.get("vision_params") or 0) + (f.get("audio_params") or 0), 0 if tied else vocab * hidden)
 
 
 def _attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int,
