@@ -17,9 +17,10 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, guard_report, hang, logread, progress
 from vllm_guard.diagnose.catalogue import FRAME_SOURCES
+from vllm_guard.diagnose.figures import numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
-from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule, numbers_of, placement_numbers, rules_for
+from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule, rules_for
 
 CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom_profiling", "oom_cudagraph",
            "host_oom", "shm_exhausted", "tp_indivisible", "dtype_unsupported", "quant_unsupported",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import bundle_gpus, numbers_of, oom_numbers
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, any_of
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
 
@@ -27,37 +28,6 @@ class Rule:
     source: str = ""
 
 
-def _bundle_gpus(text: str) -> dict[str, Any]:
-    """The GPUs a Ray placement group asked for: one ``'GPU': 1.0`` per bundle in vLLM's specs."""
-    count = len(re.findall(r"'GPU': ?1(?:\.0)?\b", text[:MAX_LINE_CHARS]))
-    return {"required_gpus": count} if count else {}
-
-
-def placement_numbers(lines: list[LogLine]) -> dict[str, Any]:
-    """The numbers around a placement-group wait: the GPUs asked for and how long vLLM has waited."""
-    out: dict[str, Any] = {}
-    for line in lines:
-        m = _PG_WAIT.search(line.text[:MAX_LINE_CHARS])
-        if m:
-            out.update({"waited_s": int(m.group("waited_s")), **_bundle_gpus(m.group(0))})
-    return out
-
-
-_PG_WAIT = re.compile(r"Waiting for creating a placement group of specs for (?P<waited_s>\d+) seconds\. "
-                      r"specs=\[.{0,4000}?\]")
-
-
-def numbers_of(m: re.Match[str], *names: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in names:
-        value = (m.groupdict().get(name) or "").rstrip(".")
-        try:
-            out[name] = float(value) if "." in value else int(value)
-        except ValueError:
-            continue
-    return out
-
-
 # PyTorch's OOM, raised bare or inside another error's message (Inductor's autotuning, a vLLM layer);
 # only on an error line: a model may be named "no-CUDA-out-of-memory".
 # Its figures alone are an OOM too: "Tried to allocate 136.00 MiB. GPU 0 has a total capacity of" (2.1+) and "Tried
@@ -68,39 +38,6 @@ _OOM = re.compile(
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
 )
-_SIZE = r"([\d.]{1,20}) ?([GMK]i?B)"
-# PyTorch's figures in both wordings: "GPU 0 has a total capacity of 22.09 GiB of which 758.44 MiB is free"
-# (2.1+), "(GPU 0; 10.75 GiB total capacity; 9.50 GiB already allocated; 134.50 MiB free; ...)" (older).
-_OOM_FIGURES = tuple((re.compile(p), key) for p, key in (
-    (r"Tried to allocate " + _SIZE, "tried_to_allocate_gib"),
-    (r"total capacity? of " + _SIZE + r"|" + _SIZE + r" total capacity", "total_gib"),
-    (r"of which " + _SIZE + r" is free|" + _SIZE + r" free;", "free_gib"),
-    (_SIZE + r" is allocated by PyTorch|" + _SIZE + r" already allocated", "allocated_gib"),
-    (_SIZE + r" reserved in total by PyTorch", "reserved_gib"),
-    (r"this process has " + _SIZE + r" memory in use", "process_gib"),
-    (r"Process \d{1,10} has " + _SIZE + r" memory in use", "other_process_gib"),
-))
-_OOM_GPU = re.compile(r"\bGPU (\d{1,3})\b")
-_UNIT = {"GiB": 1.0, "GB": 1.0, "MiB": 1 / 1024, "MB": 1 / 1024, "KiB": 1 / 1024**2, "KB": 1 / 1024**2}
-
-
-def _oom_numbers(m: re.Match[str]) -> dict[str, Any]:
-    line = m.string
-    out: dict[str, Any] = {}
-    for pattern, key in _OOM_FIGURES:
-        found = pattern.search(line)
-        if found:
-            value, unit = [g for g in found.groups() if g is not None][:2]
-            try:
-                out[key] = round(float(value) * _UNIT[unit], 3)
-            except (KeyError, ValueError):
-                continue
-    gpu = _OOM_GPU.search(line)
-    if gpu and out:
-        out["gpu_index"] = int(gpu.group(1))
-    return out
-
-
 def _api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, Any]], bool]:
     """A bind error counts as port_in_use only for the API port, never for vLLM's internal ports."""
 
@@ -163,7 +100,7 @@ RULES: tuple[Rule, ...] = (
                                      r"(?P<dummy_requests>\d+) dummy requests"), PROFILING, detail="sampler_warmup",
          numbers=lambda m: numbers_of(m, "dummy_requests"), source=SOURCES["sampler_oom"]),
     # resolved by stage below (classify._oom_class)
-    Rule("oom", _OOM, numbers=_oom_numbers, source=SOURCES["torch_oom"]),
+    Rule("oom", _OOM, numbers=oom_numbers, source=SOURCES["torch_oom"]),
     Rule("shm_exhausted", re.compile(
         r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib"),
@@ -229,7 +166,7 @@ RULES: tuple[Rule, ...] = (
     # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
     Rule("too_few_gpus", re.compile(r"Cannot provide a placement group of placement_group_specs=.{0,4000}? within "
                                     r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
-         numbers=lambda m: {**numbers_of(m, "timeout_s"), **_bundle_gpus(m.group(0))},
+         numbers=lambda m: {**numbers_of(m, "timeout_s"), **bundle_gpus(m.group(0))},
          source=SOURCES["ray_pg_timeout"]),
     # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
     # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).

@@ -1,0 +1,78 @@
+"""The figures in failure messages: vLLM's and PyTorch's numbers, read into named values with units in the names.
+
+Pure: a regex match (or the lines of a log) in, a dict of numbers out; a figure the message does not give is
+absent, never 0.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+
+
+def bundle_gpus(text: str) -> dict[str, Any]:
+    """The GPUs a Ray placement group asked for: one ``'GPU': 1.0`` per bundle in vLLM's specs."""
+    count = len(re.findall(r"'GPU': ?1(?:\.0)?\b", text[:MAX_LINE_CHARS]))
+    return {"required_gpus": count} if count else {}
+
+
+def placement_numbers(lines: list[LogLine]) -> dict[str, Any]:
+    """The numbers around a placement-group wait: the GPUs asked for and how long vLLM has waited."""
+    out: dict[str, Any] = {}
+    for line in lines:
+        m = _PG_WAIT.search(line.text[:MAX_LINE_CHARS])
+        if m:
+            out.update({"waited_s": int(m.group("waited_s")), **bundle_gpus(m.group(0))})
+    return out
+
+
+_PG_WAIT = re.compile(r"Waiting for creating a placement group of specs for (?P<waited_s>\d+) seconds\. "
+                      r"specs=\[.{0,4000}?\]")
+
+
+def numbers_of(m: re.Match[str], *names: str) -> dict[str, Any]:
+    """The named groups of a match as numbers (int, or float where a point is printed); unmatched ones absent."""
+    out: dict[str, Any] = {}
+    for name in names:
+        value = (m.groupdict().get(name) or "").rstrip(".")
+        try:
+            out[name] = float(value) if "." in value else int(value)
+        except ValueError:
+            continue
+    return out
+
+
+_SIZE = r"([\d.]{1,20}) ?([GMK]i?B)"
+# PyTorch's figures in both wordings: "GPU 0 has a total capacity of 22.09 GiB of which 758.44 MiB is free"
+# (2.1+), "(GPU 0; 10.75 GiB total capacity; 9.50 GiB already allocated; 134.50 MiB free; ...)" (older).
+_OOM_FIGURES = tuple((re.compile(p), key) for p, key in (
+    (r"Tried to allocate " + _SIZE, "tried_to_allocate_gib"),
+    (r"total capacity? of " + _SIZE + r"|" + _SIZE + r" total capacity", "total_gib"),
+    (r"of which " + _SIZE + r" is free|" + _SIZE + r" free;", "free_gib"),
+    (_SIZE + r" is allocated by PyTorch|" + _SIZE + r" already allocated", "allocated_gib"),
+    (_SIZE + r" reserved in total by PyTorch", "reserved_gib"),
+    (r"this process has " + _SIZE + r" memory in use", "process_gib"),
+    (r"Process \d{1,10} has " + _SIZE + r" memory in use", "other_process_gib"),
+))
+_OOM_GPU = re.compile(r"\bGPU (\d{1,3})\b")
+_UNIT = {"GiB": 1.0, "GB": 1.0, "MiB": 1 / 1024, "MB": 1 / 1024, "KiB": 1 / 1024**2, "KB": 1 / 1024**2}
+
+
+def oom_numbers(m: re.Match[str]) -> dict[str, Any]:
+    """PyTorch's OOM figures on the matched line, in GiB, and the GPU they are for."""
+    line = m.string
+    out: dict[str, Any] = {}
+    for pattern, key in _OOM_FIGURES:
+        found = pattern.search(line)
+        if found:
+            value, unit = [g for g in found.groups() if g is not None][:2]
+            try:
+                out[key] = round(float(value) * _UNIT[unit], 3)
+            except (KeyError, ValueError):
+                continue
+    gpu = _OOM_GPU.search(line)
+    if gpu and out:
+        out["gpu_index"] = int(gpu.group(1))
+    return out
