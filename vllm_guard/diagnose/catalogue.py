@@ -32,7 +32,9 @@ SOURCES: dict[str, str] = {
     "sampler_oom": "vLLM 0.8-0.33 v1/worker/gpu_model_runner.py _dummy_sampler_run: 'CUDA out of memory occurred "
                    "when warming up sampler with N dummy requests'",
     "torch_oom": "PyTorch's CUDA caching allocator: 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
-                 "...' (2.1+; torch.cuda.OutOfMemoryError before), HIP on ROCm, CUBLAS_STATUS_ALLOC_FAILED",
+                 "...' (2.1+; torch.cuda.OutOfMemoryError before), HIP on ROCm, the XPU allocator's 'XPU out of "
+                 "memory. Tried to allocate' (Intel GPUs), torch_npu's 'NPU out of memory. Tried to allocate' (Ascend, "
+                 "vllm-ascend), CUBLAS_STATUS_ALLOC_FAILED",
     "shm_vllm": "vLLM 0.33 distributed/device_communicators/shm_broadcast.py: 'Insufficient space in /dev/shm for "
                 "...'",
     "shm_other": "vLLM's worker bus-error handler ('Unexpected bus error encountered in worker'), NCCL shmutils.cc "
@@ -113,6 +115,34 @@ SOURCES: dict[str, str] = {
     "architecture": "vLLM 0.1-0.33 model_executor/models/registry.py: 'Model architectures [...] are not supported "
                     "for now'; transformers 'does not recognize this architecture', and auto_factory.py's "
                     "'Unrecognized configuration class ... for this kind of AutoModel' (vLLM's Transformers fallback)",
+    "pp_layers": "vLLM V0 config.py ModelConfig.verify_with_parallel_config (the releases before layers could be "
+                 "split unevenly across pipeline stages): 'Total number of hidden layers (N) must be divisible by "
+                 "pipeline parallel size (P).'",
+    "batched_tokens": "vLLM SchedulerConfig._verify_args (config.py, 0.2-0.10; config/scheduler.py:318-345 at 0.33): "
+                      "'max_num_batched_tokens (N) is smaller than max_model_len (M).' (chunked prefill off) and "
+                      "'max_num_batched_tokens (N) must be greater than or equal to max_num_seqs (S).'",
+    "mm_budget": "vLLM V1 v1/core/encoder_cache_manager.py, the encoder budget: 'Chunked MM input disabled but "
+                 "max_tokens_per_mm_item (N) is larger than max_num_batched_tokens (M). Please increase "
+                 "max_num_batched_tokens.'",
+    "tool_parser": "vLLM entrypoints/openai/cli_args.py validate_parsed_serve_args: 'TypeError: Error: "
+                   "--enable-auto-tool-choice requires --tool-call-parser'; api_server.py run_server / "
+                   "validate_api_server_args: \"KeyError: 'invalid tool call parser: X (chose from { ... })'\" and "
+                   "the same for the reasoning parser (0.6-0.33)",
+    "gpu_utilization_range": "vLLM V0 CacheConfig._verify_args (config.py): 'GPU memory utilization must be less "
+                             "than 1.0. Got X.'",
+    "unknown_quant": "vLLM ModelConfig._verify_quantization (config.py; config/model.py in later releases): "
+                     "'Unknown quantization method: X. Must be one of [...]' (a method this build does not have)",
+    "no_gpu": "PyTorch, when the process sees no GPU (a container without --gpus, CUDA_VISIBLE_DEVICES empty): "
+              "c10/cuda 'No CUDA GPUs are available', CUDAHooks 'Found no NVIDIA driver on your system', "
+              "torch.cuda._lazy_init 'CUDA driver initialization failed, you might not have a CUDA gpu.'",
+    "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
+                      "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
+                      "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\"",
+    "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
+                         "the config through it): 'GGUF model with architecture X is not supported yet.'",
+    "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "
+                   "attempted on non supported HW' (the CUDA forward-compatibility package on a GPU it does not "
+                   "support: the driver is older than the build's CUDA)",
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
 }

@@ -255,11 +255,55 @@ MODEL_DTYPE = Advice(
     ("retrying unchanged",),
 )
 
+PP_LAYERS = Advice(
+    "This vLLM splits the model's layers evenly across pipeline stages, and the layer count is not divisible by "
+    "--pipeline-parallel-size.",
+    ("a --pipeline-parallel-size that divides the layer count", "tensor parallelism instead, where the heads allow",
+     "a newer vLLM, which splits layers unevenly (VLLM_PP_LAYER_PARTITION)"), ("retrying unchanged",),
+)
+BATCHED_TOKENS = Advice(
+    "vLLM's scheduler refuses --max-num-batched-tokens: with chunked prefill off it must hold a whole prompt "
+    "(at least --max-model-len), and it must be at least --max-num-seqs.",
+    ("--max-num-batched-tokens at least the max-model-len (and max-num-seqs) it names",
+     "or --enable-chunked-prefill, or a smaller --max-model-len"), ("retrying unchanged",),
+)
+MM_BUDGET = Advice(
+    "A multimodal model's single image (or audio, video) item needs more tokens than --max-num-batched-tokens, and "
+    "this model cannot split an item across steps.",
+    ("--max-num-batched-tokens at least the max_tokens_per_mm_item it names",
+     "or fewer items per prompt with --limit-mm-per-prompt"), ("retrying unchanged",),
+)
+TOOL_PARSER = Advice(
+    "--enable-auto-tool-choice needs a --tool-call-parser this vLLM has (and --reasoning-parser must name one it "
+    "has): the API server refused its options before loading the model.",
+    ("--tool-call-parser with a parser the error lists (the model card names the right one)",
+     "drop --enable-auto-tool-choice if the model does not call tools"), ("retrying unchanged",),
+)
+UNKNOWN_QUANT = Advice(
+    "This vLLM does not know the quantization method named (a typo, or a method added in a later release).",
+    ("a method from the list the error prints, or drop --quantization to use the checkpoint's own",
+     "a newer vLLM for a newer method"), ("retrying unchanged",),
+)
+NO_GPU = Advice(
+    "The process sees no GPU at all: a container started without GPUs, CUDA_VISIBLE_DEVICES empty or wrong, or no "
+    "working NVIDIA driver.",
+    ("`nvidia-smi` in the same container or shell", "Docker: --gpus all (the NVIDIA Container Toolkit); "
+     "Kubernetes: a nvidia.com/gpu resource limit", "check CUDA_VISIBLE_DEVICES"), ("changing vLLM's settings",),
+)
+PYTHON_PACKAGE = Advice(
+    "An installed Python package (transformers, torch or vLLM itself) lacks a name this vLLM or model imports: it "
+    "is older or newer than the one they were written for.",
+    ("the versions vLLM pins (`pip install vllm==X` in a fresh virtual environment)",
+     "a newer transformers for a model newer than it (`pip install -U transformers`)"),
+    ("restarting", "changing vLLM's settings"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
     "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
-    "model_dtype": MODEL_DTYPE,
+    "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
+    "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
 }
 
 

@@ -105,6 +105,14 @@ NOT_RELAXABLE_DETAIL = {
     "driver": "the NVIDIA driver is older than the CUDA the build needs: update the driver or the build",
     "model_dtype": "this model type refuses the dtype asked for: change --dtype in the profile",
     "quantization_mismatch": "--quantization contradicts the checkpoint's own method: fix the profile",
+    "pp_layers": "the layer count is not divisible by --pipeline-parallel-size: change it in the profile",
+    "batched_tokens": "vLLM's scheduler refuses --max-num-batched-tokens against max-model-len or max-num-seqs: fix "
+                      "the profile",
+    "mm_budget": "one multimodal item needs more tokens than --max-num-batched-tokens: raise it in the profile",
+    "tool_parser": "the tool-call or reasoning parser options are refused: fix the profile",
+    "unknown_method": "this vLLM does not know the quantization method named: fix --quantization",
+    "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
+    "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",
 }
 
 

@@ -34,7 +34,8 @@ class Rule:
 # to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity" (older) are written by the caching allocator's OOM only
 # (c10/cuda/CUDACachingAllocator.cpp), and a paste may quote them without the head (blind2/b015).
 _OOM = re.compile(
-    r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP) out of memory|CUDA error: out of memory)|CUBLAS_STATUS_ALLOC_FAILED"
+    r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP|XPU|NPU) out of memory|CUDA error: out of memory)"
+    r"|CUBLAS_STATUS_ALLOC_FAILED"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
 )
@@ -148,6 +149,27 @@ RULES: tuple[Rule, ...] = (
         r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
         r"\((?P<key>\w+)=(?P<derived_max_len>\d+)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "max_model_len", "derived_max_len"), source=SOURCES["max_len"]),
+    # Settings vLLM's own config validation refuses: no retry changes them on its own.
+    Rule("tp_indivisible", re.compile(r"Total number of hidden layers \((?P<layers>\d+)\) must be divisible by "
+                                      r"pipeline parallel size \((?P<pp_size>\d+)\)"), BEFORE_START, detail="pp_layers",
+         numbers=lambda m: numbers_of(m, "layers", "pp_size"), source=SOURCES["pp_layers"]),
+    Rule("usage_error", re.compile(r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) (?:is smaller than "
+                                   r"max_model_len \((?P<max_model_len>\d+)\)|must be greater than or equal to "
+                                   r"max_num_seqs \((?P<max_num_seqs>\d+)\))"), BEFORE_START, detail="batched_tokens",
+         numbers=lambda m: numbers_of(m, "max_num_batched_tokens", "max_model_len", "max_num_seqs"),
+         source=SOURCES["batched_tokens"]),
+    # The number after "max_num_batched_tokens" may be hard-wrapped onto the next line: the head decides.
+    Rule("usage_error", re.compile(r"Chunked MM input disabled but max_tokens_per_mm_item "
+                                   r"\((?P<max_tokens_per_mm_item>\d+)\)"), BEFORE_START, detail="mm_budget",
+         numbers=lambda m: numbers_of(m, "max_tokens_per_mm_item"), source=SOURCES["mm_budget"]),
+    Rule("usage_error", re.compile(r"--enable-auto-tool-choice requires --tool-call-parser"
+                                   r"|invalid (?:tool call|reasoning) parser: (?P<parser>\S{0,64}) \(choo?se from"),
+         BEFORE_START, detail="tool_parser", source=SOURCES["tool_parser"]),
+    Rule("usage_error", re.compile(r"GPU memory utilization must be less than 1\.0\. Got "
+                                   r"(?P<gpu_memory_utilization>[\d.]+)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "gpu_memory_utilization"), source=SOURCES["gpu_utilization_range"]),
+    Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{1,64})\. Must be one of"),
+         BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
                                     r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
@@ -232,6 +254,17 @@ RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
                                         r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
          source=SOURCES["driver_too_old"]),
+    Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
+         detail="driver", source=SOURCES["cuda_compat"]),
+    # On an error line only: vLLM's own logs name these conditions in warnings it goes on after.
+    Rule("too_few_gpus", re.compile(r"(?:Error|ERROR)\b.{0,300}?(?:No CUDA GPUs are available|Found no NVIDIA "
+                                    r"driver on your system|CUDA driver initialization failed, you might not have a "
+                                    r"CUDA gpu)"), BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
+    # Not a circular import ("from partially initialized module"): that is a bug, not a version.
+    Rule("version_mismatch", re.compile(r"ImportError: cannot import name '(?P<name>\w{1,128})' from "
+                                        r"'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
+                                        r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
+         BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
     Rule("gpu_busy", re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), BEFORE_START,
          detail="exclusive", source=SOURCES["exclusive_gpu"]),
     Rule("usage_error", re.compile(r"Quantization method specified in the model config \((?P<config_method>[\w-]{1,64})"
@@ -257,6 +290,9 @@ RULES: tuple[Rule, ...] = (
                                                 r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
                                                 r"kind of AutoModel"),
          BEFORE_START, source=SOURCES["architecture"]),
+    Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
+                                                r"not supported yet"), BEFORE_START,
+         source=SOURCES["gguf_architecture"]),
     # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
                                        r"|Timed out waiting for engines to send ?initial message"),
@@ -284,7 +320,11 @@ _WORDS = (
     "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
     "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
     "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
-    "does not support float", "does not support half", "does not support bfloat16",
+    "does not support float", "does not support half", "does not support bfloat16", "XPU out of", "NPU out of",
+    "max_num_batched_tokens (", "Chunked MM input disabled", "--tool-call-parser", "parser: ",
+    "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs", "Found no NVIDIA driver",
+    "CUDA driver initialization failed", "forward compatibility was attempted", "cannot import name",
+    "No module named 'transformers", "GGUF model with architecture",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

@@ -1,0 +1,87 @@
+"""Issue 26, item 2: start-up raise sites read from vLLM's and PyTorch's source, each message as its source writes
+it (the f-string filled in as a user's paste shows it), with the reading, the ladder's stop and the advice.
+
+The wordings were checked in the source files diagnose/catalogue.py cites; the filled-in forms are those public
+pastes quote (the hard-wrapped multimodal budget is a user's note of vLLM 0.20, quoted as wrapped there).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.knowledge import ADVICE, advice_for
+from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
+
+HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
+
+
+@pytest.mark.parametrize(("text", "cls", "detail", "numbers"), [
+    ("ValueError: Total number of hidden layers (61) must be divisible by pipeline parallel size (4).",
+     "tp_indivisible", "pp_layers", {"layers": 61, "pp_size": 4}),
+    ("ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (4608). This effectively limits the "
+     "maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+     "max_num_batched_tokens or decrease max_model_len.", "usage_error", "batched_tokens",
+     {"max_num_batched_tokens": 4096, "max_model_len": 4608}),
+    ("ValueError: max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).", "usage_error",
+     "batched_tokens", {"max_num_batched_tokens": 128, "max_num_seqs": 256}),
+    # hard-wrapped at the reporter's width, the number of the second half on the next line
+    ("ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496)\nis larger than max_num_batched_tokens "
+     "(2048). Please increase\nmax_num_batched_tokens.", "usage_error", "mm_budget", {"max_tokens_per_mm_item": 2496}),
+    ("TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser", "usage_error", "tool_parser", {}),
+    ("KeyError: 'invalid tool call parser: qwen3_xml (chose from { hermes,llama3_json,mistral })'", "usage_error",
+     "tool_parser", {}),
+    ("ValueError: GPU memory utilization must be less than 1.0. Got 1.5.", "usage_error", None,
+     {"gpu_memory_utilization": 1.5}),
+    ("ValueError: Unknown quantization method: mxfp4. Must be one of ['aqlm', 'awq', 'deepspeedfp', 'fp8'].",
+     "quant_unsupported", "unknown_method", {}),
+    ("RuntimeError: No CUDA GPUs are available", "too_few_gpus", "no_gpu", {}),
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+     "driver from http://www.nvidia.com/Download/index.aspx", "too_few_gpus", "no_gpu", {}),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non "
+     "supported HW", "version_mismatch", "driver", {}),
+    ("ImportError: cannot import name 'Qwen2_5_VLForConditionalGeneration' from 'transformers' "
+     "(/usr/local/lib/python3.10/site-packages/transformers/__init__.py)", "version_mismatch", "python_package", {}),
+    ("ModuleNotFoundError: No module named 'transformers.models.qwen3_moe'", "version_mismatch", "python_package", {}),
+    ("ValueError: GGUF model with architecture qwen3moe is not supported yet.", "unsupported_architecture", None, {}),
+])
+def test_a_raise_site_is_read_with_its_figures(text: str, cls: str, detail: str | None,
+                                               numbers: dict[str, int | float]) -> None:
+    d = classify(HEAD + text + "\n")
+    assert (d.cls, d.detail, d.stage) == (cls, detail, "before_start")
+    assert d.confidence == "high" and d.template
+    assert {k: d.numbers.get(k) for k in numbers} == numbers
+    # the ladder stops with the reason of the reading, and the advice is the detail's own
+    step = next_step(d, Settings(max_model_len=4608))
+    assert isinstance(step, Stop)
+    if detail is not None and detail in NOT_RELAXABLE_DETAIL:
+        assert step.reason == NOT_RELAXABLE_DETAIL[detail]
+        assert advice_for(d) is not ADVICE[cls]
+
+
+@pytest.mark.parametrize("text", [
+    # OOMs of other accelerators' allocators: PyTorch's XPU allocator and torch_npu word them as CUDA's does
+    "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 192.00 MiB. GPU 3 has a total capacity of 31.89 "
+    "GiB of which 13.22 GiB is free.",
+    "RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB (NPU 0; 28.50 GiB total capacity; 10.24 GiB "
+    "already allocated; 10.24 GiB current active; 149.57 MiB free; 10.28 GiB reserved in total by PyTorch)",
+])
+def test_other_accelerators_ooms_are_ooms(text: str) -> None:
+    d = classify(HEAD + text + "\n")
+    assert d.cls == "gpu_oom" and d.numbers.get("tried_to_allocate_gib")
+
+
+@pytest.mark.parametrize("text", [
+    # a circular import is a bug, not a version; another package's missing name says nothing of vLLM's pins
+    "ImportError: cannot import name 'LLM' from partially initialized module 'vllm' (most likely due to a circular "
+    "import)",
+    "ImportError: cannot import name 'foo' from 'mypackage' (/srv/app/mypackage/__init__.py)",
+    # constructed: the words on a line that is no error (a debug line of a platform probe that goes on)
+    "DEBUG 05-01 10:00:00 [__init__.py:40] No CUDA GPUs are available",
+    # the parser options in vLLM's own start-up line (0.10+ prints the non-default arguments)
+    "INFO 05-01 10:00:00 [utils.py:326] non-default args: {'enable_auto_tool_choice': True, 'tool_call_parser': "
+    "'hermes'}",
+])
+def test_near_misses_stay_unknown(text: str) -> None:
+    assert classify(HEAD + text + "\n").cls == "unknown"
