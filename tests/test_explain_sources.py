@@ -45,7 +45,17 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "(/usr/local/lib/python3.10/site-packages/transformers/__init__.py)", "version_mismatch", "python_package", {}),
     ("ModuleNotFoundError: No module named 'transformers.models.qwen3_moe'", "version_mismatch", "python_package", {}),
     ("ValueError: GGUF model with architecture qwen3moe is not supported yet.", "unsupported_architecture", None, {}),
+    ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+     "`SupportsPP` interface.", "usage_error", "pp_unsupported", {}),
+    ("ValueError: max_lora_rank (100) must be one of (1, 8, 16, 32, 64, 128, 256, 320, 512).", "usage_error",
+     "lora_rank", {"max_lora_rank": 100}),
+    ("ValueError: moe_wna16 quantization is currently not supported in ROCm.", "quant_unsupported", "platform", {}),
+    ("huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+     "https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/main", "network", "hub", {}),
+    ("requests.exceptions.ReadTimeout: (ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
+     "Read timed out. (read timeout=10)\"), '(Request ID: 5e3f)')", "network", "hub", {}),
 ])
+
 def test_a_raise_site_is_read_with_its_figures(text: str, cls: str, detail: str | None,
                                                numbers: dict[str, int | float]) -> None:
     d = classify(HEAD + text + "\n")
@@ -59,6 +69,18 @@ def test_a_raise_site_is_read_with_its_figures(text: str, cls: str, detail: str 
         assert step.reason == NOT_RELAXABLE_DETAIL[detail]
         assert advice_for(d) is not ADVICE[cls]
 
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    ("ValueError: The input size is not aligned with the quantized weight shape. This can be caused by too large "
+     "tensor parallel size.", {}),
+    ("ValueError: Weight output_size_per_partition = 32 is not divisible by min_thread_n = 64. Consider reducing "
+     "tensor_parallel_size or running with --quantization gptq.", {"size": 32, "min_thread": 64}),
+])
+def test_a_quantized_shape_that_tensor_parallel_splits_unevenly(text: str, numbers: dict[str, int]) -> None:
+    # raised while the layers are built, in the worker: the weight-loading stage
+    d = classify(HEAD + text + "\n")
+    assert (d.cls, d.detail, d.stage) == ("tp_indivisible", "quant_group", "weight_loading")
+    assert {k: d.numbers.get(k) for k in numbers} == numbers
 
 @pytest.mark.parametrize("text", [
     # OOMs of other accelerators' allocators: PyTorch's XPU allocator and torch_npu word them as CUDA's does

@@ -143,6 +143,20 @@ SOURCES: dict[str, str] = {
     "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "
                    "attempted on non supported HW' (the CUDA forward-compatibility package on a GPU it does not "
                    "support: the driver is older than the build's CUDA)",
+    "pp_unsupported": "vLLM 0.6-0.33 ModelConfig.verify_with_parallel_config (config.py; config/model.py at 0.33): "
+                      "'Pipeline parallelism is not supported for this model. Supported models implement the "
+                      "`SupportsPP` interface.' (also raised for a speculative draft or MTP head)",
+    "lora_rank": "vLLM LoRAConfig (config.py; config/lora.py in later releases): 'max_lora_rank (N) must be one of "
+                 "(8, 16, ...)'",
+    "quant_tp_shape": "vLLM's quantized linear layers (gptq.py, awq.py, aqlm.py create_weights): 'The input size is "
+                      "not aligned with the quantized weight shape. This can be caused by too large tensor parallel "
+                      "size.'; Marlin's shape check (marlin_utils.py verify_marlin_supports_shape): 'Weight "
+                      "output_size_per_partition = N is not divisible by min_thread_n = 64.'",
+    "quant_platform": "vLLM 0.6-0.33 platforms/interface.py verify_quantization (config.py's ROCm list before): "
+                      "'X quantization is currently not supported in ROCm|XPU|npu|...'",
+    "hub_refused": "huggingface_hub utils/_http.py hf_raise_for_status: '429 Client Error: Too Many Requests for "
+                   "url: https://huggingface.co/...' and the Hub's 5xx answers; urllib3 'Read timed out' for the "
+                   "Hub's host",
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
 }

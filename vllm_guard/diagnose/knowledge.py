@@ -298,12 +298,28 @@ PYTHON_PACKAGE = Advice(
     ("restarting", "changing vLLM's settings"),
 )
 
+PP_UNSUPPORTED = Advice(
+    "This model (or its speculative draft or MTP head) cannot run with pipeline parallelism in this vLLM.",
+    ("--pipeline-parallel-size 1 with tensor parallelism across the GPUs",
+     "without the speculative head when only it lacks pipeline support"), ("retrying unchanged",),
+)
+LORA_RANK = Advice(
+    "--max-lora-rank must be one of the ranks vLLM builds kernels for (the error lists them).",
+    ("the smallest listed rank at least the adapters' own rank (adapter_config.json's r)",), ("retrying unchanged",),
+)
+QUANT_PLATFORM = Advice(
+    "This platform's vLLM (ROCm, XPU, Ascend, CPU) does not run the checkpoint's quantization method.",
+    ("a checkpoint in a method the platform lists", "--quantization naming a supported kernel for the same format "
+     "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
     "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
     "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
     "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
+    "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
 }
 
 

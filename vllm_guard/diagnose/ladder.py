@@ -113,6 +113,9 @@ NOT_RELAXABLE_DETAIL = {
     "unknown_method": "this vLLM does not know the quantization method named: fix --quantization",
     "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
     "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",
+    "pp_unsupported": "this model cannot run with pipeline parallelism: use tensor parallelism in the profile",
+    "lora_rank": "--max-lora-rank is not a rank vLLM supports: fix the profile",
+    "platform": "this platform's vLLM does not run the checkpoint's quantization method",
 }
 
 

@@ -168,6 +168,17 @@ RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"GPU memory utilization must be less than 1\.0\. Got "
                                    r"(?P<gpu_memory_utilization>[\d.]+)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "gpu_memory_utilization"), source=SOURCES["gpu_utilization_range"]),
+    Rule("usage_error", re.compile(r"Pipeline parallelism is not supported for this model"), BEFORE_START,
+         detail="pp_unsupported", source=SOURCES["pp_unsupported"]),
+    Rule("usage_error", re.compile(r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of"), BEFORE_START,
+         detail="lora_rank", numbers=lambda m: numbers_of(m, "max_lora_rank"), source=SOURCES["lora_rank"]),
+    Rule("tp_indivisible", re.compile(r"The input size is not aligned with the quantized weight shape"
+                                      r"|Weight (?:out|in)put_size_per_partition = (?P<size>\d+) is not divisible by "
+                                      r"min_thread_[nk] = (?P<min_thread>\d+)"), LOADING, detail="quant_group",
+         numbers=lambda m: numbers_of(m, "size", "min_thread"), source=SOURCES["quant_tp_shape"]),
+    Rule("quant_unsupported", re.compile(r"(?P<method>[\w-]{1,64}) quantization is currently not supported in "
+                                         r"(?P<platform>[\w-]{1,32})"), BEFORE_START, detail="platform",
+         source=SOURCES["quant_platform"]),
     Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{1,64})\. Must be one of"),
          BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
@@ -220,6 +231,11 @@ RULES: tuple[Rule, ...] = (
                                r"|HTTPSConnectionPool\(host='(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
                                r"hf-mirror\.com)'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
          source=SOURCES["hub_unreachable"]),
+    Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w ]{1,40} for url: https?://"
+                               r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"
+                               r"|HTTPSConnectionPool\(host='(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
+                               r"hf-mirror\.com)'.{0,300}?Read timed out"), BEFORE_START, detail="hub",
+         source=SOURCES["hub_refused"]),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): (?:\[errno 98\] )?address already in use"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
@@ -311,7 +327,7 @@ _WORDS = (
     "Invalid repository", "valid model identifier", "Invalid user token", "invalid credentials", "trust_remote_code",
     "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
     "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
-    "Available KV cache memory: -", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
+    "Available KV cache memory: ", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
     "Cannot provide a placement group", "Current node has no", "Version mismatch", "Watchdog caught",
     "ncclRemoteError", "network error",
     "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
@@ -320,11 +336,13 @@ _WORDS = (
     "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
     "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
     "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
-    "does not support float", "does not support half", "does not support bfloat16", "XPU out of", "NPU out of",
-    "max_num_batched_tokens (", "Chunked MM input disabled", "--tool-call-parser", "parser: ",
+    "does not support", "XPU out of", "NPU out of", "max_num_batched_tokens", "Chunked MM input disabled",
+    "--tool-call-parser", "parser: ",
     "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs", "Found no NVIDIA driver",
     "CUDA driver initialization failed", "forward compatibility was attempted", "cannot import name",
-    "No module named 'transformers", "GGUF model with architecture",
+    "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
+    "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
+    "Server Error", "Read timed out",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
