@@ -60,7 +60,12 @@ SOURCES: dict[str, str] = {
     "max_len": "vLLM 0.2-0.33 _get_and_verify_max_len (config.py; config/model.py at 0.33): 'User-specified "
                "max_model_len (N) is greater than the derived max_model_len'",
     "world_size": "vLLM 0.33 platform check: 'World size (N) is larger than the number of available GPUs (M)'",
-    "dp_rank": "vLLM V1 data parallel: 'DP adjusted local rank N is out of bounds'; 'Failed to infer device type'",
+    "dp_rank": "vLLM V1 data parallel: 'DP adjusted local rank N is out of bounds for M devices'",
+    "device_type": "vLLM DeviceConfig (config.py 0.4-0.10, config/device.py at 0.33): 'Failed to infer device type' "
+                   "(no platform found: no GPU visible, or a build for another platform)",
+    "ray_infeasible": "Ray's autoscaler (autoscaler/_private/autoscaler.py, its event summary): 'Error: No available "
+                      "node types can fulfill resource request {..., 'GPU': 1.0}. Add suitable node types to this "
+                      "cluster to resolve this issue.' (a bundle of vLLM's placement group no node can hold)",
     "ray_required_gpus": "vLLM 0.4-0.6 executor/ray_utils.py initialize_ray_cluster: 'The number of required GPUs "
                          "exceeds the total number of available GPUs in the placement group|cluster'",
     "ray_head_gpu": "vLLM v1/executor/ray_utils.py initialize_ray_cluster: 'Current node has no GPU available ... "
@@ -157,6 +162,11 @@ SOURCES: dict[str, str] = {
     "hub_refused": "huggingface_hub utils/_http.py hf_raise_for_status: '429 Client Error: Too Many Requests for "
                    "url: https://huggingface.co/...' and the Hub's 5xx answers; urllib3 'Read timed out' for the "
                    "Hub's host",
+    "argparse_inline": "argparse's 'PROG: error: unrecognized arguments: ...' quoted inside a sentence (vllm serve's "
+                       "parser, exit status 2)",
+    "hub_validation": "huggingface_hub utils/_validators.py validate_repo_id: 'HFValidationError: Repo id must be in "
+                      "the form ...' / 'Repo id must use alphanumeric chars ...' (a model name that is neither a "
+                      "folder nor a valid Hub id)",
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
 }
@@ -168,10 +178,22 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
     "resolve_trust_remote_code": ("remote_code_required", "before_start",
                                   "transformers 4.3x-4.5x dynamic_module_utils.py resolve_trust_remote_code: it raises "
                                   "ValueError only to ask for trust_remote_code=True"),
+    "_check_if_gpu_supports_dtype": ("dtype_unsupported", "before_start",
+                                     "vLLM 0.2-0.6 (V0) worker/worker.py _check_if_gpu_supports_dtype: it raises only "
+                                     "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'"),
     "_check_scheme_supported": ("quant_unsupported", "weight_loading",
                                 "vLLM 0.5-0.33 compressed_tensors.py CompressedTensorsConfig._check_scheme_supported: "
                                 "it raises only 'Quantization scheme is not supported for the current GPU. Min "
                                 "capability: N. Current capability: M.'"),
+}
+
+# Readings said only when no decisive line follows (classify._supported): vLLM's own line says that something
+# failed and which part, the cause is in another process's output.
+SUPPORT_SOURCES: dict[str, str] = {
+    "inspection_failed": "vLLM 0.6.4-0.33 model_executor/models/registry.py _try_inspect_model_cls: 'Error in "
+                         "inspecting model architecture 'X'' (the registry's subprocess could not import the model "
+                         "class), then 'Model architectures [...] failed to be inspected' (0.7+) or '... are not "
+                         "supported for now' (before)",
 }
 
 # The waiting lines of a start that hangs (issue 24), read by diagnose/hang.py rather than by a rule of rules.py:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_guard.diagnose import certainty, guard_report, hang, logread, progress
-from vllm_guard.diagnose.catalogue import FRAME_SOURCES
+from vllm_guard.diagnose.catalogue import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.figures import numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
@@ -336,10 +336,23 @@ def _raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int |
     return None
 
 
+_INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architecture>[\w.-]{1,128})'"
+                         r"|Model architectures \[[^\]]{0,500}\] failed to be inspected")
+
+
 def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, signal: int | None,
                ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
+    for line in lines:
+        if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
+            # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output
+            # (an install that does not import, or an architecture this vLLM lacks), which no rule read.
+            evidence = (_cut(line.text), *_last_errors(lines, tbs, 3))
+            return Diagnosis("unsupported_architecture", BEFORE_START, {}, evidence, signal, "inspection_failed", ctx,
+                             confidence="medium", template=SUPPORT_SOURCES["inspection_failed"],
+                             stage_from=certainty.MESSAGE)
+
     for line in lines:
         if "free disk space" in line.text:
             m = _DISK_WARNING.search(line.text)

@@ -285,10 +285,20 @@ UNKNOWN_QUANT = Advice(
      "a newer vLLM for a newer method"), ("retrying unchanged",),
 )
 NO_GPU = Advice(
-    "The process sees no GPU at all: a container started without GPUs, CUDA_VISIBLE_DEVICES empty or wrong, or no "
-    "working NVIDIA driver.",
+    "The process sees no GPU at all: a container started without GPUs, CUDA_VISIBLE_DEVICES empty or wrong, no "
+    "working NVIDIA driver, or a vLLM built for another platform (the PyPI wheel is CUDA's; CPU, ROCm and XPU have "
+    "their own builds).",
     ("`nvidia-smi` in the same container or shell", "Docker: --gpus all (the NVIDIA Container Toolkit); "
-     "Kubernetes: a nvidia.com/gpu resource limit", "check CUDA_VISIBLE_DEVICES"), ("changing vLLM's settings",),
+     "Kubernetes: a nvidia.com/gpu resource limit", "check CUDA_VISIBLE_DEVICES",
+     "on a machine without an NVIDIA GPU: vLLM's build for its platform"), ("changing vLLM's settings",),
+)
+INSPECTION_FAILED = Advice(
+    "vLLM's model registry could not import the model's class in a subprocess: the subprocess's own error, printed "
+    "above this line, is the cause (most often an install that does not import: torch, transformers or a kernel "
+    "package of the wrong version; sometimes an architecture this vLLM does not have).",
+    ("the first error in the subprocess's output (`python -c 'import vllm.model_executor.models'` shows it)",
+     "a fresh virtual environment with the versions vLLM pins", "a newer vLLM for a newer architecture"),
+    ("retrying unchanged", "changing vLLM's memory settings"),
 )
 PYTHON_PACKAGE = Advice(
     "An installed Python package (transformers, torch or vLLM itself) lacks a name this vLLM or model imports: it "
@@ -320,6 +330,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
     "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
+    "inspection_failed": INSPECTION_FAILED,
 }
 
 

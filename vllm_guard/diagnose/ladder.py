@@ -116,6 +116,8 @@ NOT_RELAXABLE_DETAIL = {
     "pp_unsupported": "this model cannot run with pipeline parallelism: use tensor parallelism in the profile",
     "lora_rank": "--max-lora-rank is not a rank vLLM supports: fix the profile",
     "platform": "this platform's vLLM does not run the checkpoint's quantization method",
+    "inspection_failed": "vLLM could not import the model's class: the install (or this vLLM's support), not a "
+                         "setting",
 }
 
 

@@ -76,9 +76,11 @@ _ISO_JOURNAL = re.compile(
 _PROCESS = re.compile(r"^\((?P<proc>[A-Za-z_][A-Za-z0-9_]{0,63}(?: rank=\d{1,5})?)? ?(?P<pid>pid=\d{1,10})"
                       r"(?:, ip=[0-9A-Fa-f.:]{1,64})?\) ")
 # Prefixes that carry nothing we need: a timestamp (CI, kubelet, Ray), a kubelet stream tag, a
-# docker-compose service, a markdown quote, torch's rank tag, a pasted table's "| ts |" column.
+# docker-compose service, a markdown quote, torch's rank tag, a pasted table's "| ts |" column, FastChat's
+# logger ("%(asctime)s | %(levelname)s | %(name)s | ", its vLLM worker's stderr written as records of "stderr").
 _NOISE = re.compile(
-    r"^(?:\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}Z?\] ?"
+    r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \| [\w.-]{1,64} \| "
+    r"|\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}Z?\] ?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[.,\d]{0,10}(?:Z|[+-]\d\d:?\d\d)?(?: \| | (?:stdout|stderr) [FP] |\s))"
     r"|^(?:stdout|stderr) [FP] "
     r"|^\[pod/[\w.-]{1,253}/[\w.-]{1,253}\] "  # kubectl logs --prefix

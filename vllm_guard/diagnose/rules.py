@@ -62,6 +62,8 @@ RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: (?P<message>.{1,500})"
                                    r"|^(?:usage: )?[\w. -]{1,64}: error: unrecognized arguments: "), BEFORE_START,
          source=SOURCES["usage_error"]),
+    Rule("usage_error", re.compile(r"\b(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: unrecognized arguments: --?\w"),
+         BEFORE_START, source=SOURCES["argparse_inline"]),
     # The CPU build's gpu_busy: --gpu-memory-utilization is the fraction of the NUMA node's memory.
     Rule("gpu_busy", re.compile(
         r"Available memory on node (?P<node>\d+) \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
@@ -184,8 +186,14 @@ RULES: tuple[Rule, ...] = (
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
                                     r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
-    Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"
-                                    r"|Failed to infer device type"), BEFORE_START, source=SOURCES["dp_rank"]),
+    Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"),
+         BEFORE_START, numbers=lambda m: numbers_of(m, "gpus"), source=SOURCES["dp_rank"]),
+    Rule("too_few_gpus", re.compile(r"Failed to infer device type"), BEFORE_START, detail="no_gpu",
+         source=SOURCES["device_type"]),
+    # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request
+    # is not vLLM's GPU bundle).
+    Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
+         BEFORE_START, source=SOURCES["ray_infeasible"]),
     # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
     Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
                                     r"(?P<where>placement group|cluster)"), BEFORE_START,
@@ -291,6 +299,9 @@ RULES: tuple[Rule, ...] = (
     Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
                                     r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path",
          source=SOURCES["hub_path"]),
+    # Any other name that is neither a folder nor a valid Hub id (the head of both of validate_repo_id's messages).
+    Rule("model_access", re.compile(r"HFValidationError: Repo id must"), BEFORE_START,
+         source=SOURCES["hub_validation"]),
     # Not a bare "trust_remote_code=True": the engine's config line prints that when it is set.
     Rule("remote_code_required", re.compile(r"(?:setting|pass(?:ing)? the argument|set the option) "
                                             r"[`']?trust_remote_code=[Tt]rue"
@@ -342,7 +353,7 @@ _WORDS = (
     "CUDA driver initialization failed", "forward compatibility was attempted", "cannot import name",
     "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
     "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
-    "Server Error", "Read timed out",
+    "Server Error", "Read timed out", "No available node types", "HFValidationError",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
