@@ -59,3 +59,10 @@ def test_an_infeasible_request_without_a_gpu_is_not_a_lack_of_gpus() -> None:
     line = ("(autoscaler +21m12s) Error: No available node types can fulfill resource request {'CPU': 1.0, "
             "'memory': 22548578304.0}. Add suitable node types to this cluster to resolve this issue.\n")
     assert classify(line).cls == "unknown"
+
+
+@pytest.mark.parametrize("prefix", ["b5-012", "b5-013"])
+def test_nccls_system_error_stays_unknown_with_its_hint_also_cut_mid_word(prefix: str) -> None:
+    # the interface or /dev/shm (collected/c049, the same line, was /dev/shm): not decided, but named
+    d = classify(_log(prefix))
+    assert (d.cls, d.hint and d.hint[0]) == ("unknown", "network")

@@ -104,6 +104,8 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
 _RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage")
 # Ray's warning at start in a container with Docker's default /dev/shm (ray/_private/services.py).
 _RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
+# NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
+_NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -122,7 +124,8 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # vLLM's warning (_custom_ops.py); CPU, TPU and ROCm builds print it and go on, so it is not decisive
             return "version_mismatch", "vLLM warned that its compiled extension does not load (an undefined symbol: " \
                                        "a wheel built for another torch)"
-        if "NCCL error: unhandled system error" in line.text:
+        if "NCCL error" in line.text and ("unhandled system error" in line.text or
+                                          (line is lines[-1] and _NCCL_SYSTEM_CUT.search(line.text))):
             # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
             return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
                               "/dev/shm (NCCL_DEBUG=INFO names which)"
