@@ -168,3 +168,25 @@ def test_an_unknown_draft_model_is_unknown_not_zero() -> None:
     ngram = memory_terms.speculative(facts("Qwen/Qwen3-8B"), {"method": "ngram", "num_speculative_tokens": 4},
                                      None, 1)
     assert ngram is not None and ngram.weights.bytes_per_gpu == 0 and ngram.kv_layers == 0
+
+
+# --- NVFP4's KV cache: 4 bits per element and one FP8 scale per 16 -------------------------------------------
+
+@pytest.mark.parametrize(("log", "model_id", "fp16_log"), [
+    # gemma-4-31B-it at --kv-cache-dtype nvfp4 (a vLLM 0.22.1rc1 build; a source build), against the same model's
+    # bf16 cache on the same build (107: vLLM's per-token figure of one request, 8,192 tokens)
+    ("116-gemma-4-31b-it.log", "google/gemma-4-31B-it", "107-gemma-4-31b-it.log"),
+    ("119-gemma-4-31b-it.log", "google/gemma-4-31B-it", "107-gemma-4-31b-it.log"),
+    # gemma-4-E4B-it, nvfp4 against bf16 on the same build
+    ("109-gemma-4-e4b-it.log", "google/gemma-4-E4B-it", "108-gemma-4-e4b-it.log"),
+])
+def test_an_nvfp4_kv_cache_is_nine_sixteenths_of_a_byte_per_element(log: str, model_id: str, fp16_log: str) -> None:
+    def per_token(name: str) -> float:
+        gib = float(printed(name, r"Available KV cache memory: ([\d.]+) GiB"))
+        tokens = int(printed(name, r"GPU KV cache size: ([\d,]+) tokens").replace(",", ""))
+        return gib * GIB / tokens
+
+    model = facts(model_id)
+    assert kv_cache.kv_dtype_bytes(model, Params(kv_cache_dtype="nvfp4")) == 0.5625
+    # vLLM's own ratio: the nvfp4 cache holds 2 / 0.5625 = 3.56 times the bf16 cache's tokens per byte
+    assert per_token(fp16_log) / per_token(log) == pytest.approx(2 / 0.5625, rel=0.01)

@@ -34,7 +34,7 @@ def layer_kv_bytes_per_token(model: ModelFacts, params: Params, kind: str = "sli
         if params.kv_cache_dtype == "fp8_ds_mla":
             return 656  # v1/attention/backends/mla/flashmla_sparse.py:79
         # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
-        return int((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * int(element)
+        return int(((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element)  # 4-bit: half a byte
     heads, head_dim = model.num_kv_heads, model.head_dim
     if kind == "full" and model.global_head_dim:  # without num_global_key_value_heads: the common KV heads (E4B)
         heads, head_dim = model.global_kv_heads or heads, model.global_head_dim

@@ -35,10 +35,16 @@ DEFAULT_MAX_LEN = 2048  # vLLM's fallback, with a warning, when no length key ex
 
 
 # A wrapper's text_config lists only what differs from its class's defaults, and transformers fills in the rest
-# (llava-hf/llava-1.5-7b-hf names just model_type "llama" and its vocab): LlamaConfig's __init__ defaults.
+# (llava-hf/llava-1.5-7b-hf names just model_type "llama" and its vocab): LlamaConfig's __init__ defaults; and
+# Gemma3TextConfig's (transformers 4.50+), which google/gemma-3-4b-it's minimal config leaves to them.
 NESTED_TEXT_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
               "max_position_embeddings": 2048, "vocab_size": 32000, "hidden_act": "silu"},
+    "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131_072,
+                    "tie_word_embeddings": True, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+                    "sliding_window_pattern": 6},
 }
 
 
