@@ -291,7 +291,8 @@ def test_attempts_refuses_a_fifo(tmp_path: Path) -> None:
 
 
 def test_hostile_lines_are_read_with_cut_evidence_and_no_control_characters() -> None:
-    from vllm_guard.diagnose.classify import EVIDENCE_CHARS, classify, clean_lines
+    from vllm_guard.diagnose.classify import classify, clean_lines
+    from vllm_guard.diagnose.diagnosis import EVIDENCE_CHARS
     from vllm_guard.diagnose.markers import stage_of
 
     d = classify("y" * (8 * 2**20) + " RuntimeError: boom")  # one huge line without a newline

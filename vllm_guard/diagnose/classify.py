@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose import certainty, guard_report, hang, logread, progress
-from vllm_guard.diagnose.catalogue import FRAME_SOURCES, SUPPORT_SOURCES
+from vllm_guard.diagnose import certainty, fallback, guard_report, hang, logread, progress
+from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
@@ -29,39 +29,13 @@ CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom
            "startup_hang", "version_mismatch", "gpu_oom", "preflight_failed", "unknown")
 UNKNOWN_STAGE = "unknown"  # a stage the log does not show (a bare CUDA OOM pasted without frames)
 
-@dataclass(frozen=True)
-class Diagnosis:
-    cls: str
-    stage: str
-    numbers: dict[str, Any] = field(default_factory=dict)
-    evidence: tuple[str, ...] = ()
-    exit_signal: int | None = None
-    detail: str | None = None  # a more specific reading within the class (e.g. "profiling assertion")
-    context: dict[str, Any] = field(default_factory=dict)  # settings read from the log (max_model_len, ...)
-    # How sure the reading is (certainty.py): "high", "medium", or "none" for unknown; the template that
-    # matched (its source in vLLM, PyTorch, NCCL ...), where the stage came from, and for unknown the best
-    # candidate below the bar as (class, why), never acted on.
-    confidence: str = "high"
-    template: str | None = None
-    stage_from: str | None = None
-    hint: tuple[str, str] | None = None
-
-
 # --- cleaning (logread.py reads the structure) ---------------------------------------
-
-EVIDENCE_CHARS = 500
-
 
 def clean_lines(text: str) -> list[tuple[str, str]]:
     """(process, line) pairs: prefixes, colours and progress-bar redraws removed."""
     return [(line.proc, line.text) for line in logread.read(text)]
 _CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_num", "gpu_memory_utilization",
                                  "enforce_eager", "kv_cache_dtype", "Enforce eager", "Starting vLLM server"))
-
-# Wrappers: they say that something failed, never what. Never decisive.
-WRAPPERS = re.compile(r"Engine core initialization failed|WorkerProc initialization failed|EngineCore failed to "
-                      r"start|WorkerProc failed to start|Worker failed with error")
-_ERRORISH = re.compile(r"Error|ERROR|Exception|error:|Traceback|failed|Killed")
 
 # Settings the log itself reveals, used for the next step and for port_in_use.
 _CONTEXT = (
@@ -87,12 +61,6 @@ _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process \d+|Failed with resu
 # Ray's memory monitor: "... memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds ..."
 _RAY_OOM = re.compile(r"memory used=(?P<worker_rss_gb>[\d.]{1,20})GB\) was running was "
                       r"(?P<node_used_gb>[\d.]{1,20})GB / (?P<node_total_gb>[\d.]{1,20})GB")
-# Supporting evidence: not a failure by itself, decisive only when the start failed where it points.
-_DISK_WARNING = re.compile(r"The expected file size is: (?P<expected_file_mb>[\d.]{1,20}) MB\..{0,1000}?only has "
-                           r"(?P<free_disk_mb>[\d.]{1,20}) MB free disk space"
-                           r"|only has (?P<free_mb>[\d.]{1,20}) MB free disk space")
-_DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_weights_from_hf", "http_get",
-                              "_download_to_tmp_and_move", "download_model", "_download_file"))
 _KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
 
 
@@ -177,7 +145,6 @@ def classify(text: str, *, exit_status: int | None = None) -> Diagnosis:
     return last_failed(starts(text, exit_status=exit_status)).diagnosis
 
 
-_READY = re.compile(r"Application startup complete|Starting vLLM server on")
 _FAILED = re.compile(r"Traceback|Error|ERROR|Exception|Killed|failed|error:")
 
 
@@ -185,13 +152,7 @@ def _classify_start(lines: list[LogLine], exit_status: int | None) -> tuple[Diag
     d = _diagnose(lines, exit_status)
     if d.cls != "unknown" or d.exit_signal is not None:
         return d, True
-    return d, not _ready(lines) and any(_FAILED.search(line.text) for line in lines)
-
-
-def _ready(lines: list[LogLine]) -> bool:
-    """vLLM said it serves (the two substrings first: a million lines cost a substring test each)."""
-    return any(("startup complete" in line.text or "Starting vLLM server" in line.text)
-               and _READY.search(line.text) for line in lines)
+    return d, not ready(lines) and any(_FAILED.search(line.text) for line in lines)
 
 
 def _candidates(lines: list[LogLine], i: int) -> list[str]:
@@ -220,16 +181,16 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                                            guard_report.is_report_line(line.text) for line in lines):
         report = guard_report.failed_preflight(lines)
         if report is not None:  # the guard refused to start vLLM: its own report, not a vLLM failure
-            checks, evidence = report
+            checks, shown = report
             return Diagnosis("preflight_failed", BEFORE_START, {"failed_checks": len(checks["failed_checks"])},
-                             evidence, _signal_of(exit_status), ", ".join(checks["failed_checks"]) or None,
+                             shown, _signal_of(exit_status), ", ".join(checks["failed_checks"]) or None,
                              {**ctx, **checks}, template=guard_report.SOURCE, stage_from=certainty.MESSAGE)
     if (stopped := hang.guard_hang(lines, ctx)) is not None:  # the guard stopped it: vLLM's stop lines follow
         return stopped
     tbs = logread.tracebacks(lines)
     frame_stage = certainty.frame_stages(tbs)
     signal = _signal_of(exit_status)
-    fallback: list[Diagnosis] = []  # an OOM the log does not place: said when nothing decisive follows
+    unplaced: list[Diagnosis] = []  # an OOM the log does not place: said when nothing decisive follows
     # A line read before (same process, same text less vLLM's logging prefix of level, time and file:line,
     # same traceback stage around it) decides nothing new: a crash loop's million identical errors cost a set
     # lookup each (issue 28). Whether a prefix was there stays in the key, for the rules anchored at ^; the
@@ -251,12 +212,12 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                 signal = _signal_from_match(m_exit)
             if WRAPPERS.search(text):
                 break
-            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, fallback)
+            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, unplaced)
             if found is not None:
                 return found
-    if fallback:
-        return fallback[0]
-    raised = _raised_in(lines, tbs, signal, ctx)
+    if unplaced:
+        return unplaced[0]
+    raised = fallback.raised_in(lines, tbs, signal, ctx)
     if raised is not None:
         return raised
     if signal == SIGKILL:
@@ -264,40 +225,40 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
         # are read through host memory), `docker kill`, a watchdog or a person. Not a confident host_oom.
         note = ("vLLM was killed (SIGKILL): by the host OOM killer, `docker kill`, a watchdog or a person; "
                 "the log does not say which (look for 'Out of memory: Killed process' in dmesg or the journal)")
-        return Diagnosis("unknown", final_stage, {"signal": SIGKILL}, (note, *_last_errors(lines, tbs, 4)), signal,
+        return Diagnosis("unknown", final_stage, {"signal": SIGKILL}, (note, *last_errors(lines, tbs, 4)), signal,
                          "sigkill", ctx, confidence="none", stage_from=certainty.PROGRESS,
                          hint=("host_oom", "a SIGKILL while loading is most often the host's OOM killer"))
     if signal == SIGBUS:
-        return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, _last_errors(lines, tbs), signal,
+        return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, last_errors(lines, tbs), signal,
                          context=ctx, confidence="medium", template="the exit signal SIGBUS (7)",
                          stage_from=certainty.PROGRESS)
-    supported = _supported(lines, tbs, final_stage, signal, ctx)
+    supported = fallback.supported(lines, tbs, final_stage, signal, ctx)
     if supported is not None:
         return supported
     hung = hang.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
-    return Diagnosis("unknown", final_stage, {}, _last_errors(lines, tbs), signal, context=ctx, confidence="none",
+    return Diagnosis("unknown", final_stage, {}, last_errors(lines, tbs), signal, context=ctx, confidence="none",
                      stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
            reached: progress.Progress, frame_stage: Callable[[str, int], str | None], signal: int | None,
-           fallback: list[Diagnosis]) -> Diagnosis | None:
+           unplaced: list[Diagnosis]) -> Diagnosis | None:
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
         numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}
         ray = _RAY_OOM.search(text)
         if ray:
             numbers.update(numbers_of(ray, "worker_rss_gb", "node_used_gb", "node_total_gb"))
-        evidence = (_cut(text), killed.group(0)) if killed and killed.group(0) not in text else (_cut(text),)
-        return Diagnosis("host_oom", _host_oom_stage(reached.at[i]), numbers, evidence, signal, context=ctx,
+        shown = (cut(text), killed.group(0)) if killed and killed.group(0) not in text else (cut(text),)
+        return Diagnosis("host_oom", _host_oom_stage(reached.at[i]), numbers, shown, signal, context=ctx,
                          template=certainty.HOST_OOM_SOURCE, stage_from=certainty.PROGRESS)
     for rule in rules:
         m = rule.pattern.search(text)
         if not m or (rule.when is not None and not rule.when(text, lines, i, ctx)):
             continue
-        if rule.cls == "oom" and fallback and frame_stage(lines[i].proc, i) is None:
+        if rule.cls == "oom" and unplaced and frame_stage(lines[i].proc, i) is None:
             continue  # an OOM the log does not place is already kept: its figures are not needed again
         numbers = rule.numbers(m) if rule.numbers else {}
         if rule.cls == "too_few_gpus" and "placement group" in text:
@@ -308,66 +269,18 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             if cls == "unknown":
                 # A CUDA OOM is an OOM wherever it happened; without its stage the ladder cannot pick the
                 # change, so keep looking for a decisive line and say gpu_oom only when none comes.
-                if not fallback:
+                if not unplaced:
                     at = UNKNOWN_STAGE if placed == BEFORE_START else placed
-                    fallback.append(Diagnosis("gpu_oom", at, numbers, _evidence(lines, i, text), signal,
+                    unplaced.append(Diagnosis("gpu_oom", at, numbers, evidence(lines, i, text), signal,
                                               context=ctx, confidence="medium", template=rule.source,
                                               stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how))
                 continue
-            return Diagnosis(cls, at, numbers, _evidence(lines, i, text), signal, context=ctx,
+            return Diagnosis(cls, at, numbers, evidence(lines, i, text), signal, context=ctx,
                              confidence="high" if how == certainty.FRAMES else "medium", template=rule.source,
                              stage_from=how)
         at = rule.stage or reached.at[i]
-        return Diagnosis(rule.cls, at, numbers, _evidence(lines, i, text), signal, rule.detail, ctx,
+        return Diagnosis(rule.cls, at, numbers, evidence(lines, i, text), signal, rule.detail, ctx,
                          template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
-    return None
-
-
-def _raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
-               ctx: dict[str, Any]) -> Diagnosis | None:
-    """A class from the one function that raised it, when the paste cut its message (blind3/b3-010, b3-034)."""
-    for tb in reversed(tbs):
-        known = FRAME_SOURCES.get(tb.frames[-1].func) if tb.frames else None
-        if known is not None:
-            cls, stage, source = known
-            evidence = (f"raised in {tb.frames[-1].func} ({_cut(tb.frames[-1].path)})", *_last_errors(lines, tbs, 2))
-            return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
-                             stage_from=certainty.FRAMES)
-    return None
-
-
-_INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architecture>[\w.-]{1,128})'"
-                         r"|Model architectures \[[^\]]{0,500}\] failed to be inspected")
-
-
-def _supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, signal: int | None,
-               ctx: dict[str, Any]) -> Diagnosis | None:
-    """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
-    download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
-    for line in lines:
-        if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
-            # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output
-            # (an install that does not import, or an architecture this vLLM lacks), which no rule read.
-            evidence = (_cut(line.text), *_last_errors(lines, tbs, 3))
-            return Diagnosis("unsupported_architecture", BEFORE_START, {}, evidence, signal, "inspection_failed", ctx,
-                             confidence="medium", template=SUPPORT_SOURCES["inspection_failed"],
-                             stage_from=certainty.MESSAGE)
-
-    for line in lines:
-        if "free disk space" in line.text:
-            m = _DISK_WARNING.search(line.text)
-            if m:
-                numbers = (numbers_of(m, "expected_file_mb", "free_disk_mb")
-                           or {"free_disk_mb": float(m.group("free_mb"))})
-                # Without the download's traceback, only a file that cannot fit in a start that never got
-                # ready: huggingface_hub warns (and goes on) when statvfs may be wrong (llm-d #857).
-                short = numbers.get("free_disk_mb", 1.0) < numbers.get("expected_file_mb", 0.0)
-                if not download and (not short or _ready(lines)):
-                    continue
-                evidence = (*_last_errors(lines, tbs, 3), f"supporting: {_cut(line.text)}")
-                return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx,
-                                 confidence="medium", template=certainty.DISK_WARNING_SOURCE,
-                                 stage_from=certainty.FRAMES)
     return None
 
 
@@ -384,64 +297,3 @@ def _signal_from_match(m: re.Match[str]) -> int | None:
 
 def _host_oom_stage(stage: str) -> str:
     return stage if stage != BEFORE_START else LOADING
-
-
-def _cut(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}... (line cut)"
-
-
-def _evidence(lines: list[LogLine], i: int, text: str) -> tuple[str, ...]:
-    out = [_cut(text)]
-    # The exception line often follows a logged ERROR, or the other way round: keep the neighbour.
-    for j in (i - 1, i + 1):
-        near = lines[j].text if 0 <= j < len(lines) else ""
-        if _ERRORISH.search(near) and not WRAPPERS.search(near) and near not in text:
-            out.append(_cut(near))
-    return tuple(out[:3])
-
-
-# An exception line, bare or after a logging prefix ("ERROR 11-30 13:34:01 [file.py:953] ValueError: ...").
-_EXCEPTION = re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?[A-Z]\w{0,60}(?:Error|Exception): \S")
-# The processes in the order a failure travels: a worker's error is wrapped by the engine, then the API server.
-_DEPTH = (("Worker", 0), ("VllmWorker", 0), ("RayWorker", 0), ("Ray", 0), ("EngineCore", 1))
-
-
-def _depth(proc: str) -> int:
-    return next((d for prefix, d in _DEPTH if proc.startswith(prefix)), 2)
-
-
-def _last_errors(lines: list[LogLine], tbs: list[logread.Traceback] | None = None, n: int = 5) -> tuple[str, ...]:
-    """Evidence when no rule decides: the root cause first, then the last error lines.
-
-    The real engine logs the root cause once, in the process where it happened (a worker's
-    ``ValueError: ...``), and then wraps it several times ("Engine core initialization failed"):
-    the exception of the deepest process that is not a wrapper is what the user needs to read.
-    """
-    # the last n error lines, read from the end; the first exception, read from the start (both stop early)
-    tail = []
-    for line in reversed(lines):
-        if _ERRORISH.search(line.text):
-            tail.append(line.text)
-            if len(tail) == n:
-                break
-    tail = tail[::-1] if tail else [line.text for line in lines[-n:]]
-    ends = sorted((_depth(lines[t.exception].proc), t.exception) for t in tbs or ()
-                  if t.exception is not None and not WRAPPERS.search(lines[t.exception].text))
-    root = lines[ends[0][1]].text if ends else _first_exception(lines)
-    picked = ([root] if root is not None else []) + [t for t in tail if t != root]
-    return tuple(_cut(text) for text in picked[:n])
-
-
-def _first_exception(lines: list[LogLine]) -> str | None:
-    """The first exception line that is not a wrapper; a repeated line is judged once (a crash loop)."""
-    seen: set[str] = set()
-    for line in lines:
-        # an approximate body (after the first "] "): it only decides which line is shown, never a class
-        body = line.text.partition("] ")[2] or line.text
-        if body in seen:
-            continue
-        seen.add(body)
-        if _ERRORISH.search(line.text) and _EXCEPTION.search(line.text) and not WRAPPERS.search(line.text):
-            return line.text
-    return None

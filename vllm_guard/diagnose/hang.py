@@ -19,14 +19,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vllm_guard.diagnose import certainty
 from vllm_guard.diagnose.catalogue import HANG_SOURCES
+from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, body
-
-if TYPE_CHECKING:
-    from vllm_guard.diagnose.classify import Diagnosis
 
 HANG_STAGES = ("nccl_init", "custom_allreduce", "engine_handshake", "dp_coordinator", "ray_placement", "download",
                "weights_loading", "compile", "graph_capture", "unknown")
@@ -307,7 +305,6 @@ _GUARD_STUCK = "vllm-guard: stuck in "
 def _diagnosis(stage: str, numbers: dict[str, Any], evidence: tuple[str, ...], source: str, came_from: str,
                context: dict[str, Any]) -> Diagnosis:
     # imported here: classify imports this module to read a whole log; this module is read line by line too
-    from vllm_guard.diagnose.classify import Diagnosis
 
     return Diagnosis("startup_hang", stage, numbers, evidence, context=context, confidence="medium",
                      template=source, stage_from=came_from, detail=stage)

@@ -1,0 +1,104 @@
+"""What a diagnosis is (the failure class, stage, numbers, evidence and how sure it is), and the evidence lines it
+shows: the root cause first, cut to a readable length. Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_guard.diagnose import logread
+from vllm_guard.diagnose.logread import LogLine
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    cls: str
+    stage: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+    exit_signal: int | None = None
+    detail: str | None = None  # a more specific reading within the class (e.g. "profiling assertion")
+    context: dict[str, Any] = field(default_factory=dict)  # settings read from the log (max_model_len, ...)
+    # How sure the reading is (certainty.py): "high", "medium", or "none" for unknown; the template that
+    # matched (its source in vLLM, PyTorch, NCCL ...), where the stage came from, and for unknown the best
+    # candidate below the bar as (class, why), never acted on.
+    confidence: str = "high"
+    template: str | None = None
+    stage_from: str | None = None
+    hint: tuple[str, str] | None = None
+
+
+EVIDENCE_CHARS = 500
+# Wrappers: they say that something failed, never what. Never decisive.
+WRAPPERS = re.compile(r"Engine core initialization failed|WorkerProc initialization failed|EngineCore failed to "
+                      r"start|WorkerProc failed to start|Worker failed with error")
+ERRORISH = re.compile(r"Error|ERROR|Exception|error:|Traceback|failed|Killed")
+_READY = re.compile(r"Application startup complete|Starting vLLM server on")
+
+
+def ready(lines: list[LogLine]) -> bool:
+    """vLLM said it serves (the two substrings first: a million lines cost a substring test each)."""
+    return any(("startup complete" in line.text or "Starting vLLM server" in line.text)
+               and _READY.search(line.text) for line in lines)
+
+
+def cut(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}... (line cut)"
+
+
+def evidence(lines: list[LogLine], i: int, text: str) -> tuple[str, ...]:
+    out = [cut(text)]
+    # The exception line often follows a logged ERROR, or the other way round: keep the neighbour.
+    for j in (i - 1, i + 1):
+        near = lines[j].text if 0 <= j < len(lines) else ""
+        if ERRORISH.search(near) and not WRAPPERS.search(near) and near not in text:
+            out.append(cut(near))
+    return tuple(out[:3])
+
+
+# An exception line, bare or after a logging prefix ("ERROR 11-30 13:34:01 [file.py:953] ValueError: ...").
+_EXCEPTION = re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?[A-Z]\w{0,60}(?:Error|Exception): \S")
+# The processes in the order a failure travels: a worker's error is wrapped by the engine, then the API server.
+_DEPTH = (("Worker", 0), ("VllmWorker", 0), ("RayWorker", 0), ("Ray", 0), ("EngineCore", 1))
+
+
+def depth(proc: str) -> int:
+    return next((d for prefix, d in _DEPTH if proc.startswith(prefix)), 2)
+
+
+def last_errors(lines: list[LogLine], tbs: list[logread.Traceback] | None = None, n: int = 5) -> tuple[str, ...]:
+    """Evidence when no rule decides: the root cause first, then the last error lines.
+
+    The real engine logs the root cause once, in the process where it happened (a worker's
+    ``ValueError: ...``), and then wraps it several times ("Engine core initialization failed"):
+    the exception of the deepest process that is not a wrapper is what the user needs to read.
+    """
+    # the last n error lines, read from the end; the first exception, read from the start (both stop early)
+    tail = []
+    for line in reversed(lines):
+        if ERRORISH.search(line.text):
+            tail.append(line.text)
+            if len(tail) == n:
+                break
+    tail = tail[::-1] if tail else [line.text for line in lines[-n:]]
+    ends = sorted((depth(lines[t.exception].proc), t.exception) for t in tbs or ()
+                  if t.exception is not None and not WRAPPERS.search(lines[t.exception].text))
+    root = lines[ends[0][1]].text if ends else first_exception(lines)
+    picked = ([root] if root is not None else []) + [t for t in tail if t != root]
+    return tuple(cut(text) for text in picked[:n])
+
+
+def first_exception(lines: list[LogLine]) -> str | None:
+    """The first exception line that is not a wrapper; a repeated line is judged once (a crash loop)."""
+    seen: set[str] = set()
+    for line in lines:
+        # an approximate body (after the first "] "): it only decides which line is shown, never a class
+        body = line.text.partition("] ")[2] or line.text
+        if body in seen:
+            continue
+        seen.add(body)
+        if ERRORISH.search(line.text) and _EXCEPTION.search(line.text) and not WRAPPERS.search(line.text):
+            return line.text
+    return None

@@ -1,0 +1,70 @@
+"""Readings said only when no decisive message matched: the one function that raises a failure, when a paste cut
+its message, and supporting evidence (vLLM's registry naming an architecture it could not import, a disk-space
+warning beside a download's traceback). Pure."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vllm_guard.diagnose import certainty, logread
+from vllm_guard.diagnose.catalogue import FRAME_SOURCES, SUPPORT_SOURCES
+from vllm_guard.diagnose.diagnosis import Diagnosis, cut, last_errors, ready
+from vllm_guard.diagnose.figures import numbers_of
+from vllm_guard.diagnose.logread import LogLine
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+
+# Supporting evidence: not a failure by itself, decisive only when the start failed where it points.
+_DISK_WARNING = re.compile(r"The expected file size is: (?P<expected_file_mb>[\d.]{1,20}) MB\..{0,1000}?only has "
+                           r"(?P<free_disk_mb>[\d.]{1,20}) MB free disk space"
+                           r"|only has (?P<free_mb>[\d.]{1,20}) MB free disk space")
+_DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_weights_from_hf", "http_get",
+                              "_download_to_tmp_and_move", "download_model", "_download_file"))
+
+
+def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+               ctx: dict[str, Any]) -> Diagnosis | None:
+    """A class from the one function that raised it, when the paste cut its message (blind3/b3-010, b3-034)."""
+    for tb in reversed(tbs):
+        known = FRAME_SOURCES.get(tb.frames[-1].func) if tb.frames else None
+        if known is not None:
+            cls, stage, source = known
+            evidence = (f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})", *last_errors(lines, tbs, 2))
+            return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
+                             stage_from=certainty.FRAMES)
+    return None
+
+
+_INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architecture>[\w.-]{1,128})'"
+                         r"|Model architectures \[[^\]]{0,500}\] failed to be inspected")
+
+
+def supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, signal: int | None,
+               ctx: dict[str, Any]) -> Diagnosis | None:
+    """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
+    download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
+    for line in lines:
+        if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
+            # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output
+            # (an install that does not import, or an architecture this vLLM lacks), which no rule read.
+            evidence = (cut(line.text), *last_errors(lines, tbs, 3))
+            return Diagnosis("unsupported_architecture", BEFORE_START, {}, evidence, signal, "inspection_failed", ctx,
+                             confidence="medium", template=SUPPORT_SOURCES["inspection_failed"],
+                             stage_from=certainty.MESSAGE)
+
+    for line in lines:
+        if "free disk space" in line.text:
+            m = _DISK_WARNING.search(line.text)
+            if m:
+                numbers = (numbers_of(m, "expected_file_mb", "free_disk_mb")
+                           or {"free_disk_mb": float(m.group("free_mb"))})
+                # Without the download's traceback, only a file that cannot fit in a start that never got
+                # ready: huggingface_hub warns (and goes on) when statvfs may be wrong (llm-d #857).
+                short = numbers.get("free_disk_mb", 1.0) < numbers.get("expected_file_mb", 0.0)
+                if not download and (not short or ready(lines)):
+                    continue
+                evidence = (*last_errors(lines, tbs, 3), f"supporting: {cut(line.text)}")
+                return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx,
+                                 confidence="medium", template=certainty.DISK_WARNING_SOURCE,
+                                 stage_from=certainty.FRAMES)
+    return None
