@@ -140,21 +140,20 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
     return Result(code, out.getvalue(), err.getvalue())
 
 
-# The three confident errors on all the real logs, each a reading the label disputes (tests/data/real-logs/README.md):
-# a placement-group wait after vLLM's own "not enough GPUs" warning, an OOM placed in profiling by the lines before
-# it, and "Failed to infer device type" (no platform: no GPU, or a CUDA wheel on a machine without one).
-KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b5-040-version_mismatch.log"}
+# The confident errors on all the real logs, each a reading the label disputes (tests/data/real-logs/README.md): a
+# placement-group wait after vLLM's own "not enough GPUs" warning, and OOMs placed by the stage the start reached.
+KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (313 with blind2-5): no
-    fewer right than measured after blind5's rules (294, 93.9%; issue 26's bar of 95% and one confident error is
+    """After the blind parts were scored once (README.md there), all the real failures (356 with blind2-6): no
+    fewer right than measured after blind6's rules (327, 91.9%; issue 26's bar of 95% and one confident error is
     not met since blind5), no confident error beyond the three known ones, and a success never gets a failure
     class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 313
-    assert sum(r.right for r in failures) >= 294, wrong
+    assert len(failures) >= 356
+    assert sum(r.right for r in failures) >= 327, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 
@@ -196,7 +195,8 @@ def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
     assert missed == []
 
 
-@pytest.mark.parametrize(("name", "count"), [("blind2", 27), ("blind3", 41), ("blind4", 37), ("blind5", 43), ("blind6", 43)])
+@pytest.mark.parametrize(("name", "count"), [("blind2", 27), ("blind3", 41), ("blind4", 37), ("blind5", 43),
+                                             ("blind6", 43)])
 def test_the_blind_sets_are_whole_and_every_entry_was_blind(name: str, count: int) -> None:
     base = DATA / "real-logs" / name
     index = json.loads((base / "index.json").read_text())

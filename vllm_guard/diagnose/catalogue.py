@@ -61,8 +61,6 @@ SOURCES: dict[str, str] = {
                "max_model_len (N) is greater than the derived max_model_len'",
     "world_size": "vLLM 0.33 platform check: 'World size (N) is larger than the number of available GPUs (M)'",
     "dp_rank": "vLLM V1 data parallel: 'DP adjusted local rank N is out of bounds for M devices'",
-    "device_type": "vLLM DeviceConfig (config.py 0.4-0.10, config/device.py at 0.33): 'Failed to infer device type' "
-                   "(no platform found: no GPU visible, or a build for another platform)",
     "ray_infeasible": "Ray's autoscaler (autoscaler/_private/autoscaler.py, its event summary): 'Error: No available "
                       "node types can fulfill resource request {..., 'GPU': 1.0}. Add suitable node types to this "
                       "cluster to resolve this issue.' (a bundle of vLLM's placement group no node can hold)",

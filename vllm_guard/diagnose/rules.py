@@ -126,6 +126,9 @@ RULES: tuple[Rule, ...] = (
                                          r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["bf16"]),
+    # The same message's second sentence, where a paste kept only its tail (its wording is the raise site's own).
+    Rule("dtype_unsupported", re.compile(r"You can use float16 instead by explicitly setting the ?`dtype` flag in CLI"),
+         BEFORE_START, source=SOURCES["bf16"]),
     # vLLM 0.7-0.33 config (_FLOAT16_NOT_SUPPORTED_MODELS: gemma2, gemma3, plamo2, glm4): "The model type 'gemma3'
     # does not support float16. Reason: Numerical instability. Please use bfloat16 or float32 instead."
     Rule("dtype_unsupported", re.compile(r"The model type '?(?P<model_type>[\w-]{1,64})'? does not support "
@@ -188,8 +191,6 @@ RULES: tuple[Rule, ...] = (
          numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
     Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"),
          BEFORE_START, numbers=lambda m: numbers_of(m, "gpus"), source=SOURCES["dp_rank"]),
-    Rule("too_few_gpus", re.compile(r"Failed to infer device type"), BEFORE_START, detail="no_gpu",
-         source=SOURCES["device_type"]),
     # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request
     # is not vLLM's GPU bundle).
     Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
@@ -236,8 +237,9 @@ RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled"
                                r"|cannot find the requested files in the (?:local|disk) cache"
                                r"|We couldn't connect to '?https?://[^\s']{1,200}'? to load this file"
-                               r"|HTTPSConnectionPool\(host='(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
-                               r"hf-mirror\.com)'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
+                               # the host quoted as an exception's repr inside another's prints \'huggingface.co\'
+                               r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
+                               r"hf-mirror\.com)\\?'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
          source=SOURCES["hub_unreachable"]),
     Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w ]{1,40} for url: https?://"
                                r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"
@@ -353,7 +355,7 @@ _WORDS = (
     "CUDA driver initialization failed", "forward compatibility was attempted", "cannot import name",
     "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
     "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
-    "Server Error", "Read timed out", "No available node types", "HFValidationError",
+    "Server Error", "Read timed out", "No available node types", "HFValidationError", "use float16 instead",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
