@@ -143,10 +143,19 @@ def check_gpu_dtype(c: Context) -> Finding:
                    measured=measured)
 
 
+# KV dtypes any GPU vLLM runs on stores: the model's own (auto) and the 16-bit ones.
+PLAIN_KV_DTYPES = ("auto", "float16", "bfloat16", "half")
+
+
 def check_gpu_kv_cache_dtype(c: Context) -> Finding:
     kv = c.params.kv_cache_dtype
-    if not kv.startswith("fp8"):
+    if kv in PLAIN_KV_DTYPES:
         return Finding("gpu.kv_cache_dtype", PASS, f"KV cache dtype {kv}", measured={"kv_cache_dtype": kv})
+    if not kv.startswith("fp8"):
+        # 4-bit and per-token-head caches (nvfp4, int4_per_token_head, turboquant_*): which GPUs and attention
+        # backends run them is not in the guard's table, so it says so rather than pass them
+        return Finding("gpu.kv_cache_dtype", SKIP, f"KV cache dtype {kv}: the GPUs and attention backends it runs "
+                       "on are not known to the guard", measured={"kv_cache_dtype": kv})
     cc = min_capability(c)
     if cc is None:
         return Finding("gpu.kv_cache_dtype", SKIP, "compute capability unknown")
