@@ -96,6 +96,8 @@ CASES = [
     ("fp8 KV on 7.5", "t4-16gb", 'kv-cache-dtype = "fp8"', "Qwen/Qwen3-0.6B", "", "gpu.kv_cache_dtype", "fail"),
     # nvfp4's requirements are not in the guard's table: not a pass it cannot back
     ("nvfp4 KV on 8.0", "a100-80gb-x2", 'kv-cache-dtype = "nvfp4"', None, "", "gpu.kv_cache_dtype", "skip"),
+    ("bf16 KV on 7.5", "t4-16gb", 'kv-cache-dtype = "bfloat16"', "Qwen/Qwen3-0.6B", "", "gpu.kv_cache_dtype", "warn"),
+    ("bf16 KV on 8.0", "a100-80gb-x2", 'kv-cache-dtype = "bfloat16"', None, "", "gpu.kv_cache_dtype", "pass"),
     ("awq_marlin on a T4", "t4-16gb", 'quantization = "awq_marlin"', "Qwen/Qwen2.5-32B-Instruct-AWQ", "",
      "gpu.quantization", "fail"),
     ("awq on a T4", "t4-16gb", "", "Qwen/Qwen2.5-32B-Instruct-AWQ", "", "gpu.quantization", "pass"),

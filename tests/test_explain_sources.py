@@ -36,8 +36,6 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
     ("ValueError: Unknown quantization method: mxfp4. Must be one of ['aqlm', 'awq', 'deepspeedfp', 'fp8'].",
      "quant_unsupported", "unknown_method", {}),
     ("RuntimeError: No CUDA GPUs are available", "too_few_gpus", "no_gpu", {}),
-    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
-     "driver from http://www.nvidia.com/Download/index.aspx", "too_few_gpus", "no_gpu", {}),
     ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
      "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non "
      "supported HW", "version_mismatch", "driver", {}),
@@ -51,9 +49,11 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "lora_rank", {"max_lora_rank": 100}),
     ("ValueError: moe_wna16 quantization is currently not supported in ROCm.", "quant_unsupported", "platform", {}),
     ("huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
-     "https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/main", "network", "hub", {}),
+     "https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/main", "network", "hub_refused", {}),
     ("requests.exceptions.ReadTimeout: (ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
-     "Read timed out. (read timeout=10)\"), '(Request ID: 5e3f)')", "network", "hub", {}),
+     "Read timed out. (read timeout=10)\"), '(Request ID: 5e3f)')", "network", "hub_refused", {}),
+    ("requests.exceptions.HTTPError: 504 Server Error: Gateway Time-out for url: "
+     "https://huggingface.co/api/models/Qwen/Qwen3-8B", "network", "hub_refused", {}),
 ])
 
 def test_a_raise_site_is_read_with_its_figures(text: str, cls: str, detail: str | None,
@@ -107,3 +107,49 @@ def test_other_accelerators_ooms_are_ooms(text: str) -> None:
 ])
 def test_near_misses_stay_unknown(text: str) -> None:
     assert classify(HEAD + text + "\n").cls == "unknown"
+
+
+READY = "INFO 05-01 10:00:05 [launcher.py:37] Application startup complete.\n"
+
+
+@pytest.mark.parametrize("text", [
+    # huggingface_hub's http_backoff and a resumed download log the error and retry: they decide nothing
+    "WARNING 05-01 10:00:00 [file_download.py:1] '(ReadTimeoutError(\"HTTPSConnectionPool(host='cdn-lfs.hf.co', "
+    "port=443): Read timed out. (read timeout=10)\"), '(Request ID: 1)')' thrown while requesting GET "
+    "https://huggingface.co/x/resolve/main/model.safetensors\nWARNING 05-01 10:00:00 [_http.py:1] Retrying in 1s "
+    "[Retry 1/5].",
+    "WARNING 05-01 10:00:00 [file_download.py:1] Error while downloading from https://cdn-lfs.hf.co/x: "
+    "HTTPSConnectionPool(host='cdn-lfs.hf.co', port=443): Read timed out.\nTrying to resume download...",
+    # vLLM's own file-list retry (transformers_utils, 0.10+)
+    "WARNING 05-01 10:00:00 [config.py:1] Error retrieving file list: 429 Client Error: Too Many Requests for url: "
+    "https://huggingface.co/api/models/Qwen/Qwen3-8B, retrying 1 of 2",
+])
+def test_a_retried_hub_error_gives_way_to_the_failure_after_it(text: str) -> None:
+    kv = ("ERROR 05-01 10:01:00 [core.py:1] ValueError: No available memory for the cache blocks. Try increasing "
+          "`gpu_memory_utilization` when initializing the engine.")
+    assert classify(HEAD + text + "\n" + kv + "\n").cls == "no_kv_memory"
+    assert classify(HEAD + text + "\n" + READY).cls == "unknown"
+
+
+@pytest.mark.parametrize("text", [
+    # Ray's autoscaler while the placement group pends: a node that joins later makes it schedulable
+    "(autoscaler +1m2s) Error: No available node types can fulfill resource request {'GPU': 1.0, 'CPU': 1.0}. Add "
+    "suitable node types to this cluster to resolve this issue.",
+    # a user's own script's argparse error, quoted in prose
+    "I ran bench.py first and got bench.py: error: unrecognized arguments: --foo. Then I fixed it.",
+    # a warning that quotes the error and goes on on another device
+    "WARNING 05-01 10:00:00 [x.py:1] Failed to query: RuntimeError('No CUDA GPUs are available'), using CPU",
+])
+def test_lines_that_a_ready_start_shows_decide_nothing(text: str) -> None:
+    assert classify(HEAD + text + "\n" + READY).cls == "unknown"
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+    "driver from http://www.nvidia.com/Download/index.aspx",
+    "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+])
+def test_a_driver_torch_cannot_use_is_a_hint_not_a_class(text: str) -> None:
+    # none installed, one that does not match its libraries, or a container without the GPU runtime
+    d = classify(HEAD + text + "\n")
+    assert (d.cls, d.hint and d.hint[0]) == ("unknown", "version_mismatch")

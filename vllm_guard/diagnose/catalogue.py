@@ -135,9 +135,8 @@ SOURCES: dict[str, str] = {
                              "than 1.0. Got X.'",
     "unknown_quant": "vLLM ModelConfig._verify_quantization (config.py; config/model.py in later releases): "
                      "'Unknown quantization method: X. Must be one of [...]' (a method this build does not have)",
-    "no_gpu": "PyTorch, when the process sees no GPU (a container without --gpus, CUDA_VISIBLE_DEVICES empty): "
-              "c10/cuda 'No CUDA GPUs are available', CUDAHooks 'Found no NVIDIA driver on your system', "
-              "torch.cuda._lazy_init 'CUDA driver initialization failed, you might not have a CUDA gpu.'",
+    "no_gpu": "PyTorch's c10/cuda (torch.cuda._lazy_init): 'RuntimeError: No CUDA GPUs are available' (the process "
+              "sees no GPU: a container without --gpus, CUDA_VISIBLE_DEVICES empty, a Ray actor given none)",
     "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\"",
@@ -157,9 +156,9 @@ SOURCES: dict[str, str] = {
                       "output_size_per_partition = N is not divisible by min_thread_n = 64.'",
     "quant_platform": "vLLM 0.6-0.33 platforms/interface.py verify_quantization (config.py's ROCm list before): "
                       "'X quantization is currently not supported in ROCm|XPU|npu|...'",
-    "hub_refused": "huggingface_hub utils/_http.py hf_raise_for_status: '429 Client Error: Too Many Requests for "
-                   "url: https://huggingface.co/...' and the Hub's 5xx answers; urllib3 'Read timed out' for the "
-                   "Hub's host",
+    "hub_refused": "huggingface_hub 0.x utils/_http.py hf_raise_for_status (requests): '429 Client Error: Too Many "
+                   "Requests for url: https://huggingface.co/...' and the Hub's 5xx answers; urllib3 'Read timed "
+                   "out' for the Hub's host (huggingface_hub 1.x words its httpx errors otherwise)",
     "argparse_inline": "argparse's 'PROG: error: unrecognized arguments: ...' quoted inside a sentence (vllm serve's "
                        "parser, exit status 2)",
     "hub_validation": "huggingface_hub utils/_validators.py validate_repo_id: 'HFValidationError: Repo id must be in "
@@ -170,7 +169,7 @@ SOURCES: dict[str, str] = {
 }
 
 # Functions that raise one failure only: a traceback whose innermost frame is one of them names its class even when
-# the paste cuts the exception's message (read by classify._raised_in, not by a rule of rules.py).
+# the paste cuts the exception's message (read by fallback.raised_in, not by a rule of rules.py).
 FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
     # func -> (class, stage, source)
     "resolve_trust_remote_code": ("remote_code_required", "before_start",
@@ -185,7 +184,7 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
                                 "capability: N. Current capability: M.'"),
 }
 
-# Readings said only when no decisive line follows (classify._supported): vLLM's own line says that something
+# Readings said only when no decisive line follows (fallback.supported): vLLM's own line says that something
 # failed and which part, the cause is in another process's output.
 SUPPORT_SOURCES: dict[str, str] = {
     "inspection_failed": "vLLM 0.6.4-0.33 model_executor/models/registry.py _try_inspect_model_cls: 'Error in "

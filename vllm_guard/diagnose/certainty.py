@@ -105,8 +105,11 @@ _RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory
 # Ray's warning at start in a container with Docker's default /dev/shm (ray/_private/services.py).
 _RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
 # vLLM's DeviceConfig when no platform is found: "Failed to infer device type" (0.5-0.33, config/device.py at
-# 0.33), "No supported device detected." (0.3-0.4).
-_NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device detected")
+# 0.33), "No supported device detected." (0.3-0.4); and PyTorch's words for a driver it cannot use (CUDAHooks "Found
+# no NVIDIA driver on your system", cuInit's "CUDA driver initialization failed"): none installed, one that does not
+# match its libraries after an upgrade, or a container without the GPU runtime.
+_NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device detected|Found no NVIDIA driver on your "
+                          r"system|CUDA driver initialization failed, you might not have a CUDA gpu")
 # NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
 _NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
@@ -127,12 +130,13 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # vLLM's warning (_custom_ops.py); CPU, TPU and ROCm builds print it and go on, so it is not decisive
             return "version_mismatch", "vLLM warned that its compiled extension does not load (an undefined symbol: " \
                                        "a wheel built for another torch)"
-        if "device" in line.text and _NO_PLATFORM.search(line.text):
+        if ("device" in line.text or "driver" in line.text) and _NO_PLATFORM.search(line.text):
             # vLLM found no platform: a build for another one (the PyPI wheel is CUDA's; a CPU-only torch, a broken
             # torch_xla) or no GPU visible (a container without GPUs); real reports are both (blind5/b5-040,
             # blind6/b6-035: the build; blind6/b6-009: a Ray actor given no GPU), so neither is decided
-            return "version_mismatch", "vLLM found no device platform: a vLLM or torch built for another platform, " \
-                                       "or no GPU visible to the process (a container or Ray actor without GPUs)"
+            return "version_mismatch", "no usable device platform: a vLLM or torch built for another platform, an " \
+                                       "NVIDIA driver missing or not matching its libraries, or no GPU visible to " \
+                                       "the process (a container or Ray actor without GPUs)"
         if "NCCL error" in line.text and ("unhandled system error" in line.text or
                                           (line is lines[-1] and _NCCL_SYSTEM_CUT.search(line.text))):
             # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which

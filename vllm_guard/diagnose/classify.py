@@ -232,7 +232,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
         return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, last_errors(lines, tbs), signal,
                          context=ctx, confidence="medium", template="the exit signal SIGBUS (7)",
                          stage_from=certainty.PROGRESS)
-    supported = fallback.supported(lines, tbs, final_stage, signal, ctx)
+    supported = fallback.supported(lines, tbs, signal, ctx)
     if supported is not None:
         return supported
     hung = hang.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited

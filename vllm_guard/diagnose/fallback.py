@@ -23,7 +23,7 @@ _DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_
 
 
 def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
-               ctx: dict[str, Any]) -> Diagnosis | None:
+              ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from the one function that raised it, when the paste cut its message (blind3/b3-010, b3-034)."""
     for tb in reversed(tbs):
         known = FRAME_SOURCES.get(tb.frames[-1].func) if tb.frames else None
@@ -39,8 +39,8 @@ _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architect
                          r"|Model architectures \[[^\]]{0,500}\] failed to be inspected")
 
 
-def supported(lines: list[LogLine], tbs: list[logread.Traceback], stage: str, signal: int | None,
-               ctx: dict[str, Any]) -> Diagnosis | None:
+def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+              ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
     for line in lines:

@@ -304,8 +304,6 @@ _GUARD_STUCK = "vllm-guard: stuck in "
 
 def _diagnosis(stage: str, numbers: dict[str, Any], evidence: tuple[str, ...], source: str, came_from: str,
                context: dict[str, Any]) -> Diagnosis:
-    # imported here: classify imports this module to read a whole log; this module is read line by line too
-
     return Diagnosis("startup_hang", stage, numbers, evidence, context=context, confidence="medium",
                      template=source, stage_from=came_from, detail=stage)
 

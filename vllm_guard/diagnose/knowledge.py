@@ -323,6 +323,21 @@ QUANT_PLATFORM = Advice(
      "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
 )
 
+HUB_REFUSED = Advice(
+    "The Hugging Face Hub answered but refused (429: too many requests), failed (5xx), or answered too slowly (a "
+    "read timeout): the network reaches it.",
+    ("for 429: HF_TOKEN (authenticated requests have a higher limit), then wait", "for 5xx: start again later",
+     "for a read timeout: HF_HUB_ETAG_TIMEOUT / HF_HUB_DOWNLOAD_TIMEOUT of a minute",
+     "download once with `hf download` and serve the local folder"), ("changing vLLM's memory settings",),
+)
+QUANT_SHAPE = Advice(
+    "A quantized layer's share on one GPU is not a whole number of quant groups or kernel tiles: tensor parallel "
+    "splits its input or output unevenly, or the layer's own shape does not fit the kernel (Marlin's 64-wide "
+    "tiles).",
+    ("a smaller --tensor-parallel-size", "another kernel for the same format (vLLM's advice for Marlin: "
+     "--quantization gptq)"), ("retrying unchanged",),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
@@ -330,7 +345,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
     "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
-    "inspection_failed": INSPECTION_FAILED,
+    "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
 }
 
 

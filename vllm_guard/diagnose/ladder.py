@@ -118,6 +118,10 @@ NOT_RELAXABLE_DETAIL = {
     "platform": "this platform's vLLM does not run the checkpoint's quantization method",
     "inspection_failed": "vLLM could not import the model's class: the install (or this vLLM's support), not a "
                          "setting",
+    "hub_refused": "the Hugging Face Hub refused or timed out: a token, a wait or a longer Hub timeout, not a vLLM "
+                   "setting",
+    "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
+                   "in the profile",
 }
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.diagnosis import ready
 from vllm_guard.diagnose.figures import bundle_gpus, numbers_of, oom_numbers
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine, any_of
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
@@ -57,12 +58,31 @@ def _api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, A
     return check
 
 
+_RETRYING = re.compile(r"Retrying in \d|Trying to resume download|retrying \d{1,3} of \d|\[Retry \d{1,3}/\d")
+
+
+def _not_retried(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """An HTTP failure huggingface_hub (http_backoff, a resumed download) or vLLM (its file-list retries) logs and
+    then retries decides nothing: the line itself or the next says so."""
+    nxt = lines[i + 1].text if i + 1 < len(lines) else ""
+    return not (_RETRYING.search(line) or _RETRYING.search(nxt[:MAX_LINE_CHARS]))
+
+
+def _never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """A line printed while something waits (Ray's autoscaler while the placement group pends) is the failure
+    only when the start never became ready."""
+    return not ready(lines)
+
+
 RULES: tuple[Rule, ...] = (
     # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
     Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: (?P<message>.{1,500})"
-                                   r"|^(?:usage: )?[\w. -]{1,64}: error: unrecognized arguments: "), BEFORE_START,
+                                   # a program name, not a sentence: "vllm serve" is its one name with a space
+                                   r"|^(?:usage: )?(?:vllm serve|[\w.-]{1,64}): error: unrecognized arguments: "),
+         BEFORE_START,
          source=SOURCES["usage_error"]),
-    Rule("usage_error", re.compile(r"\b(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: unrecognized arguments: --?\w"),
+    # Quoted in a sentence: vLLM's own program name only (a user's script says nothing of vLLM).
+    Rule("usage_error", re.compile(r"(?<![\w/.-])vllm(?: serve)?: error: unrecognized arguments: --?\w"),
          BEFORE_START, source=SOURCES["argparse_inline"]),
     # The CPU build's gpu_busy: --gpu-memory-utilization is the fraction of the NUMA node's memory.
     Rule("gpu_busy", re.compile(
@@ -102,7 +122,7 @@ RULES: tuple[Rule, ...] = (
     Rule("oom_profiling", re.compile(r"CUDA out of memory occurred when warming up (?:sampler|pooler) with "
                                      r"(?P<dummy_requests>\d+) dummy requests"), PROFILING, detail="sampler_warmup",
          numbers=lambda m: numbers_of(m, "dummy_requests"), source=SOURCES["sampler_oom"]),
-    # resolved by stage below (classify._oom_class)
+    # resolved by stage (progress.oom_class)
     Rule("oom", _OOM, numbers=oom_numbers, source=SOURCES["torch_oom"]),
     Rule("shm_exhausted", re.compile(
         r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
@@ -194,7 +214,7 @@ RULES: tuple[Rule, ...] = (
     # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request
     # is not vLLM's GPU bundle).
     Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
-         BEFORE_START, source=SOURCES["ray_infeasible"]),
+         BEFORE_START, when=_never_ready, source=SOURCES["ray_infeasible"]),
     # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
     Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
                                     r"(?P<where>placement group|cluster)"), BEFORE_START,
@@ -240,12 +260,13 @@ RULES: tuple[Rule, ...] = (
                                # the host quoted as an exception's repr inside another's prints \'huggingface.co\'
                                r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
                                r"hf-mirror\.com)\\?'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
-         source=SOURCES["hub_unreachable"]),
-    Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w ]{1,40} for url: https?://"
+         when=_not_retried, source=SOURCES["hub_unreachable"]),
+    # The Hub answered, but refused (429) or failed (5xx), or too slowly: not the network's reach.
+    Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w .-]{1,40} for url: https?://"
                                r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"
-                               r"|HTTPSConnectionPool\(host='(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
-                               r"hf-mirror\.com)'.{0,300}?Read timed out"), BEFORE_START, detail="hub",
-         source=SOURCES["hub_refused"]),
+                               r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
+                               r"hf-mirror\.com)\\?'.{0,300}?Read timed out"), BEFORE_START, detail="hub_refused",
+         when=_not_retried, source=SOURCES["hub_refused"]),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): (?:\[errno 98\] )?address already in use"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
@@ -282,10 +303,10 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["driver_too_old"]),
     Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
          detail="driver", source=SOURCES["cuda_compat"]),
-    # On an error line only: vLLM's own logs name these conditions in warnings it goes on after.
-    Rule("too_few_gpus", re.compile(r"(?:Error|ERROR)\b.{0,300}?(?:No CUDA GPUs are available|Found no NVIDIA "
-                                    r"driver on your system|CUDA driver initialization failed, you might not have a "
-                                    r"CUDA gpu)"), BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
+    # The exception itself only: a warning may quote it and go on on another device ("RuntimeError('No CUDA GPUs
+    # are available'), using CPU").
+    Rule("too_few_gpus", re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?RuntimeError: No CUDA GPUs are available"),
+         BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
     # Not a circular import ("from partially initialized module"): that is a bug, not a version.
     Rule("version_mismatch", re.compile(r"ImportError: cannot import name '(?P<name>\w{1,128})' from "
                                         r"'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
@@ -351,8 +372,8 @@ _WORDS = (
     "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
     "does not support", "XPU out of", "NPU out of", "max_num_batched_tokens", "Chunked MM input disabled",
     "--tool-call-parser", "parser: ",
-    "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs", "Found no NVIDIA driver",
-    "CUDA driver initialization failed", "forward compatibility was attempted", "cannot import name",
+    "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs are available",
+    "forward compatibility was attempted", "cannot import name",
     "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
     "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
     "Server Error", "Read timed out", "No available node types", "HFValidationError", "use float16 instead",

@@ -143,14 +143,25 @@ def check_gpu_dtype(c: Context) -> Finding:
                    measured=measured)
 
 
-# KV dtypes any GPU vLLM runs on stores: the model's own (auto) and the 16-bit ones.
-PLAIN_KV_DTYPES = ("auto", "float16", "bfloat16", "half")
+# KV dtypes every GPU vLLM runs on stores: the model's own (auto; gpu.dtype checks it) and float16. bfloat16 needs
+# compute capability 8.0, as a bfloat16 model does (vllm-reference §2e).
+PLAIN_KV_DTYPES = ("auto", "float16", "half")
 
 
 def check_gpu_kv_cache_dtype(c: Context) -> Finding:
     kv = c.params.kv_cache_dtype
     if kv in PLAIN_KV_DTYPES:
         return Finding("gpu.kv_cache_dtype", PASS, f"KV cache dtype {kv}", measured={"kv_cache_dtype": kv})
+    if kv == "bfloat16":
+        cc = min_capability(c)
+        if cc is None:
+            return Finding("gpu.kv_cache_dtype", SKIP, "compute capability unknown")
+        measured = {"kv_cache_dtype": kv, "compute_capability": f"{cc[0]}.{cc[1]}"}
+        if cc >= (8, 0):
+            return Finding("gpu.kv_cache_dtype", PASS, f"bfloat16 KV cache on {cc[0]}.{cc[1]}", None, measured)
+        return Finding("gpu.kv_cache_dtype", WARN, f"a bfloat16 KV cache on compute capability {cc[0]}.{cc[1]}: "
+                       "bfloat16 needs 8.0", "use --kv-cache-dtype auto or float16", measured,
+                       {"compute_capability": "8.0"})
     if not kv.startswith("fp8"):
         # 4-bit and per-token-head caches (nvfp4, int4_per_token_head, turboquant_*): which GPUs and attention
         # backends run them is not in the guard's table, so it says so rather than pass them

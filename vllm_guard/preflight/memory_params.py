@@ -12,7 +12,9 @@ KV_DTYPE_BYTES: dict[str, float] = {
     "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1,
     "fp8_per_token_head": 1, "int8_per_token_head": 1, "int4_per_token_head": 0.5,
     # NVFP4 stores one FP8 scale per 16 four-bit values, 4.5 bits each: startups/109, 116 and 119 (a vLLM 0.22 build
-    # and two source builds, gemma-4-E4B and gemma-4-31B) print exactly 9/8 of 4 bits per element.
+    # and two source builds, gemma-4-E4B and gemma-4-31B) print exactly 9/8 of 4 bits per element. nvfp4_4over6
+    # (another choice of the scales) is assumed to store the same; nvfp4_ds_mla and the other 4-bit caches are
+    # counted at 4 bits, no log measured them.
     "nvfp4": 0.5625, "nvfp4_4over6": 0.5625, "ultraquant_4bit": 0.5, "fp8_ds_mla": 1, "nvfp4_ds_mla": 0.5,
 }
 MODEL_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 2, "float": 2, "auto": 2}
