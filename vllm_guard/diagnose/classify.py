@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose import certainty, fallback, guard_report, hang, logread, progress
-from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
+from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
@@ -145,14 +145,13 @@ def classify(text: str, *, exit_status: int | None = None) -> Diagnosis:
     return last_failed(starts(text, exit_status=exit_status)).diagnosis
 
 
-_FAILED = re.compile(r"Traceback|Error|ERROR|Exception|Killed|failed|error:")
 
 
 def _classify_start(lines: list[LogLine], exit_status: int | None) -> tuple[Diagnosis, bool]:
     d = _diagnose(lines, exit_status)
     if d.cls != "unknown" or d.exit_signal is not None:
         return d, True
-    return d, not ready(lines) and any(_FAILED.search(line.text) for line in lines)
+    return d, not ready(lines) and any(ERRORISH.search(line.text) for line in lines)
 
 
 def _candidates(lines: list[LogLine], i: int) -> list[str]:
