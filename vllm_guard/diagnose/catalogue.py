@@ -187,6 +187,10 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
 # Readings said only when no decisive line follows (fallback.supported): vLLM's own line says that something
 # failed and which part, the cause is in another process's output.
 SUPPORT_SOURCES: dict[str, str] = {
+    "vllm_api": "the Python interpreter, when a program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's "
+                "vllm backend, LLaMA-Factory) calls it as another release spelled it: \"AttributeError: 'LLMEngine' "
+                "object has no attribute 'model_executor'\" (V1's LLMEngine, 0.8+), \"TypeError: __init__() got an "
+                "unexpected keyword argument 'limit_mm_per_prompt'\" from vLLM's EngineArgs",
     "inspection_failed": "vLLM 0.6.4-0.33 model_executor/models/registry.py _try_inspect_model_cls: 'Error in "
                          "inspecting model architecture 'X'' (the registry's subprocess could not import the model "
                          "class), then 'Model architectures [...] failed to be inspected' (0.7+) or '... are not "

@@ -39,10 +39,38 @@ _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architect
                          r"|Model architectures \[[^\]]{0,500}\] failed to be inspected")
 
 
+# vLLM's own objects and entry points, as the programs that drive it call them.
+_VLLM_OBJECT = re.compile(r"AttributeError: '(?:LLMEngine|AsyncLLMEngine|AsyncLLM|MQLLMEngine|LLM|EngineCoreClient|"
+                          r"GPUModelRunner|ModelConfig|VllmConfig|EngineArgs|AsyncEngineArgs|SamplingParams)' object "
+                          r"has no attribute '\w{1,128}'")
+_UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?P<func>\w{1,128})\(\) got an unexpected keyword argument '\w{1,128}'")
+# A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
+_VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/")
+
+
+def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
+    """A program written for another vLLM release: a vLLM object lacks the attribute it reads, or a vLLM entry point
+    refuses a keyword it passes (the lines above show the call)."""
+    text = lines[i].text
+    if "object has no attribute" in text and _VLLM_OBJECT.search(text):
+        return True
+    m = _UNEXPECTED_KEYWORD.search(text) if "unexpected keyword" in text else None
+    if m is None:
+        return False
+    if m.group("func").startswith(("build_async_engine_client", "from_engine_args", "from_vllm_config")):
+        return True
+    return any(_VLLM_CALL.search(line.text) for line in lines[max(0, i - 3):i])
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
+    for i, line in enumerate(lines):
+        if _vllm_api_mismatch(lines, i):
+            return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
+                             signal, "vllm_api", ctx, confidence="medium", template=SUPPORT_SOURCES["vllm_api"],
+                             stage_from=certainty.MESSAGE)
     for line in lines:
         if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
             # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output

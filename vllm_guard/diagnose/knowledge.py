@@ -338,6 +338,14 @@ QUANT_SHAPE = Advice(
      "--quantization gptq)"), ("retrying unchanged",),
 )
 
+VLLM_API = Advice(
+    "The program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's vllm backend, LLaMA-Factory) was "
+    "written for another vLLM release: it reads an attribute or passes an option this vLLM does not have.",
+    ("the vLLM version that program pins (its requirements or release notes)",
+     "for V1-era code on an older vLLM, or V0-era code on 0.8+: upgrade the program, or VLLM_USE_V1=0 where the "
+     "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
@@ -346,6 +354,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
+    "vllm_api": VLLM_API,
 }
 
 

@@ -122,6 +122,7 @@ NOT_RELAXABLE_DETAIL = {
                    "setting",
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
+    "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
 }
 
 
