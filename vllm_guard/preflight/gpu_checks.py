@@ -152,17 +152,7 @@ def check_gpu_kv_cache_dtype(c: Context) -> Finding:
     kv = c.params.kv_cache_dtype
     if kv in PLAIN_KV_DTYPES:
         return Finding("gpu.kv_cache_dtype", PASS, f"KV cache dtype {kv}", measured={"kv_cache_dtype": kv})
-    if kv == "bfloat16":
-        cc = min_capability(c)
-        if cc is None:
-            return Finding("gpu.kv_cache_dtype", SKIP, "compute capability unknown")
-        measured = {"kv_cache_dtype": kv, "compute_capability": f"{cc[0]}.{cc[1]}"}
-        if cc >= (8, 0):
-            return Finding("gpu.kv_cache_dtype", PASS, f"bfloat16 KV cache on {cc[0]}.{cc[1]}", None, measured)
-        return Finding("gpu.kv_cache_dtype", WARN, f"a bfloat16 KV cache on compute capability {cc[0]}.{cc[1]}: "
-                       "bfloat16 needs 8.0", "use --kv-cache-dtype auto or float16", measured,
-                       {"compute_capability": "8.0"})
-    if not kv.startswith("fp8"):
+    if kv != "bfloat16" and not kv.startswith("fp8"):
         # 4-bit and per-token-head caches (nvfp4, int4_per_token_head, turboquant_*): which GPUs and attention
         # backends run them is not in the guard's table, so it says so rather than pass them
         return Finding("gpu.kv_cache_dtype", SKIP, f"KV cache dtype {kv}: the GPUs and attention backends it runs "
@@ -171,6 +161,12 @@ def check_gpu_kv_cache_dtype(c: Context) -> Finding:
     if cc is None:
         return Finding("gpu.kv_cache_dtype", SKIP, "compute capability unknown")
     measured = {"kv_cache_dtype": kv, "compute_capability": f"{cc[0]}.{cc[1]}"}
+    if kv == "bfloat16":
+        if cc >= (8, 0):
+            return Finding("gpu.kv_cache_dtype", PASS, f"bfloat16 KV cache on {cc[0]}.{cc[1]}", None, measured)
+        return Finding("gpu.kv_cache_dtype", WARN, f"a bfloat16 KV cache on compute capability {cc[0]}.{cc[1]}: "
+                       "bfloat16 needs 8.0", "use --kv-cache-dtype auto or float16", measured,
+                       {"compute_capability": "8.0"})
     # vLLM 0.33 picks the attention backend; fp8 KV works natively from SM89 (vllm-reference §2f).
     if cc >= (8, 9):
         return Finding("gpu.kv_cache_dtype", PASS, f"{kv} KV cache is native on {cc[0]}.{cc[1]}", None, measured)
