@@ -191,6 +191,9 @@ SUPPORT_SOURCES: dict[str, str] = {
                 "vllm backend, LLaMA-Factory) calls it as another release spelled it: \"AttributeError: 'LLMEngine' "
                 "object has no attribute 'model_executor'\" (V1's LLMEngine, 0.8+), \"TypeError: __init__() got an "
                 "unexpected keyword argument 'limit_mm_per_prompt'\" from vLLM's EngineArgs",
+    "config_check": "vLLM 0.4-0.33 settings checks: a ValueError raised in vllm/config.py (0.4-0.9), vllm/config/*.py "
+                    "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like) or "
+                    "engine/arg_utils.py create_engine_config, whose message no rule knows",
     "inspection_failed": "vLLM 0.6.4-0.33 model_executor/models/registry.py _try_inspect_model_cls: 'Error in "
                          "inspecting model architecture 'X'' (the registry's subprocess could not import the model "
                          "class), then 'Model architectures [...] failed to be inspected' (0.7+) or '... are not "

@@ -9,7 +9,7 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, logread
 from vllm_guard.diagnose.catalogue import FRAME_SOURCES, SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import Diagnosis, cut, last_errors, ready
+from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
@@ -24,7 +24,8 @@ _DOWNLOAD_FRAMES = frozenset(("snapshot_download", "hf_hub_download", "download_
 
 def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
-    """A class from the one function that raised it, when the paste cut its message (blind3/b3-010, b3-034)."""
+    """A class from the one function that raised it, when the paste cut its message (blind3/b3-010, b3-034), or
+    from vLLM's own settings checks when no rule knows their message."""
     for tb in reversed(tbs):
         known = FRAME_SOURCES.get(tb.frames[-1].func) if tb.frames else None
         if known is not None:
@@ -32,7 +33,40 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             evidence = (f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})", *last_errors(lines, tbs, 2))
             return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
                              stage_from=certainty.FRAMES)
-    return None
+    return _config_check(lines, tbs, signal, ctx)
+
+
+# vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33) and engine/arg_utils.py's
+# create_engine_config raise ValueError for a combination of settings they refuse. From 0.10 the config classes are
+# pydantic dataclasses (vllm/config/utils.py @config over pydantic.dataclasses.dataclass): pydantic re-raises a
+# check's ValueError as "N validation error(s) for SchedulerConfig" with "Value error, <message>" on the next line,
+# and a Field(ge=1) bound as "Input should be greater than or equal to 1". ModelConfig's and VllmConfig's checks
+# also read the model's files and the platform (a JSON decode error of a model's config, blind3/b3-037), so only
+# the other classes' refusals say the settings are wrong.
+_CONFIG_FILE = re.compile(r"/vllm/(?:config(?:/\w{1,64})?\.py|engine/arg_utils\.py)$")
+_VALIDATION = re.compile(r"ValidationError: \d{1,3} validation errors? for (?P<config>\w{1,64}Config)\b")
+_READS_THE_MODEL = frozenset(("ModelConfig", "VllmConfig"))
+
+
+def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+                  ctx: dict[str, Any]) -> Diagnosis | None:
+    """usage_error from the last exception that is not a wrapper, when vLLM's settings checks raised it."""
+    tb = next((t for t in reversed(tbs) if t.exception is not None and not WRAPPERS.search(lines[t.exception].text)),
+              None)
+    if tb is None or tb.exception is None:
+        return None
+    text = lines[tb.exception].text
+    m = _VALIDATION.search(text) if "validation error" in text else None
+    if m is not None:
+        if m.group("config") in _READS_THE_MODEL:
+            return None
+        shown = tuple(cut(line.text) for line in lines[tb.exception:tb.exception + 3] if line.text.strip())
+    elif tb.frames and _CONFIG_FILE.search(tb.frames[-1].path) and re.search(r"(?:^|[\s\]])ValueError: \S", text):
+        shown = (cut(text), f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})")
+    else:
+        return None
+    return Diagnosis("usage_error", BEFORE_START, {}, shown, signal, "config_check", ctx, confidence="medium",
+                     template=SUPPORT_SOURCES["config_check"], stage_from=certainty.FRAMES)
 
 
 _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architecture>[\w.-]{1,128})'"

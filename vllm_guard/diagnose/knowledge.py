@@ -346,6 +346,14 @@ VLLM_API = Advice(
      "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+CONFIG_CHECK = Advice(
+    "vLLM's own settings checks refused the combination it was given (a scheduler, cache, parallel, LoRA or "
+    "speculative-decoding setting against another, or against the model): the ValueError's message names both.",
+    ("change the setting the message names, in the profile or the command line",
+     "the installed vLLM's `vllm serve --help=<group>` for the values it accepts"),
+    ("retrying: the same settings are refused the same way",),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
@@ -354,7 +362,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
-    "vllm_api": VLLM_API,
+    "vllm_api": VLLM_API, "config_check": CONFIG_CHECK,
 }
 
 

@@ -123,6 +123,7 @@ NOT_RELAXABLE_DETAIL = {
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
+    "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",
 }
 
 

@@ -1,0 +1,79 @@
+"""vLLM's own settings checks, read by where they raise when no rule knows their message (fallback._config_check).
+
+The real log is failures/058 (vLLM 0.11, SchedulerConfig refusing max_num_batched_tokens below max_model_len, which
+its own rule decides); the variants put scheduler.py's other refusals, verbatim from vLLM 0.11-0.33
+vllm/config/scheduler.py verify_max_model_len, in its place, as pydantic re-raises them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import DATA, blind_log
+from vllm_guard.diagnose.classify import classify
+
+REAL = (DATA / "real-logs" / "failures" / "058-unknown.log").read_text()
+_INNER = re.compile(r"Value error, max_num_batched_tokens \(512\) is smaller than max_model_len \(4096\)\..*?decrease "
+                    r"max_model_len\.")
+
+
+def _with_inner(message: str) -> str:
+    out, n = _INNER.subn(message, REAL)
+    assert n == 1
+    return out
+
+
+def test_the_real_log_keeps_its_own_rule() -> None:
+    d = classify(REAL)
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "batched_tokens", "high")
+
+
+@pytest.mark.parametrize("message", [
+    "Value error, Chunked prefill must be enabled to set max_num_partial_prefills > 1.",
+    "Value error, long_prefill_token_threshold (9000) cannot be greater than the max_model_len (4096).",
+    "Value error, self.max_long_partial_prefills=4 must be less than or equal to self.max_num_partial_prefills=2.",
+])
+def test_a_scheduler_refusal_no_rule_knows_is_a_usage_error(message: str) -> None:
+    d = classify(_with_inner(message))
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "config_check", "medium")
+    assert any(message[:40] in line for line in d.evidence)
+
+
+def test_a_pydantic_bound_on_a_setting_is_a_usage_error() -> None:
+    # Field(ge=1) on max_num_seqs (vllm/config/scheduler.py): pydantic names the field, then the bound
+    text = _with_inner("max_num_seqs\n(APIServer pid=266)   Input should be greater than or equal to 1")
+    d = classify(text)
+    assert (d.cls, d.detail) == ("usage_error", "config_check")
+
+
+def test_model_config_validation_stays_unknown() -> None:
+    # ModelConfig's checks read the model's own files: a JSON decode error there is not a setting (blind3/b3-037)
+    d = classify(blind_log("blind3", "b3-037"))
+    assert (d.cls, d.confidence) == ("unknown", "none")
+
+
+def test_a_value_error_of_vllms_older_single_config_file() -> None:
+    # vLLM 0.6 vllm/config.py ParallelConfig._verify_args, under create_engine_config
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/arg_utils.py", line 1000, in '
+            "create_engine_config\n"
+            "    parallel_config = ParallelConfig(\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/config.py", line 950, in __init__\n'
+            "    self._verify_args()\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/config.py", line 980, in _verify_args\n'
+            "    raise ValueError(\n"
+            "ValueError: Unrecognized distributed executor backend rya. Supported values are 'ray', 'mp' or "
+            "custom ExecutorBase subclass.\n")
+    d = classify(text)
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "config_check", "medium")
+
+
+def test_a_value_error_elsewhere_in_vllm_is_not_a_settings_check() -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/model_loader/loader.py", line 300, '
+            "in load_model\n"
+            "    raise ValueError(\n"
+            "ValueError: something in the checkpoint is off\n")
+    assert classify(text).cls == "unknown"
