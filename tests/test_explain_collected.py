@@ -171,16 +171,18 @@ def test_every_rule_cites_where_its_message_comes_from() -> None:
 
 def test_every_rule_is_dispatched_by_a_word_its_pattern_spells() -> None:
     """A rule none of whose words its pattern spells literally is tried on every line: the dispatch's cost."""
-    from vllm_guard.diagnose import rules
+    from vllm_guard.diagnose import dispatch
+    from vllm_guard.diagnose.rules import RULES
 
-    assert [(rules.RULES[i].cls, rules.RULES[i].detail) for i in rules._ALWAYS] == []
+    assert [(RULES[i].cls, RULES[i].detail) for i in dispatch._ALWAYS] == []
 
 
 def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
     """rules_for() tries a rule only on lines holding a word its pattern spells: over every line of every
     fixture and real log (and each joined wrapped pair), no rule that matches is left out."""
     from vllm_guard.diagnose import logread
-    from vllm_guard.diagnose.rules import RULES, rules_for
+    from vllm_guard.diagnose.dispatch import rules_for
+    from vllm_guard.diagnose.rules import RULES
 
     texts = [p.read_text(errors="replace") for p in [*(DATA / "logs").glob("*.log"),
                                                       *(DATA / "real-logs").glob("*/*.log")]]

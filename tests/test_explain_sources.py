@@ -54,6 +54,13 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "Read timed out. (read timeout=10)\"), '(Request ID: 5e3f)')", "network", "hub_refused", {}),
     ("requests.exceptions.HTTPError: 504 Server Error: Gateway Time-out for url: "
      "https://huggingface.co/api/models/Qwen/Qwen3-8B", "network", "hub_refused", {}),
+    ("RuntimeError: CUDA error: invalid device ordinal", "too_few_gpus", None, {}),
+    ("torch.AcceleratorError: CUDA error: invalid device ordinal", "too_few_gpus", None, {}),
+    ("ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, "
+     "'low_freq_factor': 1.0, 'high_freq_factor': 4.0, 'original_max_position_embeddings': 8192, 'rope_type': "
+     "'llama3'}", "version_mismatch", "python_package", {}),
+    ("ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.", "version_mismatch",
+     "python_package", {}),
 ])
 
 def test_a_raise_site_is_read_with_its_figures(text: str, cls: str, detail: str | None,

@@ -137,6 +137,14 @@ SOURCES: dict[str, str] = {
                      "'Unknown quantization method: X. Must be one of [...]' (a method this build does not have)",
     "no_gpu": "PyTorch's c10/cuda (torch.cuda._lazy_init): 'RuntimeError: No CUDA GPUs are available' (the process "
               "sees no GPU: a container without --gpus, CUDA_VISIBLE_DEVICES empty, a Ray actor given none)",
+    "device_ordinal": "the CUDA runtime (HIP alike) under torch.cuda.set_device: 'CUDA error: invalid device ordinal' "
+                      "(cudaErrorInvalidDevice: a GPU index past the devices CUDA_VISIBLE_DEVICES lets it see)",
+    "rope_scaling": "transformers 4.36-4.42 LlamaConfig._rope_scaling_validation (configuration_llama.py): "
+                    "'`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {...}' for a "
+                    "config written for 4.43+ (Llama 3.1's rope_type llama3, yarn)",
+    "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
+                          "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
+                          "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",
     "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\"",

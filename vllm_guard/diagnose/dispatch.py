@@ -1,0 +1,63 @@
+"""Which failure rules a log line can match: a prefilter of the words the rules spell, so a long log is read by a
+few regexes per line, not by every rule (issue 28)."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, any_of
+from vllm_guard.diagnose.rules import RULES, Rule
+
+# Cheap prefilters: a line without one of these words cannot match a rule, a stage marker or a
+# setting, so a 100k-line log is scanned by three regexes, not forty.
+_WORDS = (
+    "Free memory on device", "max seq len", "No available memory", "Cannot auto-fit", "Error in memory profiling",
+    "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
+    "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
+    "User-specified max_model_len", "World size", "DP adjusted", "Failed to infer device", "Errno 98", "No space left",
+    "Errno 28", "Gated", "error:", "Repo id must be", "Available memory on node",
+    "gated repo", "Client Error", "RepositoryNotFound", "Repository Not Found",
+    "Invalid repository", "valid model identifier", "Invalid user token", "invalid credentials", "trust_remote_code",
+    "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
+    "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
+    "Available KV cache memory: ", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
+    "Cannot provide a placement group", "Current node has no", "Version mismatch", "Watchdog caught",
+    "ncclRemoteError", "network error",
+    "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
+    "placement group bundle index", "Ray does not allocate", "Tried to allocate", "OfflineModeIsEnabled",
+    "outgoing traffic", "requested files in the", "couldn't connect", "Max retries exceeded", "404 Client Error",
+    "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
+    "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
+    "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
+    "does not support", "XPU out of", "NPU out of", "max_num_batched_tokens", "Chunked MM input disabled",
+    "--tool-call-parser", "parser: ",
+    "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs are available",
+    "forward compatibility was attempted", "cannot import name",
+    "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
+    "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
+    "Server Error", "Read timed out", "No available node types", "HFValidationError", "use float16 instead",
+    "invalid device ordinal", "rope_scaling", "TokenizersBackend",
+)
+RULE_WORDS = any_of(_WORDS)
+# Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
+# is tried on every candidate line): a log of a million error lines costs one findall per line, not forty
+# searches (issue 28). tests/test_explain_collected.py checks the dispatch against trying every rule.
+_BY_WORD: dict[str, tuple[int, ...]] = {w: tuple(i for i, r in enumerate(RULES) if w in r.pattern.pattern)
+                                        for w in _WORDS}
+_ALWAYS = tuple(i for i, r in enumerate(RULES) if not any(w in r.pattern.pattern for w in _WORDS))
+
+
+def rules_for(text: str) -> tuple[Rule, ...] | None:
+    """The rules that can match a line, in the table's order; None when the line holds no word of the
+    prefilter (it can match no rule, and says nothing of an exit or a kill either)."""
+    words = frozenset(RULE_WORDS.findall(text[:MAX_LINE_CHARS]))
+    if not words:
+        return None
+    picked = _PICKED.get(words)
+    if picked is None:
+        ids = set(_ALWAYS).union(*(_BY_WORD[w] for w in words))
+        picked = tuple(RULES[i] for i in sorted(ids))
+        if len(_PICKED) < 4096:  # bounded: a hostile log cannot grow it
+            _PICKED[words] = picked
+    return picked
+
+
+_PICKED: dict[frozenset[str], tuple[Rule, ...]] = {}  # the word sets seen (real logs: a few dozen)
