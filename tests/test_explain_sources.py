@@ -160,3 +160,16 @@ def test_a_driver_torch_cannot_use_is_a_hint_not_a_class(text: str) -> None:
     # none installed, one that does not match its libraries, or a container without the GPU runtime
     d = classify(HEAD + text + "\n")
     assert (d.cls, d.hint and d.hint[0]) == ("unknown", "version_mismatch")
+
+
+def test_the_tokenizer_class_line_decides_over_vllms_trust_remote_code_advice() -> None:
+    # vLLM 0.4-0.33 get_tokenizer re-raises transformers' "Tokenizer class X does not exist" as advice to trust
+    # remote code; for transformers 5's TokenizersBackend the class line under it says what is wrong
+    wrapper = ("RuntimeError: Failed to load the tokenizer. If the tokenizer is a custom tokenizer not yet available "
+               "in the HuggingFace transformers library, consider setting `trust_remote_code=True` in LLM or using "
+               "the `--trust-remote-code` flag in the CLI.")
+    assert classify(HEAD + wrapper + "\n").cls == "remote_code_required"
+    inner = "ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.\n"
+    d = classify(HEAD + inner + "\nThe above exception was the direct cause of the following exception:\n\n"
+                 + wrapper + "\n")
+    assert (d.cls, d.detail) == ("version_mismatch", "python_package")
