@@ -61,6 +61,15 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "'llama3'}", "version_mismatch", "python_package", {}),
     ("ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.", "version_mismatch",
      "python_package", {}),
+    ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "version_mismatch",
+     "driver", {}),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver / cuda "
+     "driver combination", "version_mismatch", "driver", {}),
+    ("RuntimeError: operator torchvision::nms does not exist", "version_mismatch", "python_package", {}),
+    ("AttributeError: module 'torch.library' has no attribute 'custom_op'", "version_mismatch", "python_package", {}),
+    ("AttributeError: module 'transformers' has no attribute 'Qwen3VLForConditionalGeneration'", "version_mismatch",
+     "python_package", {}),
 ])
 
 def test_a_raise_site_is_read_with_its_figures(text: str, cls: str, detail: str | None,
@@ -106,6 +115,7 @@ def test_other_accelerators_ooms_are_ooms(text: str) -> None:
     "ImportError: cannot import name 'LLM' from partially initialized module 'vllm' (most likely due to a circular "
     "import)",
     "ImportError: cannot import name 'foo' from 'mypackage' (/srv/app/mypackage/__init__.py)",
+    "AttributeError: module 'mypackage.torch_utils' has no attribute 'helper'",
     # constructed: the words on a line that is no error (a debug line of a platform probe that goes on)
     "DEBUG 05-01 10:00:00 [__init__.py:40] No CUDA GPUs are available",
     # the parser options in vLLM's own start-up line (0.10+ prints the non-default arguments)
@@ -173,3 +183,17 @@ def test_the_tokenizer_class_line_decides_over_vllms_trust_remote_code_advice() 
     d = classify(HEAD + inner + "\nThe above exception was the direct cause of the following exception:\n\n"
                  + wrapper + "\n")
     assert (d.cls, d.detail) == ("version_mismatch", "python_package")
+
+
+def test_v0s_engine_process_wrapper_is_not_the_root_cause() -> None:
+    # vLLM 0.6-0.9 api_server.py build_async_engine_client_from_engine_args, after the MQLLMEngine process died;
+    # the API server's traceback can reach the terminal before the engine process's own stderr does
+    text = (HEAD + "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/api_server.py", line 230, in '
+            "build_async_engine_client_from_engine_args\n    raise RuntimeError(\n"
+            "RuntimeError: Engine process failed to start. See stack trace for the root cause.\n"
+            "Process SpawnProcess-1:\nTraceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/multiprocessing/engine.py", line 390, in '
+            "run_mp_engine\n    raise e\nValueError: something only this model says\n")
+    d = classify(text)
+    assert d.cls == "unknown" and d.evidence[0] == "ValueError: something only this model says"

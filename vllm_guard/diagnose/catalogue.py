@@ -145,9 +145,16 @@ SOURCES: dict[str, str] = {
     "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
                           "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
                           "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",
+    "cuda_driver_errors": "the CUDA runtime: cudaErrorUnsupportedPtxVersion (222) 'the provided PTX was compiled "
+                          "with an unsupported toolchain' (a driver older than the build's CUDA) and "
+                          "cudaErrorSystemDriverMismatch (803) 'system has unsupported display driver / cuda driver "
+                          "combination' (the kernel module and the user libraries of two driver versions)",
+    "torchvision_ops": "torchvision 0.15+ _meta_registrations.py: 'RuntimeError: operator torchvision::nms does not "
+                       "exist' (its compiled ops were built for another torch and did not load)",
     "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
-                      "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\"",
+                      "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
+                      "\"AttributeError: module 'torch.library' has no attribute 'X'\"",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.'",
     "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "

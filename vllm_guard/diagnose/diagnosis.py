@@ -31,8 +31,10 @@ class Diagnosis:
 
 EVIDENCE_CHARS = 500
 # Wrappers: they say that something failed, never what. Never decisive.
+# vLLM's lines that only say another part failed: V1's (0.8-0.33) and V0's MQLLMEngine wrapper ("Engine process
+# failed to start. See stack trace for the root cause.", entrypoints/openai/api_server.py 0.6-0.9).
 WRAPPERS = re.compile(r"Engine core initialization failed|WorkerProc initialization failed|EngineCore failed to "
-                      r"start|WorkerProc failed to start|Worker failed with error")
+                      r"start|WorkerProc failed to start|Worker failed with error|Engine process failed to start")
 ERRORISH = re.compile(r"Error|ERROR|Exception|error:|Traceback|failed|Killed")
 _READY = re.compile(r"Application startup complete|Starting vLLM server on")
 

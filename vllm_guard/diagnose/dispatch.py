@@ -34,7 +34,8 @@ _WORDS = (
     "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
     "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
     "Server Error", "Read timed out", "No available node types", "HFValidationError", "use float16 instead",
-    "invalid device ordinal", "rope_scaling", "TokenizersBackend",
+    "invalid device ordinal", "rope_scaling", "TokenizersBackend", "unsupported toolchain",
+    "unsupported display driver", "torchvision::", "has no attribute",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

@@ -303,6 +303,11 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["driver_too_old"]),
     Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
          detail="driver", source=SOURCES["cuda_compat"]),
+    # The driver older than the CUDA the build's kernels were compiled with (cudaErrorUnsupportedPtxVersion, 222), or
+    # a driver whose kernel module and user libraries differ after an upgrade (cudaErrorSystemDriverMismatch, 803).
+    Rule("version_mismatch", re.compile(r"the provided PTX was compiled with an unsupported toolchain|system has "
+                                        r"unsupported display driver / cuda driver combination"), BEFORE_START,
+         detail="driver", source=SOURCES["cuda_driver_errors"]),
     # The exception itself only: a warning may quote it and go on on another device ("RuntimeError('No CUDA GPUs
     # are available'), using CPU").
     Rule("too_few_gpus", re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?RuntimeError: No CUDA GPUs are available"),
@@ -319,6 +324,15 @@ RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
                                         r"imported"), BEFORE_START, detail="python_package",
          source=SOURCES["tokenizers_backend"]),
+    # A torchvision built for another torch: its C++ ops did not register, and its meta registrations name one
+    # (torchvision/_meta_registrations.py at import, which transformers' image processors trigger).
+    Rule("version_mismatch", re.compile(r"operator torchvision::\w{1,64} does not exist"), BEFORE_START,
+         detail="python_package", source=SOURCES["torchvision_ops"]),
+    # A module of torch, transformers, triton or huggingface_hub without a name vLLM or the model reads: the same
+    # evidence as the ImportError below, spelled as an attribute (vLLM 0.4-0.33 read them at import or start).
+    Rule("version_mismatch", re.compile(r"AttributeError: module '(?P<package>torch|transformers|triton|"
+                                        r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
+         BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
     # Not a circular import ("from partially initialized module"): that is a bug, not a version.
     Rule("version_mismatch", re.compile(r"ImportError: cannot import name '(?P<name>\w{1,128})' from "
                                         r"'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
