@@ -68,6 +68,8 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "driver combination", "version_mismatch", "driver", {}),
     ("RuntimeError: operator torchvision::nms does not exist", "version_mismatch", "python_package", {}),
     ("AttributeError: module 'torch.library' has no attribute 'custom_op'", "version_mismatch", "python_package", {}),
+    ("ValueError: InternVLForConditionalGeneration has no vLLM implementation and the Transformers implementation is "
+     "not compatible with vLLM.", "unsupported_architecture", None, {}),
     ("AttributeError: module 'transformers' has no attribute 'Qwen3VLForConditionalGeneration'", "version_mismatch",
      "python_package", {}),
 ])

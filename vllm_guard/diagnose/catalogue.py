@@ -155,6 +155,10 @@ SOURCES: dict[str, str] = {
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
                       "\"AttributeError: module 'torch.library' has no attribute 'X'\"",
+    "transformers_fallback": "vLLM 0.8-0.33 resolve_transformers_arch (model_loader/utils.py; the registry later): "
+                             "'X has no vLLM implementation and the Transformers implementation is not compatible "
+                             "with vLLM.' and, with --model-impl transformers, 'The Transformers implementation of X "
+                             "is not compatible with vLLM.'",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.'",
     "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "

@@ -366,6 +366,12 @@ RULES: tuple[Rule, ...] = (
                                                 r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
                                                 r"kind of AutoModel"),
          BEFORE_START, source=SOURCES["architecture"]),
+    # vLLM 0.8+ has no class of its own for the architecture and transformers' class cannot stand in for one.
+    Rule("unsupported_architecture", re.compile(r"(?P<architecture>\w{1,128}) has no vLLM implementation and the "
+                                                r"Transformers implementation is not compatible with vLLM"
+                                                r"|The Transformers implementation of \w{1,128} is not compatible "
+                                                r"with vLLM"), BEFORE_START,
+         source=SOURCES["transformers_fallback"]),
     Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
                                                 r"not supported yet"), BEFORE_START,
          source=SOURCES["gguf_architecture"]),
