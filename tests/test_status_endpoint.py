@@ -24,7 +24,7 @@ from tests.conftest import free_port
 from tests.test_json_schemas import documented, problems
 from tests.test_serve import Rig, gone_soon, kill_running_guards
 from vllm_guard import schemas
-from vllm_guard.diagnose.knowledge import STAGE_NAMES
+from vllm_guard.diagnose.markers import STAGE_NAMES
 from vllm_guard.launch.notify import Notifier
 from vllm_guard.launch.phases import PhaseTracker
 from vllm_guard.report import termination

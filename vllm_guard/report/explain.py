@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from vllm_guard.diagnose.classify import Diagnosis
-from vllm_guard.diagnose.knowledge import STAGE_NAMES, advice_for
+from vllm_guard.diagnose.knowledge import advice_for
 from vllm_guard.diagnose.ladder import Step, Stop
+from vllm_guard.diagnose.markers import STAGE_NAMES
 from vllm_guard.redact import mask_url_credentials
 from vllm_guard.report.text import Text, console_for, fmt, plain
 from vllm_guard.suggest import flag, toml_line

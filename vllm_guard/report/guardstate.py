@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.diagnose.knowledge import CPU_STAGE_NAMES, STAGE_NAMES
+from vllm_guard.diagnose.markers import CPU_STAGE_NAMES, STAGE_NAMES
 from vllm_guard.launch.journal import Attempt
 from vllm_guard.launch.phases import Status
 
