@@ -199,3 +199,18 @@ def test_v0s_engine_process_wrapper_is_not_the_root_cause() -> None:
             "run_mp_engine\n    raise e\nValueError: something only this model says\n")
     d = classify(text)
     assert d.cls == "unknown" and d.evidence[0] == "ValueError: something only this model says"
+
+
+@pytest.mark.parametrize(("text", "detail"), [
+    ("RuntimeError: Cannot find any model weights with `/mnt/models`", "no_weights"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", "weights_unreadable"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+     "weights_unreadable"),
+    ("RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory",
+     "weights_unreadable"),
+])
+def test_weights_that_are_missing_or_not_whole(text: str, detail: str) -> None:
+    d = classify(HEAD + "INFO 05-01 10:00:01 [model_runner.py:1] Starting to load model /mnt/models...\n" + text + "\n")
+    assert (d.cls, d.detail, d.stage, d.confidence) == ("model_access", detail, "weight_loading", "high")
+    step = next_step(d, Settings(max_model_len=4096))
+    assert isinstance(step, Stop) and step.reason == NOT_RELAXABLE_DETAIL[detail]

@@ -155,6 +155,13 @@ SOURCES: dict[str, str] = {
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
                       "\"AttributeError: module 'torch.library' has no attribute 'X'\"",
+    "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
+                  "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
+                  "or *.pt the load format accepts)",
+    "weights_unreadable": "safetensors (Rust) SafeTensorError: 'Error while deserializing header: HeaderTooLarge' "
+                          "(the file is not safetensors: a git-lfs pointer, an HTML page), 'MetadataIncompleteBuffer' "
+                          "(the file is shorter than its header says); PyTorch's 'PytorchStreamReader failed reading "
+                          "zip archive' for a truncated .bin",
     "transformers_fallback": "vLLM 0.8-0.33 resolve_transformers_arch (model_loader/utils.py; the registry later): "
                              "'X has no vLLM implementation and the Transformers implementation is not compatible "
                              "with vLLM.' and, with --model-impl transformers, 'The Transformers implementation of X "

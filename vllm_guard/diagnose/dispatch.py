@@ -36,7 +36,7 @@ _WORDS = (
     "Server Error", "Read timed out", "No available node types", "HFValidationError", "use float16 instead",
     "invalid device ordinal", "rope_scaling", "TokenizersBackend", "unsupported toolchain",
     "unsupported display driver", "torchvision::", "has no attribute",
-    "is not compatible with vLLM",
+    "is not compatible with vLLM", "Cannot find any model weights", "deserializing header", "PytorchStreamReader",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

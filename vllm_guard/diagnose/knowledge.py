@@ -325,6 +325,19 @@ VLLM_API = Advice(
      "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+NO_WEIGHTS = Advice(
+    "The model folder or repository has no weight file vLLM can load: only the config and tokenizer arrived (a "
+    "download stopped, an upload not finished), or the weights are in a format --load-format does not read.",
+    ("list the folder: *.safetensors (or *.bin) shards as model.safetensors.index.json names them",
+     "download again (`hf download`), or point --load-format at the format the files are in"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+WEIGHTS_UNREADABLE = Advice(
+    "A weight file is not a whole checkpoint: a download cut short (MetadataIncompleteBuffer, PyTorch's zip "
+    "reader), or a git-lfs pointer or HTML page saved in its place (HeaderTooLarge).",
+    ("compare the file sizes with the repository's; `git lfs pull` in a git clone", "download the shards again"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
 CONFIG_CHECK = Advice(
     "vLLM's own settings checks refused the combination it was given (a scheduler, cache, parallel, LoRA or "
     "speculative-decoding setting against another, or against the model): the ValueError's message names both.",
@@ -341,7 +354,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
-    "vllm_api": VLLM_API, "config_check": CONFIG_CHECK,
+    "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
+    "weights_unreadable": WEIGHTS_UNREADABLE,
 }
 
 

@@ -124,6 +124,8 @@ NOT_RELAXABLE_DETAIL = {
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
     "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",
+    "no_weights": "the model has no weight file vLLM can load: download it whole, no setting helps",
+    "weights_unreadable": "a weight file is truncated or not the file itself (a git-lfs pointer): download it again",
 }
 
 

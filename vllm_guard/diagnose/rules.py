@@ -286,6 +286,15 @@ RULES: tuple[Rule, ...] = (
                                     r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
                                     r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
          source=SOURCES["hub_config_missing"]),
+    # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
+    Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
+         source=SOURCES["no_weights"]),
+    # A weight file that is not a whole checkpoint: safetensors' header checks (a git-lfs pointer or an HTML page
+    # reads as HeaderTooLarge, a truncated download as MetadataIncompleteBuffer), PyTorch's zip reader for .bin.
+    Rule("model_access", re.compile(r"SafetensorError: Error while deserializing header: (?P<safetensors_error>"
+                                    r"HeaderTooLarge|HeaderTooSmall|MetadataIncompleteBuffer|"
+                                    r"InvalidHeaderDeserialization)|PytorchStreamReader failed reading zip archive"),
+         LOADING, detail="weights_unreadable", source=SOURCES["weights_unreadable"]),
     # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
     # "Failed to import from vllm._C with ImportError(...)" and may go on).
     Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |`?(?=/))\S{1,1000}?\.so(?:\.\d{1,6}){0,4}: "
