@@ -68,6 +68,15 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "driver combination", "version_mismatch", "driver", {}),
     ("RuntimeError: operator torchvision::nms does not exist", "version_mismatch", "python_package", {}),
     ("AttributeError: module 'torch.library' has no attribute 'custom_op'", "version_mismatch", "python_package", {}),
+    ("OSError: Can't load the configuration of '/models/qwen3-8b'. If you were trying to load it from "
+     "'https://huggingface.co/models', make sure you don't have a local directory with the same name. Otherwise, make "
+     "sure '/models/qwen3-8b' is the correct path to a directory containing a config.json file", "model_access",
+     "config_missing", {}),
+    ("OSError: Incorrect path_or_model_id: '/kaggle/input/llama-3-8b'. Please provide either the path to a local "
+     "folder or the repo_id of a model on the Hub.", "model_access", None, {}),
+    ("OSError: Can't load tokenizer for 'meta-llama/Llama-3.1-8B'. If you were trying to load it from "
+     "'https://huggingface.co/models', make sure you don't have a local directory with the same name.",
+     "model_access", None, {}),
     ("ValueError: InternVLForConditionalGeneration has no vLLM implementation and the Transformers implementation is "
      "not compatible with vLLM.", "unsupported_architecture", None, {}),
     ("AttributeError: module 'transformers' has no attribute 'Qwen3VLForConditionalGeneration'", "version_mismatch",

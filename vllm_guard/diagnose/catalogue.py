@@ -155,6 +155,10 @@ SOURCES: dict[str, str] = {
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
                       "\"AttributeError: module 'torch.library' has no attribute 'X'\"",
+    "transformers_files": "transformers 4.3x-4.5x, files not found at the id or path given: configuration_utils.py "
+                          "'Can't load the configuration of 'X'', utils/hub.py cached_file 'Incorrect "
+                          "path_or_model_id: 'X'. Please provide either the path to a local folder or the repo_id of a "
+                          "model on the Hub.', tokenization_utils_base.py 'Can't load tokenizer for 'X''",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",

@@ -286,6 +286,13 @@ RULES: tuple[Rule, ...] = (
                                     r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
                                     r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
          source=SOURCES["hub_config_missing"]),
+    # transformers' own words when the files are not at that id or path (configuration_utils.py, utils/hub.py,
+    # tokenization_utils_base.py, 4.3x-4.5x): the config, any file (an id that is neither a folder nor valid),
+    # the tokenizer's files.
+    Rule("model_access", re.compile(r"Can't load the configuration of '[^']{0,4096}'"), BEFORE_START,
+         detail="config_missing", source=SOURCES["transformers_files"]),
+    Rule("model_access", re.compile(r"Incorrect path_or_model_id: '[^']{0,4096}'|Can't load tokenizer for "
+                                    r"'[^']{0,4096}'"), BEFORE_START, source=SOURCES["transformers_files"]),
     # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
     Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
