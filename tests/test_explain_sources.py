@@ -77,6 +77,7 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
     ("OSError: Can't load tokenizer for 'meta-llama/Llama-3.1-8B'. If you were trying to load it from "
      "'https://huggingface.co/models', make sure you don't have a local directory with the same name.",
      "model_access", None, {}),
+    ("ValueError: No supported config format found in meta-llama/Llama-3.3-70B-Instruct", "model_access", None, {}),
     ("ValueError: InternVLForConditionalGeneration has no vLLM implementation and the Transformers implementation is "
      "not compatible with vLLM.", "unsupported_architecture", None, {}),
     ("AttributeError: module 'transformers' has no attribute 'Qwen3VLForConditionalGeneration'", "version_mismatch",

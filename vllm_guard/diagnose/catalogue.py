@@ -159,6 +159,9 @@ SOURCES: dict[str, str] = {
                           "'Can't load the configuration of 'X'', utils/hub.py cached_file 'Incorrect "
                           "path_or_model_id: 'X'. Please provide either the path to a local folder or the repo_id of a "
                           "model on the Hub.', tokenization_utils_base.py 'Can't load tokenizer for 'X''",
+    "no_config_format": "vLLM 0.6.3-0.9 transformers_utils/config.py get_config: 'ValueError: No supported config "
+                        "format found in X' (no config.json or params.json visible there: a wrong id or path, or a "
+                        "gated repository read without a token)",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",

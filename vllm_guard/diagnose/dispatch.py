@@ -37,7 +37,7 @@ _WORDS = (
     "invalid device ordinal", "rope_scaling", "TokenizersBackend", "unsupported toolchain",
     "unsupported display driver", "torchvision::", "has no attribute",
     "is not compatible with vLLM", "Cannot find any model weights", "deserializing header", "PytorchStreamReader",
-    "Can't load the configuration", "Incorrect path_or_model_id", "Can't load tokenizer",
+    "Can't load the configuration", "Incorrect path_or_model_id", "Can't load tokenizer", "No supported config format",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

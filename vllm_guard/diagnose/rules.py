@@ -293,6 +293,10 @@ RULES: tuple[Rule, ...] = (
          detail="config_missing", source=SOURCES["transformers_files"]),
     Rule("model_access", re.compile(r"Incorrect path_or_model_id: '[^']{0,4096}'|Can't load tokenizer for "
                                     r"'[^']{0,4096}'"), BEFORE_START, source=SOURCES["transformers_files"]),
+    # vLLM 0.6.3-0.9 get_config: neither config.json nor params.json could be seen at the id, which a gated repo
+    # without a token, a wrong id and a wrong path all give (file_or_path_exists answers False for each).
+    Rule("model_access", re.compile(r"No supported config format found in \S"), BEFORE_START,
+         source=SOURCES["no_config_format"]),
     # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
     Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
