@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.knowledge import ADVICE, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.knowledge import ADVICE
 from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
 
 HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"

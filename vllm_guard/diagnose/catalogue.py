@@ -161,7 +161,14 @@ SOURCES: dict[str, str] = {
                           "model on the Hub.', tokenization_utils_base.py 'Can't load tokenizer for 'X''",
     "no_config_format": "vLLM 0.6.3-0.9 transformers_utils/config.py get_config: 'ValueError: No supported config "
                         "format found in X' (no config.json or params.json visible there: a wrong id or path, or a "
-                        "gated repository read without a token)",
+                        "gated repository read without a token); 0.8.5-0.33: 'Could not detect config format for no "
+                        "config file found.'",
+    "tcpstore_bind": "PyTorch 2.2+ c10d socket.cpp (TCPStore's server socket): 'The server socket has failed to "
+                     "listen on any local network address. port: P, useIpv6: 0, code: -98, name: EADDRINUSE'; before "
+                     "2.2: 'has failed to bind to [::]:P (errno: 98 - Address already in use)'",
+    "mmap_enomem": "PyTorch c10 MapAllocator.cpp (safetensors' safe_open maps each shard): 'unable to mmap N bytes "
+                   "from file <F>: Cannot allocate memory (12)' (ENOMEM: host memory, a container's limit or "
+                   "vm.overcommit_memory refused the mapping)",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",
@@ -171,8 +178,9 @@ SOURCES: dict[str, str] = {
                           "zip archive' for a truncated .bin",
     "transformers_fallback": "vLLM 0.8-0.33 resolve_transformers_arch (model_loader/utils.py; the registry later): "
                              "'X has no vLLM implementation and the Transformers implementation is not compatible "
-                             "with vLLM.' and, with --model-impl transformers, 'The Transformers implementation of X "
-                             "is not compatible with vLLM.'",
+                             "with vLLM.', with --model-impl transformers 'The Transformers implementation of X is "
+                             "not compatible with vLLM.', and 'Cannot find model module. 'X' is not a registered model "
+                             "in the Transformers library ...' (0.9+)",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.'",
     "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "
@@ -224,9 +232,14 @@ SUPPORT_SOURCES: dict[str, str] = {
                 "vllm backend, LLaMA-Factory) calls it as another release spelled it: \"AttributeError: 'LLMEngine' "
                 "object has no attribute 'model_executor'\" (V1's LLMEngine, 0.8+), \"TypeError: __init__() got an "
                 "unexpected keyword argument 'limit_mm_per_prompt'\" from vLLM's EngineArgs",
+    "library_signature": "the Python interpreter's binding errors ('f() takes 1 positional argument but 2 were "
+                         "given', 'missing 1 required positional argument', 'got an unexpected keyword argument') on a "
+                         "call from vLLM's own code: the callee is a library vLLM depends on (transformers, torch) at "
+                         "another release than the one this vLLM was written for",
     "config_check": "vLLM 0.4-0.33 settings checks: a ValueError raised in vllm/config.py (0.4-0.9), vllm/config/*.py "
-                    "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like) or "
-                    "engine/arg_utils.py create_engine_config, whose message no rule knows",
+                    "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like), "
+                    "engine/arg_utils.py create_engine_config or a platform's checks (platforms/*.py), whose message "
+                    "no rule knows",
     "inspection_failed": "vLLM 0.6.4-0.33 model_executor/models/registry.py _try_inspect_model_cls: 'Error in "
                          "inspecting model architecture 'X'' (the registry's subprocess could not import the model "
                          "class), then 'Model architectures [...] failed to be inspected' (0.7+) or '... are not "

@@ -36,14 +36,15 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
     return _config_check(lines, tbs, signal, ctx)
 
 
-# vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33) and engine/arg_utils.py's
-# create_engine_config raise ValueError for a combination of settings they refuse. From 0.10 the config classes are
-# pydantic dataclasses (vllm/config/utils.py @config over pydantic.dataclasses.dataclass): pydantic re-raises a
-# check's ValueError as "N validation error(s) for SchedulerConfig" with "Value error, <message>" on the next line,
-# and a Field(ge=1) bound as "Input should be greater than or equal to 1". ModelConfig's and VllmConfig's checks
-# also read the model's files and the platform (a JSON decode error of a model's config, blind3/b3-037), so only
-# the other classes' refusals say the settings are wrong.
-_CONFIG_FILE = re.compile(r"/vllm/(?:config(?:/\w{1,64})?\.py|engine/arg_utils\.py)$")
+# vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33), engine/arg_utils.py's
+# create_engine_config and the platform's checks (platforms/*.py check_and_update_config, get_attn_backend_cls:
+# "CPU backend only supports V1.") raise ValueError for a combination of settings they refuse. From 0.10 the
+# config classes are pydantic dataclasses (vllm/config/utils.py @config over pydantic.dataclasses.dataclass):
+# pydantic re-raises a check's ValueError as "N validation error(s) for SchedulerConfig" with "Value error,
+# <message>" on the next line, and a Field(ge=1) bound as "Input should be greater than or equal to 1".
+# ModelConfig's and VllmConfig's checks also read the model's files and the platform (a JSON decode error of a
+# model's config, blind3/b3-037), so only the other classes' refusals say the settings are wrong.
+_CONFIG_FILE = re.compile(r"/vllm/(?:config(?:/\w{1,64})?\.py|engine/arg_utils\.py|platforms/\w{1,64}\.py)$")
 _VALIDATION = re.compile(r"ValidationError: \d{1,3} validation errors? for (?P<config>\w{1,64}Config)\b")
 _READS_THE_MODEL = frozenset(("ModelConfig", "VllmConfig"))
 
@@ -74,10 +75,12 @@ _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architect
 
 
 # vLLM's own objects and entry points, as the programs that drive it call them.
-_VLLM_OBJECT = re.compile(r"AttributeError: '(?:LLMEngine|AsyncLLMEngine|AsyncLLM|MQLLMEngine|LLM|EngineCoreClient|"
-                          r"GPUModelRunner|ModelConfig|VllmConfig|EngineArgs|AsyncEngineArgs|SamplingParams)' object "
-                          r"has no attribute '\w{1,128}'")
-_UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?P<func>\w{1,128})\(\) got an unexpected keyword argument '\w{1,128}'")
+_VLLM_CLASSES = ("LLMEngine", "AsyncLLMEngine", "AsyncLLM", "MQLLMEngine", "LLM", "EngineCoreClient", "GPUModelRunner",
+                 "ModelConfig", "VllmConfig", "EngineArgs", "AsyncEngineArgs", "SamplingParams")
+_VLLM_OBJECT = re.compile(rf"AttributeError: '(?:{'|'.join(_VLLM_CLASSES)})' object has no attribute '\w{{1,128}}'")
+# Python 3.10+ names the function by its qualified name ("AsyncEngineArgs.__init__()"), 3.9 and before by its own.
+_UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:[\w.]{1,128}\.)?(?P<func>\w{1,128})\(\) got an unexpected keyword "
+                                 r"argument '\w{1,128}'")
 # A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
 _VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/")
 
@@ -96,10 +99,38 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     return any(_VLLM_CALL.search(line.text) for line in lines[max(0, i - 3):i])
 
 
+# Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
+_SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\) (?:takes (?:from \d{1,3} to )?\d{1,3} "
+                        r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
+                        r"(?:positional|keyword-only) arguments?|got an unexpected keyword argument)")
+# vLLM's own package in a frame's path (not a framework's module that is named vllm, "xinference/model/llm/vllm/").
+_IN_VLLM = re.compile(r"/vllm/(?:v1|engine|entrypoints|model_executor|transformers_utils|worker|executor|distributed|"
+                      r"platforms|attention|multimodal|config|lora|compilation|inputs|tokenizers)(?:/|\.py$)")
+
+
+def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> int | None:
+    """The exception line where vLLM's own code called a function with arguments its installed version refuses: a
+    library vLLM depends on (transformers, torch) at another release than this vLLM was written for."""
+    for tb in reversed(tbs):
+        if tb.exception is None or not tb.frames or not _IN_VLLM.search(tb.frames[-1].path):
+            continue
+        m = _SIGNATURE.search(lines[tb.exception].text) if "TypeError" in lines[tb.exception].text else None
+        if m is not None and (m.group("owner") or "").rsplit(".", 1)[-1] not in _VLLM_CLASSES:
+            return tb.exception
+    return None
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
+    i = _library_signature(lines, tbs)
+    if i is not None:
+        tb_last = next(tb for tb in tbs if tb.exception == i)
+        called = (cut(lines[i].text), f"called from {tb_last.frames[-1].func} ({cut(tb_last.frames[-1].path)})")
+        return Diagnosis("version_mismatch", BEFORE_START, {}, called, signal, "python_package", ctx,
+                         confidence="medium", template=SUPPORT_SOURCES["library_signature"],
+                         stage_from=certainty.FRAMES)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),

@@ -126,6 +126,8 @@ NOT_RELAXABLE_DETAIL = {
     "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",
     "no_weights": "the model has no weight file vLLM can load: download it whole, no setting helps",
     "weights_unreadable": "a weight file is truncated or not the file itself (a git-lfs pointer): download it again",
+    "internal_port": "an internal port was taken twice: set VLLM_PORT (or MASTER_PORT) to a free range",
+    "mmap_enomem": "the host refused to map the weights into memory: raise the memory limit, no vLLM option helps",
 }
 
 
@@ -169,6 +171,9 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         if unchanged_retries == 0:
             return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")
         return Stop("the start timed out twice")
+    if d.cls == "port_in_use" and d.detail == "internal_port" and unchanged_retries == 0:
+        return Step(None, None, "an internal port was taken between being picked and bound: start once more "
+                    "unchanged (another free port is picked)")
     if d.cls == "startup_hang":
         return _hang(d, s)
     if d.detail == "profiling_assertion":

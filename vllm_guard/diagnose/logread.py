@@ -135,12 +135,18 @@ def read(text: str) -> list[LogLine]:
             proc = source = ""
         if line.endswith("across cluster]"):  # Ray's log deduplication (ray_logging.py), on any process's line
             line = _RAY_REPEATED.sub("", line)
+        if "[address=" in line:  # xoscar's tag on an actor's error, inside the message (Xinference)
+            line = _XOSCAR.sub("", line)
         if line and not line.isspace():
             append(make(LogLine, (n, proc, line.rstrip(), source)))
     return out
 
 
 _RAY_REPEATED = re.compile(r" ?\[repeated \d{1,9}x across cluster\]$")
+# xoscar (the actor framework under Xinference) re-raises an actor's exception with its address in front of the
+# message: "TypeError: [address=0.0.0.0:37737, pid=1025864] AsyncEngineArgs.__init__() got ..."
+# (xoscar/backends/message.pyx _AsCauseBase.__str__); the message is what follows.
+_XOSCAR = re.compile(r"\[address=[^\]\s,]{1,300}, pid=-?\d{1,10}\] ")
 
 
 # --- wrapped lines -------------------------------------------------------------------

@@ -273,6 +273,13 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["uvicorn_bind"]),
     Rule("port_in_use", re.compile(r"OSError: \[Errno 98\] Address already in use"), BEFORE_START,
          when=_api_bind(r"(?!x)x"), source=SOURCES["cpython_bind"]),
+    # torch.distributed's TCPStore (vLLM's process group, or the framework's that drives it) could not bind: a port
+    # other than the API's, taken between being picked and being bound (torch 2.2+ c10d socket.cpp; before: "has
+    # failed to bind to [::]:P (errno: 98 - Address already in use)").
+    Rule("port_in_use", re.compile(r"has failed to listen on any local network address\..{0,200}?(?:EADDRINUSE|"
+                                   r"address already in use)|has failed to bind to \S{1,300} \(errno: 98 - Address "
+                                   r"already in use\)"), BEFORE_START, detail="internal_port",
+         source=SOURCES["tcpstore_bind"]),
     Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]"), source=SOURCES["disk"]),
     Rule("model_access", re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
                                     r"|\b401 Client Error|\b403 Client Error|RepositoryNotFoundError"
@@ -297,6 +304,14 @@ RULES: tuple[Rule, ...] = (
     # without a token, a wrong id and a wrong path all give (file_or_path_exists answers False for each).
     Rule("model_access", re.compile(r"No supported config format found in \S"), BEFORE_START,
          source=SOURCES["no_config_format"]),
+    # Its successor (0.8.5-0.33): the same two files looked for, the id or path not named.
+    Rule("model_access", re.compile(r"Could not detect config format for no config file found"), BEFORE_START,
+         detail="config_missing", source=SOURCES["no_config_format"]),
+    # Host memory (or the container's limit, or vm.overcommit) refusing to map a weight shard: PyTorch's
+    # MapAllocator "unable to mmap N bytes from file <F>: Cannot allocate memory (12)" under safetensors' safe_open.
+    Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
+                                r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
+         numbers=lambda m: {"mmap_bytes": int(m.group("mmap_bytes"))}, source=SOURCES["mmap_enomem"]),
     # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
     Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
@@ -390,7 +405,8 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r"(?P<architecture>\w{1,128}) has no vLLM implementation and the "
                                                 r"Transformers implementation is not compatible with vLLM"
                                                 r"|The Transformers implementation of \w{1,128} is not compatible "
-                                                r"with vLLM"), BEFORE_START,
+                                                r"with vLLM|Cannot find model module\. '\w{1,128}' is not a "
+                                                r"registered model"), BEFORE_START,
          source=SOURCES["transformers_fallback"]),
     Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
                                                 r"not supported yet"), BEFORE_START,

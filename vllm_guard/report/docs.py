@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from vllm_guard import schemas
-from vllm_guard.diagnose.knowledge import advice_for
+from vllm_guard.diagnose.details import advice_for
 from vllm_guard.preflight.findings import FAIL
 from vllm_guard.redact import mask_url_credentials
 from vllm_guard.suggest import flag, toml_line

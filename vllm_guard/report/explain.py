@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from vllm_guard.diagnose.classify import Diagnosis
-from vllm_guard.diagnose.knowledge import advice_for
+from vllm_guard.diagnose.details import advice_for
 from vllm_guard.diagnose.ladder import Step, Stop
 from vllm_guard.diagnose.markers import STAGE_NAMES
 from vllm_guard.redact import mask_url_credentials

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from vllm_guard.diagnose.knowledge import advice_for
+from vllm_guard.diagnose.details import advice_for
 from vllm_guard.report.text import Console, Table, Text, live_display, plain, seconds_text, width_for
 from vllm_guard.suggest import as_written, previous, toml_line
 

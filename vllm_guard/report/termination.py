@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from vllm_guard.diagnose.knowledge import advice_for
+from vllm_guard.diagnose.details import advice_for
 from vllm_guard.exit_codes import EXIT_CODE_MEANINGS, ExitCode
 from vllm_guard.launch.journal import Attempt
 from vllm_guard.preflight.findings import Finding

@@ -1,0 +1,228 @@
+"""What helps for a reading within a failure class (a Diagnosis's detail: a bare SIGKILL, a config.json missing, a
+program written for another vLLM release), and the advice a diagnosis gets."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.diagnosis import Diagnosis
+from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, Advice
+
+PROFILING_ASSERTION = Advice(
+    "vLLM's memory profiler saw free memory grow during profiling: another process on the same GPU released "
+    "memory while vLLM measured. It is not a lack of memory.",
+    ("start again unchanged, when the other process is steady", "give vLLM a GPU of its own"),
+    ("lowering --gpu-memory-utilization",),
+)
+
+KILLED = Advice(
+    "vLLM was killed by SIGKILL (exit 137 or -9), and nothing in the log says by whom: the host's or the "
+    "container's OOM killer (most likely while the weights are read through host memory), `docker kill`, a "
+    "watchdog or a person. The kernel says which: `dmesg | grep -i 'killed process'` or `journalctl -k`.",
+    ("if the kernel logged 'Out of memory: Killed process': host RAM (and the cgroup limit) of at least 2x the "
+     "weight size, or swap", "if a watchdog or a start-up timeout killed it: a longer timeout for large models"),
+    ("guessing a vLLM flag before knowing who sent the signal",),
+)
+
+# Advice for a reading within a class (Diagnosis.detail) that says more than the class's own.
+RAY_HEAD_WITHOUT_GPU = Advice(
+    "On Ray, vLLM's driver runs where `vllm serve` runs, and vLLM (ray_utils.py) wants a GPU on that node for its "
+    "first worker: this node has none that Ray can schedule.",
+    ("run `vllm serve` (or `vllm-guard serve`) on a node with a GPU, joined to the cluster",
+     "check `ray status`: the node's GPU may be held by another job"),
+    ("adding GPUs to the other nodes",),
+)
+
+HUB_UNREACHABLE = Advice(
+    "The Hugging Face Hub could not be reached: offline mode (HF_HUB_OFFLINE=1), no network, a proxy or a firewall. "
+    "vLLM resolves a model id on the Hub even when the files are cached (vllm #3719).",
+    ("the model's local path instead of its id (`hf download ID --local-dir DIR`, then --model DIR)",
+     "HF_HUB_OFFLINE=1 only once the config, tokenizer and weights are all in the cache",
+     "HF_ENDPOINT for a mirror, HTTPS_PROXY for a proxy"),
+    ("raising timeouts before the Hub answers at all", "changing vLLM's memory settings"),
+)
+CONFIG_MISSING = Advice(
+    "The model repository or folder has no config.json where vLLM looked: a wrong id or path, or the model lives on "
+    "another revision or in a subfolder.",
+    ("check the id and the files on the Hub", "--revision (and --tokenizer-revision) for a model on another branch",
+     "a local folder that holds config.json itself"), ("a token, when the Hub answered 404 rather than 401/403",),
+)
+EXTENSION_ABI = Advice(
+    "A compiled extension (vLLM's own, or flash-attn, xformers) was built for another torch or CUDA than the one "
+    "installed: the loader finds an undefined C++ symbol or a missing CUDA library.",
+    ("install vLLM in a fresh virtual environment and let it pin its torch (`pip install vllm==X`)",
+     "rebuild or remove a separately installed flash-attn or xformers (vLLM ships its own kernels)",
+     "a wheel built for the CUDA the driver and image have"), ("restarting", "changing vLLM's settings"),
+)
+
+GPU_ARCH = Advice(
+    "The installed torch or vLLM has no kernels for this GPU's compute capability (a new GPU under an older "
+    "wheel: Blackwell's sm_100/sm_120 needs CUDA 12.8 builds).",
+    ("a vLLM and torch built for this GPU (the CUDA 12.8+ wheels for Blackwell), in a fresh virtual environment",
+     "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the architectures the torch has"),
+    ("changing vLLM's settings", "restarting"),
+)
+DRIVER_TOO_OLD = Advice(
+    "The NVIDIA driver is older than the CUDA runtime that torch and vLLM were built with.",
+    ("a newer NVIDIA driver (nvidia-smi shows the CUDA version it supports)",
+     "a vLLM and torch built for the CUDA the driver supports"), ("changing vLLM's settings",),
+)
+EXCLUSIVE_GPU = Advice(
+    "The GPU is in Exclusive Process compute mode and another process already holds it, or it is unavailable.",
+    ("`nvidia-smi -q -d COMPUTE` shows the mode, `nvidia-smi` who holds the GPU", "wait for the other process",
+     "another GPU (CUDA_VISIBLE_DEVICES)"), ("lowering --gpu-memory-utilization",),
+)
+QUANT_MISMATCH = Advice(
+    "--quantization names another method than the checkpoint's own (its config.json's quantization_config).",
+    ("drop --quantization: vLLM reads the method from the checkpoint", "or set it to the checkpoint's method"),
+    ("retrying unchanged",),
+)
+
+MODEL_DTYPE = Advice(
+    "This model type refuses the dtype asked for (vLLM lists gemma2, gemma3 and a few others as numerically "
+    "unstable in float16).",
+    ("--dtype bfloat16 (compute capability 8.0 or newer)", "--dtype float32 on older GPUs, at twice the memory"),
+    ("retrying unchanged",),
+)
+
+PP_LAYERS = Advice(
+    "This vLLM splits the model's layers evenly across pipeline stages, and the layer count is not divisible by "
+    "--pipeline-parallel-size.",
+    ("a --pipeline-parallel-size that divides the layer count", "tensor parallelism instead, where the heads allow",
+     "a newer vLLM, which splits layers unevenly (VLLM_PP_LAYER_PARTITION)"), ("retrying unchanged",),
+)
+BATCHED_TOKENS = Advice(
+    "vLLM's scheduler refuses --max-num-batched-tokens: with chunked prefill off it must hold a whole prompt "
+    "(at least --max-model-len), and it must be at least --max-num-seqs.",
+    ("--max-num-batched-tokens at least the max-model-len (and max-num-seqs) it names",
+     "or --enable-chunked-prefill, or a smaller --max-model-len"), ("retrying unchanged",),
+)
+MM_BUDGET = Advice(
+    "A multimodal model's single image (or audio, video) item needs more tokens than --max-num-batched-tokens, and "
+    "this model cannot split an item across steps.",
+    ("--max-num-batched-tokens at least the max_tokens_per_mm_item it names",
+     "or fewer items per prompt with --limit-mm-per-prompt"), ("retrying unchanged",),
+)
+TOOL_PARSER = Advice(
+    "--enable-auto-tool-choice needs a --tool-call-parser this vLLM has (and --reasoning-parser must name one it "
+    "has): the API server refused its options before loading the model.",
+    ("--tool-call-parser with a parser the error lists (the model card names the right one)",
+     "drop --enable-auto-tool-choice if the model does not call tools"), ("retrying unchanged",),
+)
+UNKNOWN_QUANT = Advice(
+    "This vLLM does not know the quantization method named (a typo, or a method added in a later release).",
+    ("a method from the list the error prints, or drop --quantization to use the checkpoint's own",
+     "a newer vLLM for a newer method"), ("retrying unchanged",),
+)
+NO_GPU = Advice(
+    "The process sees no GPU at all: a container started without GPUs, CUDA_VISIBLE_DEVICES empty or wrong, no "
+    "working NVIDIA driver, or a vLLM built for another platform (the PyPI wheel is CUDA's; CPU, ROCm and XPU have "
+    "their own builds).",
+    ("`nvidia-smi` in the same container or shell", "Docker: --gpus all (the NVIDIA Container Toolkit); "
+     "Kubernetes: a nvidia.com/gpu resource limit", "check CUDA_VISIBLE_DEVICES",
+     "on a machine without an NVIDIA GPU: vLLM's build for its platform"), ("changing vLLM's settings",),
+)
+INSPECTION_FAILED = Advice(
+    "vLLM's model registry could not import the model's class in a subprocess: the subprocess's own error, printed "
+    "above this line, is the cause (most often an install that does not import: torch, transformers or a kernel "
+    "package of the wrong version; sometimes an architecture this vLLM does not have).",
+    ("the first error in the subprocess's output (`python -c 'import vllm.model_executor.models'` shows it)",
+     "a fresh virtual environment with the versions vLLM pins", "a newer vLLM for a newer architecture"),
+    ("retrying unchanged", "changing vLLM's memory settings"),
+)
+PYTHON_PACKAGE = Advice(
+    "An installed Python package (transformers, torch or vLLM itself) lacks a name this vLLM or model imports: it "
+    "is older or newer than the one they were written for.",
+    ("the versions vLLM pins (`pip install vllm==X` in a fresh virtual environment)",
+     "a newer transformers for a model newer than it (`pip install -U transformers`)"),
+    ("restarting", "changing vLLM's settings"),
+)
+
+PP_UNSUPPORTED = Advice(
+    "This model (or its speculative draft or MTP head) cannot run with pipeline parallelism in this vLLM.",
+    ("--pipeline-parallel-size 1 with tensor parallelism across the GPUs",
+     "without the speculative head when only it lacks pipeline support"), ("retrying unchanged",),
+)
+LORA_RANK = Advice(
+    "--max-lora-rank must be one of the ranks vLLM builds kernels for (the error lists them).",
+    ("the smallest listed rank at least the adapters' own rank (adapter_config.json's r)",), ("retrying unchanged",),
+)
+QUANT_PLATFORM = Advice(
+    "This platform's vLLM (ROCm, XPU, Ascend, CPU) does not run the checkpoint's quantization method.",
+    ("a checkpoint in a method the platform lists", "--quantization naming a supported kernel for the same format "
+     "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
+)
+
+HUB_REFUSED = Advice(
+    "The Hugging Face Hub answered but refused (429: too many requests), failed (5xx), or answered too slowly (a "
+    "read timeout): the network reaches it.",
+    ("for 429: HF_TOKEN (authenticated requests have a higher limit), then wait", "for 5xx: start again later",
+     "for a read timeout: HF_HUB_ETAG_TIMEOUT / HF_HUB_DOWNLOAD_TIMEOUT of a minute",
+     "download once with `hf download` and serve the local folder"), ("changing vLLM's memory settings",),
+)
+QUANT_SHAPE = Advice(
+    "A quantized layer's share on one GPU is not a whole number of quant groups or kernel tiles: tensor parallel "
+    "splits its input or output unevenly, or the layer's own shape does not fit the kernel (Marlin's 64-wide "
+    "tiles).",
+    ("a smaller --tensor-parallel-size", "another kernel for the same format (vLLM's advice for Marlin: "
+     "--quantization gptq)"), ("retrying unchanged",),
+)
+
+VLLM_API = Advice(
+    "The program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's vllm backend, LLaMA-Factory) was "
+    "written for another vLLM release: it reads an attribute or passes an option this vLLM does not have.",
+    ("the vLLM version that program pins (its requirements or release notes)",
+     "for V1-era code on an older vLLM, or V0-era code on 0.8+: upgrade the program, or VLLM_USE_V1=0 where the "
+     "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+NO_WEIGHTS = Advice(
+    "The model folder or repository has no weight file vLLM can load: only the config and tokenizer arrived (a "
+    "download stopped, an upload not finished), or the weights are in a format --load-format does not read.",
+    ("list the folder: *.safetensors (or *.bin) shards as model.safetensors.index.json names them",
+     "download again (`hf download`), or point --load-format at the format the files are in"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+WEIGHTS_UNREADABLE = Advice(
+    "A weight file is not a whole checkpoint: a download cut short (MetadataIncompleteBuffer, PyTorch's zip "
+    "reader), or a git-lfs pointer or HTML page saved in its place (HeaderTooLarge).",
+    ("compare the file sizes with the repository's; `git lfs pull` in a git clone", "download the shards again"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+INTERNAL_PORT = Advice(
+    "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
+    "(vLLM's, or the framework's that drives it). vLLM picks a free port and binds it later, so another job on the "
+    "host can take it in between; or MASTER_PORT / VLLM_PORT names a port in use.",
+    ("start once more (a race picks another port)", "VLLM_PORT (or the framework's MASTER_PORT) set to a free range "
+     "per job on a shared host"), ("changing --port: the API port was not the one taken",),
+)
+MMAP_ENOMEM = Advice(
+    "The host refused to map a weight shard into memory (ENOMEM): not enough free RAM, a container's memory limit "
+    "below the shard, or vm.overcommit_memory=2 counting the mapping against a commit limit.",
+    ("a larger memory limit for the container or pod", "`sysctl vm.overcommit_memory` (0 is the default)",
+     "fewer vLLM processes loading at once on the host"), ("changing GPU memory settings",),
+)
+CONFIG_CHECK = Advice(
+    "vLLM's own settings checks refused the combination it was given (a scheduler, cache, parallel, LoRA or "
+    "speculative-decoding setting against another, or against the model): the ValueError's message names both.",
+    ("change the setting the message names, in the profile or the command line",
+     "the installed vLLM's `vllm serve --help=<group>` for the values it accepts"),
+    ("retrying: the same settings are refused the same way",),
+)
+
+DETAIL_ADVICE: dict[str, Advice] = {
+    "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
+    "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
+    "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
+    "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
+    "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
+    "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
+    "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
+    "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
+    "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
+}
+
+
+def advice_for(d: Diagnosis) -> Advice:
+    """The advice for a more specific reading within the class when there is one (a bare SIGKILL)."""
+    if d.cls == "startup_hang" and d.stage in HANG_ADVICE:
+        return HANG_ADVICE[d.stage]
+    return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])
