@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
-from vllm_guard.diagnose.diagnosis import ready
 from vllm_guard.diagnose.figures import bundle_gpus, numbers_of, oom_numbers
-from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
 
 SIGKILL, SIGBUS = 9, 7
@@ -40,40 +40,6 @@ _OOM = re.compile(
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
 )
-def _api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, Any]], bool]:
-    """A bind error counts as port_in_use only for the API port, never for vLLM's internal ports."""
-
-    def check(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-        m = re.search(port_group, line)
-        if m:
-            # uvicorn binds only the API port: when the log does not name it, uvicorn's own error decides
-            return int(m.group(1)) == ctx.get("port", int(m.group(1)))
-        # CPython's bare "[Errno 98] Address already in use": decisive only in the API server's own
-        # socket setup (launcher.py create_server_socket), not in ZMQ, torch.distributed or NCCL.
-        window = " ".join(line.text for line in lines[max(0, i - 15): i + 1])
-        if re.search(r"zmq|ZMQ|c10d|TCPStore|nccl|NCCL|server socket has failed|MASTER_PORT|tcp://", window):
-            return False
-        return bool(re.search(r"create_server_socket|sock\.bind|serve_http|setup_server|uvicorn|run_server", window))
-
-    return check
-
-
-_RETRYING = re.compile(r"Retrying in \d|Trying to resume download|retrying \d{1,3} of \d|\[Retry \d{1,3}/\d")
-
-
-def _not_retried(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-    """An HTTP failure huggingface_hub (http_backoff, a resumed download) or vLLM (its file-list retries) logs and
-    then retries decides nothing: the line itself or the next says so."""
-    nxt = lines[i + 1].text if i + 1 < len(lines) else ""
-    return not (_RETRYING.search(line) or _RETRYING.search(nxt[:MAX_LINE_CHARS]))
-
-
-def _never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-    """A line printed while something waits (Ray's autoscaler while the placement group pends) is the failure
-    only when the start never became ready."""
-    return not ready(lines)
-
-
 RULES: tuple[Rule, ...] = (
     # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
     Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: (?P<message>.{1,500})"
@@ -214,7 +180,7 @@ RULES: tuple[Rule, ...] = (
     # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request
     # is not vLLM's GPU bundle).
     Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
-         BEFORE_START, when=_never_ready, source=SOURCES["ray_infeasible"]),
+         BEFORE_START, when=conditions.never_ready, source=SOURCES["ray_infeasible"]),
     # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
     Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
                                     r"(?P<where>placement group|cluster)"), BEFORE_START,
@@ -260,19 +226,19 @@ RULES: tuple[Rule, ...] = (
                                # the host quoted as an exception's repr inside another's prints \'huggingface.co\'
                                r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
                                r"hf-mirror\.com)\\?'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
-         when=_not_retried, source=SOURCES["hub_unreachable"]),
+         when=conditions.not_retried, source=SOURCES["hub_unreachable"]),
     # The Hub answered, but refused (429) or failed (5xx), or too slowly: not the network's reach.
     Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w .-]{1,40} for url: https?://"
                                r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"
                                r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
                                r"hf-mirror\.com)\\?'.{0,300}?Read timed out"), BEFORE_START, detail="hub_refused",
-         when=_not_retried, source=SOURCES["hub_refused"]),
+         when=conditions.not_retried, source=SOURCES["hub_refused"]),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): (?:\[errno 98\] )?address already in use"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "port"), when=_api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
+         numbers=lambda m: numbers_of(m, "port"), when=conditions.api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
          source=SOURCES["uvicorn_bind"]),
     Rule("port_in_use", re.compile(r"OSError: \[Errno 98\] Address already in use"), BEFORE_START,
-         when=_api_bind(r"(?!x)x"), source=SOURCES["cpython_bind"]),
+         when=conditions.api_bind(r"(?!x)x"), source=SOURCES["cpython_bind"]),
     # torch.distributed's TCPStore (vLLM's process group, or the framework's that drives it) could not bind: a port
     # other than the API's, taken between being picked and being bound (torch 2.2+ c10d socket.cpp; before: "has
     # failed to bind to [::]:P (errno: 98 - Address already in use)").

@@ -1,0 +1,46 @@
+"""The conditions some failure rules add to their message: the lines around it say whether it decides the start
+(an API port and not an internal one, an HTTP error that is not retried, a wait in a start that never got ready)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from vllm_guard.diagnose.diagnosis import ready
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+
+
+def api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, Any]], bool]:
+    """A bind error is the API port's only where the API server binds (an internal port is read by its own rule,
+    from torch.distributed's message, with the detail internal_port)."""
+
+    def check(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+        m = re.search(port_group, line)
+        if m:
+            # uvicorn binds only the API port: when the log does not name it, uvicorn's own error decides
+            return int(m.group(1)) == ctx.get("port", int(m.group(1)))
+        # CPython's bare "[Errno 98] Address already in use": decisive only in the API server's own
+        # socket setup (launcher.py create_server_socket), not in ZMQ, torch.distributed or NCCL.
+        window = " ".join(line.text for line in lines[max(0, i - 15): i + 1])
+        if re.search(r"zmq|ZMQ|c10d|TCPStore|nccl|NCCL|server socket has failed|MASTER_PORT|tcp://", window):
+            return False
+        return bool(re.search(r"create_server_socket|sock\.bind|serve_http|setup_server|uvicorn|run_server", window))
+
+    return check
+
+
+_RETRYING = re.compile(r"Retrying in \d|Trying to resume download|retrying \d{1,3} of \d|\[Retry \d{1,3}/\d")
+
+
+def not_retried(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """An HTTP failure huggingface_hub (http_backoff, a resumed download) or vLLM (its file-list retries) logs and
+    then retries decides nothing: the line itself or the next says so."""
+    nxt = lines[i + 1].text if i + 1 < len(lines) else ""
+    return not (_RETRYING.search(line) or _RETRYING.search(nxt[:MAX_LINE_CHARS]))
+
+
+def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """A line printed while something waits (Ray's autoscaler while the placement group pends) is the failure
+    only when the start never became ready."""
+    return not ready(lines)
