@@ -149,8 +149,6 @@ SKIPPED = {
     "113-diffusiongemma-26b-a4b-it.log": DIFFUSIONGEMMA,
     "123-diffusiongemma-26b-a4b-it-nvfp4.log": DIFFUSIONGEMMA,
     "124-diffusiongemma-26b-a4b-it-nvfp4.log": DIFFUSIONGEMMA,
-    "102-gemma-3-1b-it.log": "gemma-3-1b-it: no public copy of its config.json was found",
-    "104-gemma-3-1b-it.log": "gemma-3-1b-it: no public copy of its config.json was found",
     "103-gemma-3-270m-it.log": "gemma-3-270m-it: no public copy of its config.json was found",
     "121-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
     "122-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
@@ -198,9 +196,12 @@ GPU_OF = {
 WHY: dict[tuple[str, str], str] = {
     ("079-gemma-3-4b-it.log", "weights_gib"):
         "8.61 GiB loaded where 4.30B parameters in bf16 are 8.00 (text 3.88B, SigLIP 0.42B): not explained by the "
-        "log; the same source build (0.1.dev1+g6adc00f70.sm120a, a Blackwell 12.0 card) loads gemma-3-1b-it and "
-        "-270m-it (startups/102, 103, no config bundled) 5-6% above their parameters too (1.96 against 1.86 GiB, "
-        "0.53 against 0.50), so the build, not the config, is the likelier cause",
+        "log; the same source build (0.1.dev1+g6adc00f70.sm120a, a Blackwell 12.0 card) loads gemma-3-1b-it "
+        "(startups/102, 104: 1.96 GiB where its bundled config's 1.00B parameters are 1.86) and -270m-it (103, no "
+        "config bundled: 0.53 against 0.50) 5-6% above their parameters too, so the build, not the config, is the "
+        "likelier cause",
+    ("102-gemma-3-1b-it.log", "weights_gib"): "the same build as 079 (5% above the parameters): see 079",
+    ("104-gemma-3-1b-it.log", "weights_gib"): "the same build as 079 (5% above the parameters): see 079",
     ("105-gemma-3-4b-it.log", "weights_gib"):
         "the same build and model as 079 (8.61 GiB loaded, 8.00 planned): see 079",
     ("118-qwen3.6-35b-heretic.log", "weights_gib"):
