@@ -55,6 +55,13 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "Read timed out. (read timeout=10)\"), '(Request ID: 5e3f)')", "network", "hub_refused", {}),
     ("requests.exceptions.HTTPError: 504 Server Error: Gateway Time-out for url: "
      "https://huggingface.co/api/models/Qwen/Qwen3-8B", "network", "hub_refused", {}),
+    # huggingface_hub 1.x raises httpx's wording (httpx _models.py Response.raise_for_status)
+    ("huggingface_hub.errors.HfHubHTTPError: Server error '503 Service Unavailable' for url "
+     "'https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/main'", "network", "hub_refused", {}),
+    ("huggingface_hub.errors.HfHubHTTPError: Client error '401 Unauthorized' for url "
+     "'https://huggingface.co/api/models/meta-llama/Llama-3.1-8B/revision/main'", "model_access", None, {}),
+    ("huggingface_hub.errors.EntryNotFoundError: Client error '404 Not Found' for url "
+     "'https://huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json'", "model_access", "config_missing", {}),
     ("RuntimeError: CUDA error: invalid device ordinal", "too_few_gpus", None, {}),
     ("torch.AcceleratorError: CUDA error: invalid device ordinal", "too_few_gpus", None, {}),
     ("ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, "
@@ -129,6 +136,8 @@ def test_other_accelerators_ooms_are_ooms(text: str) -> None:
     "import)",
     "ImportError: cannot import name 'foo' from 'mypackage' (/srv/app/mypackage/__init__.py)",
     "AttributeError: module 'mypackage.torch_utils' has no attribute 'helper'",
+    # httpx's wording for another host says nothing of the Hub
+    "httpx.HTTPStatusError: Client error '401 Unauthorized' for url 'https://api.example.com/v1/models'",
     # constructed: the words on a line that is no error (a debug line of a platform probe that goes on)
     "DEBUG 05-01 10:00:00 [__init__.py:40] No CUDA GPUs are available",
     # the parser options in vLLM's own start-up line (0.10+ prints the non-default arguments)

@@ -85,15 +85,18 @@ SOURCES: dict[str, str] = {
                     "launcher.py create_server_socket): 'OSError: [Errno 98] Address already in use'",
     "disk": "the OS: 'OSError: [Errno 28] No space left on device'",
     "hub_access": "huggingface_hub / transformers: GatedRepoError, 401/403 Client Error, RepositoryNotFoundError; "
-                  "vLLM 0.8+ 'Invalid repository ID or local directory specified'",
+                  "huggingface_hub 1.x's httpx wording (\"Client error '401 Unauthorized' for url 'https://"
+                  "huggingface.co/...'\", httpx _models.py raise_for_status); vLLM 0.8+ 'Invalid repository ID or "
+                  "local directory specified'",
     "hub_unreachable": "huggingface_hub utils/_http.py OfflineModeIsEnabled ('Cannot reach URL: offline mode is "
                        "enabled', 0.20+), file_download.py LocalEntryNotFoundError ('... cannot find the requested "
                        "files in the local cache ...'), snapshot_download ('outgoing traffic has been disabled'); "
                        "transformers utils/hub.py cached_file ('We couldn't connect to ... to load this file'); "
                        "urllib3's 'HTTPSConnectionPool(host=huggingface.co ...): Max retries exceeded'",
     "hub_config_missing": "huggingface_hub 404 for the model's config.json ('404 Client Error: Not Found for url: "
-                          ".../resolve/REV/config.json', EntryNotFoundError, RevisionNotFoundError); transformers "
-                          "utils/hub.py cached_file: 'does not appear to have a file named config.json'",
+                          ".../resolve/REV/config.json', 1.x: \"Client error '404 Not Found' for url '...'\", "
+                          "EntryNotFoundError, RevisionNotFoundError); transformers utils/hub.py cached_file: 'does "
+                          "not appear to have a file named config.json'",
     "extension_abi": "the dynamic loader, importing a compiled extension (vllm._C, flash_attn_2_cuda, xformers) "
                      "built for another torch ('ImportError: ....so: undefined symbol: _ZN3c10...') or another "
                      "CUDA ('ImportError: libcudart.so.12: cannot open shared object file'), any release",
@@ -199,7 +202,8 @@ SOURCES: dict[str, str] = {
                       "'X quantization is currently not supported in ROCm|XPU|npu|...'",
     "hub_refused": "huggingface_hub 0.x utils/_http.py hf_raise_for_status (requests): '429 Client Error: Too Many "
                    "Requests for url: https://huggingface.co/...' and the Hub's 5xx answers; urllib3 'Read timed "
-                   "out' for the Hub's host (huggingface_hub 1.x words its httpx errors otherwise)",
+                   "out' for the Hub's host; huggingface_hub 1.x's httpx wording (\"Server error '503 Service "
+                   "Unavailable' for url 'https://huggingface.co/...'\", httpx _models.py raise_for_status)",
     "argparse_inline": "argparse's 'PROG: error: unrecognized arguments: ...' quoted inside a sentence (vllm serve's "
                        "parser, exit status 2)",
     "hub_validation": "huggingface_hub utils/_validators.py validate_repo_id: 'HFValidationError: Repo id must be in "

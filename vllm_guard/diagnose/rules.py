@@ -231,8 +231,12 @@ RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w .-]{1,40} for url: https?://"
                                r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"
                                r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
-                               r"hf-mirror\.com)\\?'.{0,300}?Read timed out"), BEFORE_START, detail="hub_refused",
-         when=conditions.not_retried, source=SOURCES["hub_refused"]),
+                               r"hf-mirror\.com)\\?'.{0,300}?Read timed out"
+                               # huggingface_hub 1.x raises httpx's wording: "Server error '503 Service Unavailable'
+                               # for url 'https://huggingface.co/...'"
+                               r"|(?:Client error '429|Server error '50[0234]) [\w .-]{1,40}' for url 'https?://"
+                               r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"),
+         BEFORE_START, detail="hub_refused", when=conditions.not_retried, source=SOURCES["hub_refused"]),
     Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
                                    r"(?P<port>\d+)\): (?:\[errno 98\] )?address already in use"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "port"), when=conditions.api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
@@ -251,11 +255,16 @@ RULES: tuple[Rule, ...] = (
                                     r"|\b401 Client Error|\b403 Client Error|RepositoryNotFoundError"
                                     r"|Repository Not Found|Invalid repository ID or local directory specified"
                                     r"|is not a local folder and is not a valid model identifier"
-                                    r"|Invalid user token|invalid credentials"), BEFORE_START,
+                                    r"|Invalid user token|invalid credentials"
+                                    # huggingface_hub 1.x (httpx): "Client error '401 Unauthorized' for url 'https://hf"
+                                    r"|Client error '40[13] [\w ]{1,40}' for url 'https?://(?:[\w-]{1,63}\.){0,4}"
+                                    r"(?:huggingface\.co|hf\.co|hf-mirror\.com)/"), BEFORE_START,
          source=SOURCES["hub_access"]),
     # Only config.json: vLLM cannot start without it, while it looks up optional files (generation_config.json,
     # params.json, a processor's config) and goes on when the Hub answers 404 for them.
     Rule("model_access", re.compile(r"404 Client Error.{0,300}?/resolve/[^/\s]{1,255}/config\.json\b"
+                                    r"|Client error '404 Not Found' for url '[^']{0,300}?/resolve/[^/\s']{1,255}/"
+                                    r"config\.json'"
                                     r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
                                     r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
          source=SOURCES["hub_config_missing"]),
