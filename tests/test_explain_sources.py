@@ -62,6 +62,8 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
      "'https://huggingface.co/api/models/meta-llama/Llama-3.1-8B/revision/main'", "model_access", None, {}),
     ("huggingface_hub.errors.EntryNotFoundError: Client error '404 Not Found' for url "
      "'https://huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json'", "model_access", "config_missing", {}),
+    ("ValueError: FP8 quantized models is only supported on GPUs with compute capability >= 9.0 (e.g H100)",
+     "quant_unsupported", None, {"min_capability": 9.0}),
     ("RuntimeError: CUDA error: invalid device ordinal", "too_few_gpus", None, {}),
     ("torch.AcceleratorError: CUDA error: invalid device ordinal", "too_few_gpus", None, {}),
     ("ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, "
@@ -136,6 +138,9 @@ def test_other_accelerators_ooms_are_ooms(text: str) -> None:
     "import)",
     "ImportError: cannot import name 'foo' from 'mypackage' (/srv/app/mypackage/__init__.py)",
     "AttributeError: module 'mypackage.torch_utils' has no attribute 'helper'",
+    # later transformers warn with the same words and dequantize to bf16: the start goes on
+    "[transformers] FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), "
+    "actual = `8.0`. We will default to dequantizing the model to bf16.",
     # httpx's wording for another host says nothing of the Hub
     "httpx.HTTPStatusError: Client error '401 Unauthorized' for url 'https://api.example.com/v1/models'",
     # constructed: the words on a line that is no error (a debug line of a platform probe that goes on)

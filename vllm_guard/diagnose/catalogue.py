@@ -172,6 +172,9 @@ SOURCES: dict[str, str] = {
     "mmap_enomem": "PyTorch c10 MapAllocator.cpp (safetensors' safe_open maps each shard): 'unable to mmap N bytes "
                    "from file <F>: Cannot allocate memory (12)' (ENOMEM: host memory, a container's limit or "
                    "vm.overcommit_memory refused the mapping)",
+    "transformers_fp8": "transformers 4.45-4.5x quantizers (quantizer_fbgemm_fp8.py, quantizer_finegrained_fp8.py "
+                        "validate_environment): 'ValueError: FP8 quantized models is only supported on GPUs with "
+                        "compute capability >= 9.0 (e.g H100)' (8.9 in later releases, which warn and dequantize)",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",

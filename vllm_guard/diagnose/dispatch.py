@@ -39,7 +39,7 @@ _WORDS = (
     "is not compatible with vLLM", "Cannot find any model weights", "deserializing header", "PytorchStreamReader",
     "Can't load the configuration", "Incorrect path_or_model_id", "Can't load tokenizer", "No supported config format",
     "Cannot find model module", "Could not detect config format", "failed to listen on any", "failed to bind to",
-    "unable to mmap", "Client error '", "Server error '",
+    "unable to mmap", "Client error '", "Server error '", "FP8 quantized models",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

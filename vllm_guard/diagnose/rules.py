@@ -128,6 +128,12 @@ RULES: tuple[Rule, ...] = (
                                          r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
                                          r"Current capability: (?P<current_capability>\d+)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["quant_capability"]),
+    # transformers' FP8 quantizers (4.45-4.5x fbgemm_fp8 and finegrained_fp8 validate_environment) raise it; later
+    # releases warn with the same words and dequantize, so only the exception counts.
+    Rule("quant_unsupported", re.compile(r"ValueError: FP8 quantized models is only supported on GPUs with compute "
+                                         r"capability >= (?P<min_capability>\d{1,2}\.\d)"), BEFORE_START,
+         numbers=lambda m: {"min_capability": float(m.group("min_capability"))},
+         source=SOURCES["transformers_fp8"]),
     Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
                                          r".{0,200}?compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
