@@ -41,12 +41,18 @@ def test_what_the_misses_taught(prefix: str, cls: str, stage: str, confidence: s
 
 
 @pytest.mark.parametrize(("prefix", "hint"), [
-    ("b3-020", "version_mismatch"),  # only vLLM's warning that vllm._C does not load: some builds go on
     ("b3-022", "network"),  # NCCL's "unhandled system error": the interface or /dev/shm
 ])
 def test_ambiguous_ones_stay_unknown_with_a_hint(prefix: str, hint: str) -> None:
     d = classify(_log(prefix))
     assert (d.cls, d.confidence) == ("unknown", "none") and d.hint is not None and d.hint[0] == hint
+
+
+def test_only_vllms_extension_warning_in_a_failed_start_is_a_mismatch_said_medium() -> None:
+    # b3-020: vLLM's warning that vllm._C does not load (an undefined symbol), and the start never got ready; a hint
+    # until 2026-12-03, when blind8/b8-023 was the third collector's label of such a paste as version_mismatch
+    d = classify(_log("b3-020"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "extension_abi", "medium")
 
 
 def test_rays_repeated_suffix_is_taken_off() -> None:

@@ -243,6 +243,9 @@ SUPPORT_SOURCES: dict[str, str] = {
                          "given', 'missing 1 required positional argument', 'got an unexpected keyword argument') on a "
                          "call from vLLM's own code: the callee is a library vLLM depends on (transformers, torch) at "
                          "another release than the one this vLLM was written for",
+    "vllm_c_undefined": "vLLM 0.4-0.33 _custom_ops.py's warning 'Failed to import from vllm._C with ImportError('..."
+                        "_C.abi3.so: undefined symbol: ...')' (the extension was built for another torch), read where "
+                        "the start failed and nothing decisive followed",
     "config_check": "vLLM 0.4-0.33 settings checks: a ValueError raised in vllm/config.py (0.4-0.9), vllm/config/*.py "
                     "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like), "
                     "engine/arg_utils.py create_engine_config or a platform's checks (platforms/*.py), whose message "

