@@ -175,6 +175,11 @@ SOURCES: dict[str, str] = {
     "transformers_fp8": "transformers 4.45-4.5x quantizers (quantizer_fbgemm_fp8.py, quantizer_finegrained_fp8.py "
                         "validate_environment): 'ValueError: FP8 quantized models is only supported on GPUs with "
                         "compute capability >= 9.0 (e.g H100)' (8.9 in later releases, which warn and dequantize)",
+    "ray_serve_unscheduled": "Ray Serve 2.x serve/_private/deployment_state.py: 'Deployment X ... N replicas that "
+                             "have taken more than 30s to be scheduled ... Resources required for each replica: "
+                             "[...GPU...], total resources available: {...}' with no GPU among them",
+    "weights_loader": "vLLM 0.6-0.33 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
+                      "module or parameter named 'X' in Y' (a checkpoint weight vLLM's class does not define)",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",
@@ -246,6 +251,9 @@ SUPPORT_SOURCES: dict[str, str] = {
     "vllm_c_undefined": "vLLM 0.4-0.33 _custom_ops.py's warning 'Failed to import from vllm._C with ImportError('..."
                         "_C.abi3.so: undefined symbol: ...')' (the extension was built for another torch), read where "
                         "the start failed and nothing decisive followed",
+    "no_driver": "vLLM 0.10-0.33 platforms/__init__.py 'No platform detected, vLLM is running on "
+                 "UnspecifiedPlatform' with the dynamic loader's 'libcuda.so.1: cannot open shared object file' (the "
+                 "NVIDIA driver's library, present wherever a GPU is given to the process)",
     "config_check": "vLLM 0.4-0.33 settings checks: a ValueError raised in vllm/config.py (0.4-0.9), vllm/config/*.py "
                     "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like), "
                     "engine/arg_utils.py create_engine_config or a platform's checks (platforms/*.py), whose message "

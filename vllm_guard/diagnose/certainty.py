@@ -105,11 +105,13 @@ _RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory
 # Ray's warning at start in a container with Docker's default /dev/shm (ray/_private/services.py).
 _RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
 # vLLM's DeviceConfig when no platform is found: "Failed to infer device type" (0.5-0.33, config/device.py at
-# 0.33), "No supported device detected." (0.3-0.4); and PyTorch's words for a driver it cannot use (CUDAHooks "Found
-# no NVIDIA driver on your system", cuInit's "CUDA driver initialization failed"): none installed, one that does not
-# match its libraries after an upgrade, or a container without the GPU runtime.
+# 0.33), "No supported device detected." (0.3-0.4), platforms/__init__.py's "No platform detected" (0.10+); and
+# PyTorch's words for a driver it cannot use (CUDAHooks "Found no NVIDIA driver on your system", cuInit's "CUDA
+# driver initialization failed"): none installed, one that does not match its libraries after an upgrade, or a
+# container without the GPU runtime.
 _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device detected|Found no NVIDIA driver on your "
-                          r"system|CUDA driver initialization failed, you might not have a CUDA gpu")
+                          r"system|CUDA driver initialization failed, you might not have a CUDA gpu|No platform "
+                          r"detected, vLLM is running on UnspecifiedPlatform")
 # NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
 _NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
@@ -126,7 +128,7 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             m = _RAY_SMALL_SHM.search(line.text)
             if m and int(m.group(1)) < 1 << 30:
                 return "shm_exhausted", f"Ray warned that /dev/shm holds only {int(m.group(1)) >> 20} MiB"
-        if ("device" in line.text or "driver" in line.text) and _NO_PLATFORM.search(line.text):
+        if any(w in line.text for w in ("device", "driver", "platform")) and _NO_PLATFORM.search(line.text):
             # vLLM found no platform: a build for another one (the PyPI wheel is CUDA's; a CPU-only torch, a broken
             # torch_xla) or no GPU visible (a container without GPUs); real reports are both (blind5/b5-040,
             # blind6/b6-035: the build; blind6/b6-009: a Ray actor given no GPU), so neither is decided

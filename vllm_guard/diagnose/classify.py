@@ -21,7 +21,8 @@ from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
-from vllm_guard.diagnose.rules import SIGBUS, SIGKILL, Rule
+from vllm_guard.diagnose.rule import Rule
+from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
 
 CLASSES = ("gpu_busy", "kv_cache_too_small", "no_kv_memory", "oom_loading", "oom_profiling", "oom_cudagraph",
            "host_oom", "shm_exhausted", "tp_indivisible", "dtype_unsupported", "quant_unsupported",

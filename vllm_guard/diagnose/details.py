@@ -200,6 +200,14 @@ MMAP_ENOMEM = Advice(
     ("a larger memory limit for the container or pod", "`sysctl vm.overcommit_memory` (0 is the default)",
      "fewer vLLM processes loading at once on the host"), ("changing GPU memory settings",),
 )
+CHECKPOINT_LAYOUT = Advice(
+    "The checkpoint holds a weight that vLLM's implementation of its architecture does not define: a model saved "
+    "with another head (a sequence-classification or reward head on a generative architecture), extra modules a "
+    "fine-tune added, or a layout only a newer vLLM knows.",
+    ("the architecture the checkpoint was saved as (config.json's architectures) against vLLM's supported models",
+     "for a classifier or reward model: vLLM's pooling runner (--runner pooling) where this vLLM has the class",
+     "a newer vLLM, when the model is newer than it"), ("changing memory settings", "retrying unchanged"),
+)
 CONFIG_CHECK = Advice(
     "vLLM's own settings checks refused the combination it was given (a scheduler, cache, parallel, LoRA or "
     "speculative-decoding setting against another, or against the model): the ValueError's message names both.",
@@ -218,6 +226,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
     "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
+    "checkpoint_layout": CHECKPOINT_LAYOUT,
 }
 
 

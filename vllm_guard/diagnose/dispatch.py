@@ -4,7 +4,8 @@ few regexes per line, not by every rule (issue 28)."""
 from __future__ import annotations
 
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, any_of
-from vllm_guard.diagnose.rules import RULES, Rule
+from vllm_guard.diagnose.rule import Rule
+from vllm_guard.diagnose.rules import RULES
 
 # Cheap prefilters: a line without one of these words cannot match a rule, a stage marker or a
 # setting, so a 100k-line log is scanned by three regexes, not forty.
@@ -40,6 +41,7 @@ _WORDS = (
     "Can't load the configuration", "Incorrect path_or_model_id", "Can't load tokenizer", "No supported config format",
     "Cannot find model module", "Could not detect config format", "failed to listen on any", "failed to bind to",
     "unable to mmap", "Client error '", "Server error '", "FP8 quantized models",
+    "to be scheduled", "There is no module or parameter named",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

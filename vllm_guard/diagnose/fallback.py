@@ -75,14 +75,19 @@ _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architect
 
 
 # vLLM's own objects and entry points, as the programs that drive it call them.
+# The OpenAI server's classes and functions too: BentoML and Ray Serve build vLLM's server from them
+# (entrypoints/openai/serving_*.py, api_server.py init_app_state and build_app).
 _VLLM_CLASSES = ("LLMEngine", "AsyncLLMEngine", "AsyncLLM", "MQLLMEngine", "LLM", "EngineCoreClient", "GPUModelRunner",
-                 "ModelConfig", "VllmConfig", "EngineArgs", "AsyncEngineArgs", "SamplingParams")
+                 "ModelConfig", "VllmConfig", "EngineArgs", "AsyncEngineArgs", "SamplingParams", "OpenAIServingChat",
+                 "OpenAIServingCompletion", "OpenAIServingModels", "OpenAIServingEmbedding",
+                 "OpenAIServingTokenization")
 _VLLM_OBJECT = re.compile(rf"AttributeError: '(?:{'|'.join(_VLLM_CLASSES)})' object has no attribute '\w{{1,128}}'")
 # Python 3.10+ names the function by its qualified name ("AsyncEngineArgs.__init__()"), 3.9 and before by its own.
-_UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:[\w.]{1,128}\.)?(?P<func>\w{1,128})\(\) got an unexpected keyword "
-                                 r"argument '\w{1,128}'")
+_UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?(?P<func>\w{1,128})\(\) got an unexpected "
+                                 r"keyword argument '\w{1,128}'")
 # A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
-_VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/")
+_VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/"
+                        r"|OpenAIServing\w{0,40}\(|init_app_state\(")
 
 
 def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
@@ -94,7 +99,10 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     m = _UNEXPECTED_KEYWORD.search(text) if "unexpected keyword" in text else None
     if m is None:
         return False
-    if m.group("func").startswith(("build_async_engine_client", "from_engine_args", "from_vllm_config")):
+    if m.group("func").startswith(("build_async_engine_client", "from_engine_args", "from_vllm_config",
+                                   "init_app_state")):
+        return True
+    if (m.group("owner") or "").rsplit(".", 1)[-1] in _VLLM_CLASSES:
         return True
     return any(_VLLM_CALL.search(line.text) for line in lines[max(0, i - 3):i])
 
@@ -105,7 +113,11 @@ _C_UNDEFINED = re.compile(r"Failed to import from vllm\._C with ImportError\(.{0
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
 _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\) (?:takes (?:from \d{1,3} to )?\d{1,3} "
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
-                        r"(?:positional|keyword-only) arguments?|got an unexpected keyword argument)")
+                        r"(?:positional|keyword-only) arguments?|got an unexpected keyword argument|got multiple "
+                        r"values for argument)")
+# An exception class built to re-raise another (vLLM 0.6's model_runner_base.py "raise type(err)(...)"): its
+# constructor's signature is the exception's, not a library's API (rocm_sdk_builder #248, BackendCompilerFailed).
+_EXCEPTION_CLASS = re.compile(r"(?:Error|Exception|Failed|Warning|Interrupt|Exit)$")
 # vLLM's own package in a frame's path (not a framework's module that is named vllm, "xinference/model/llm/vllm/").
 _IN_VLLM = re.compile(r"/vllm/(?:v1|engine|entrypoints|model_executor|transformers_utils|worker|executor|distributed|"
                       r"platforms|attention|multimodal|config|lora|compilation|inputs|tokenizers)(?:/|\.py$)")
@@ -118,7 +130,9 @@ def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> in
         if tb.exception is None or not tb.frames or not _IN_VLLM.search(tb.frames[-1].path):
             continue
         m = _SIGNATURE.search(lines[tb.exception].text) if "TypeError" in lines[tb.exception].text else None
-        if m is not None and (m.group("owner") or "").rsplit(".", 1)[-1] not in _VLLM_CLASSES:
+        owner = (m.group("owner") or "").rsplit(".", 1)[-1] if m is not None else ""
+        raising = any(line.text.lstrip().startswith("raise ") for line in lines[max(0, tb.exception - 3):tb.exception])
+        if m is not None and owner not in _VLLM_CLASSES and not _EXCEPTION_CLASS.search(owner) and not raising:
             return tb.exception
     return None
 
@@ -135,6 +149,15 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
     if not ready(lines):
+        no_platform = next((line for line in lines if "No platform detected" in line.text), None)
+        no_driver = next((line for line in lines if "libcuda.so.1: cannot open shared object" in line.text), None)
+        if no_platform is not None and no_driver is not None:
+            # vLLM 0.10+ found no platform and the NVIDIA driver's own library is not there: no GPU is given to the
+            # process (a container without the NVIDIA runtime, a pod without a GPU), not a build for another one.
+            return Diagnosis("too_few_gpus", BEFORE_START, {}, (cut(no_platform.text), cut(no_driver.text),
+                                                                  *last_errors(lines, tbs, 2)),
+                             signal, "no_gpu", ctx, confidence="medium", template=SUPPORT_SOURCES["no_driver"],
+                             stage_from=certainty.MESSAGE)
         for line in lines:
             if "undefined symbol" in line.text and _C_UNDEFINED.search(line.text):
                 # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the

@@ -128,6 +128,7 @@ NOT_RELAXABLE_DETAIL = {
     "weights_unreadable": "a weight file is truncated or not the file itself (a git-lfs pointer): download it again",
     "internal_port": "an internal port was taken twice: set VLLM_PORT (or MASTER_PORT) to a free range",
     "mmap_enomem": "the host refused to map the weights into memory: raise the memory limit, no vLLM option helps",
+    "checkpoint_layout": "the checkpoint has weights vLLM's class for its architecture does not define",
 }
 
 

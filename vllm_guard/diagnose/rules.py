@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import bundle_gpus, numbers_of, oom_numbers
-from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
+from vllm_guard.diagnose.rule import Rule
+from vllm_guard.diagnose.rules_files import FILE_RULES
 
 SIGKILL, SIGBUS = 9, 7
-
-
-@dataclass(frozen=True)
-class Rule:
-    cls: str
-    pattern: re.Pattern[str]
-    stage: str | None = None  # None: the stage the log had reached
-    detail: str | None = None
-    numbers: Callable[[re.Match[str]], dict[str, Any]] | None = None
-    when: Callable[[str, list[LogLine], int, dict[str, Any]], bool] | None = None
-    # Where the message comes from (the program, its file and the versions it was read in): shown with the
-    # diagnosis as the template it matched. Rules without one are listed in diagnose/catalogue.py.
-    source: str = ""
 
 
 # PyTorch's OOM, raised bare or inside another error's message (Inductor's autotuning, a vLLM layer);
@@ -202,6 +187,12 @@ RULES: tuple[Rule, ...] = (
                                     r"(?P<timeout_s>\d+) seconds"), BEFORE_START,
          numbers=lambda m: {**numbers_of(m, "timeout_s"), **bundle_gpus(m.group(0))},
          source=SOURCES["ray_pg_timeout"]),
+    # Ray Serve (serve/_private/deployment_state.py): a replica that asks for a GPU the cluster does not have waits
+    # unscheduled ("... taken more than 30s to be scheduled ... total resources available: {...}" without a GPU).
+    Rule("too_few_gpus", re.compile(r"taken more than \d{1,6}s to be scheduled\..{0,2000}?Resources required for "
+                                    r"each replica: .{0,2000}?\\?\"GPU\\?\": [\d.]{1,10}.{0,2000}?total resources "
+                                    r"available: \{(?![^}]{0,2000}\bGPU\b)[^}]{0,2000}\}"), BEFORE_START,
+         when=conditions.never_ready, source=SOURCES["ray_serve_unscheduled"]),
     # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
     # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).
     Rule("too_few_gpus", re.compile(r"Ray does not allocate any GPUs on the driver node"), BEFORE_START,
@@ -257,51 +248,7 @@ RULES: tuple[Rule, ...] = (
                                    r"already in use\)"), BEFORE_START, detail="internal_port",
          source=SOURCES["tcpstore_bind"]),
     Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]"), source=SOURCES["disk"]),
-    Rule("model_access", re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
-                                    r"|\b401 Client Error|\b403 Client Error|RepositoryNotFoundError"
-                                    r"|Repository Not Found|Invalid repository ID or local directory specified"
-                                    r"|is not a local folder and is not a valid model identifier"
-                                    r"|Invalid user token|invalid credentials"
-                                    # huggingface_hub 1.x (httpx): "Client error '401 Unauthorized' for url 'https://hf"
-                                    r"|Client error '40[13] [\w ]{1,40}' for url 'https?://(?:[\w-]{1,63}\.){0,4}"
-                                    r"(?:huggingface\.co|hf\.co|hf-mirror\.com)/"), BEFORE_START,
-         source=SOURCES["hub_access"]),
-    # Only config.json: vLLM cannot start without it, while it looks up optional files (generation_config.json,
-    # params.json, a processor's config) and goes on when the Hub answers 404 for them.
-    Rule("model_access", re.compile(r"404 Client Error.{0,300}?/resolve/[^/\s]{1,255}/config\.json\b"
-                                    r"|Client error '404 Not Found' for url '[^']{0,300}?/resolve/[^/\s']{1,255}/"
-                                    r"config\.json'"
-                                    r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
-                                    r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
-         source=SOURCES["hub_config_missing"]),
-    # transformers' own words when the files are not at that id or path (configuration_utils.py, utils/hub.py,
-    # tokenization_utils_base.py, 4.3x-4.5x): the config, any file (an id that is neither a folder nor valid),
-    # the tokenizer's files.
-    Rule("model_access", re.compile(r"Can't load the configuration of '[^']{0,4096}'"), BEFORE_START,
-         detail="config_missing", source=SOURCES["transformers_files"]),
-    Rule("model_access", re.compile(r"Incorrect path_or_model_id: '[^']{0,4096}'|Can't load tokenizer for "
-                                    r"'[^']{0,4096}'"), BEFORE_START, source=SOURCES["transformers_files"]),
-    # vLLM 0.6.3-0.9 get_config: neither config.json nor params.json could be seen at the id, which a gated repo
-    # without a token, a wrong id and a wrong path all give (file_or_path_exists answers False for each).
-    Rule("model_access", re.compile(r"No supported config format found in \S"), BEFORE_START,
-         source=SOURCES["no_config_format"]),
-    # Its successor (0.8.5-0.33): the same two files looked for, the id or path not named.
-    Rule("model_access", re.compile(r"Could not detect config format for no config file found"), BEFORE_START,
-         detail="config_missing", source=SOURCES["no_config_format"]),
-    # Host memory (or the container's limit, or vm.overcommit) refusing to map a weight shard: PyTorch's
-    # MapAllocator "unable to mmap N bytes from file <F>: Cannot allocate memory (12)" under safetensors' safe_open.
-    Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
-                                r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
-         numbers=lambda m: {"mmap_bytes": int(m.group("mmap_bytes"))}, source=SOURCES["mmap_enomem"]),
-    # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
-    Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
-         source=SOURCES["no_weights"]),
-    # A weight file that is not a whole checkpoint: safetensors' header checks (a git-lfs pointer or an HTML page
-    # reads as HeaderTooLarge, a truncated download as MetadataIncompleteBuffer), PyTorch's zip reader for .bin.
-    Rule("model_access", re.compile(r"SafetensorError: Error while deserializing header: (?P<safetensors_error>"
-                                    r"HeaderTooLarge|HeaderTooSmall|MetadataIncompleteBuffer|"
-                                    r"InvalidHeaderDeserialization)|PytorchStreamReader failed reading zip archive"),
-         LOADING, detail="weights_unreadable", source=SOURCES["weights_unreadable"]),
+    *FILE_RULES,
     # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
     # "Failed to import from vllm._C with ImportError(...)" and may go on).
     Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |`?(?=/))\S{1,1000}?\.so(?:\.\d{1,6}){0,4}: "
@@ -389,6 +336,11 @@ RULES: tuple[Rule, ...] = (
                                                 r"with vLLM|Cannot find model module\. '\w{1,128}' is not a "
                                                 r"registered model"), BEFORE_START,
          source=SOURCES["transformers_fallback"]),
+    # vLLM 0.6-0.33 AutoWeightsLoader (model_executor/models/utils.py _load_module): the checkpoint holds a weight
+    # vLLM's class for the architecture does not have (a head for another task, a layout a newer vLLM knows).
+    Rule("unsupported_architecture", re.compile(r"There is no module or parameter named '[\w.]{1,300}' in "
+                                                r"\w{1,128}"), LOADING, detail="checkpoint_layout",
+         source=SOURCES["weights_loader"]),
     Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
                                                 r"not supported yet"), BEFORE_START,
          source=SOURCES["gguf_architecture"]),

@@ -1,0 +1,59 @@
+"""The failure rules about the model's files: the Hub's answers (access, a missing config.json), transformers' and
+vLLM's words for an id or path that holds no config or no weights, and weight files that are not whole. Read in
+their place in rules.RULES."""
+
+from __future__ import annotations
+
+import re
+
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.rule import Rule
+
+FILE_RULES: tuple[Rule, ...] = (
+    Rule("model_access", re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
+                                    r"|\b401 Client Error|\b403 Client Error|RepositoryNotFoundError"
+                                    r"|Repository Not Found|Invalid repository ID or local directory specified"
+                                    r"|is not a local folder and is not a valid model identifier"
+                                    r"|Invalid user token|invalid credentials"
+                                    # huggingface_hub 1.x (httpx): "Client error '401 Unauthorized' for url 'https://hf"
+                                    r"|Client error '40[13] [\w ]{1,40}' for url 'https?://(?:[\w-]{1,63}\.){0,4}"
+                                    r"(?:huggingface\.co|hf\.co|hf-mirror\.com)/"), BEFORE_START,
+         source=SOURCES["hub_access"]),
+    # Only config.json: vLLM cannot start without it, while it looks up optional files (generation_config.json,
+    # params.json, a processor's config) and goes on when the Hub answers 404 for them.
+    Rule("model_access", re.compile(r"404 Client Error.{0,300}?/resolve/[^/\s]{1,255}/config\.json\b"
+                                    r"|Client error '404 Not Found' for url '[^']{0,300}?/resolve/[^/\s']{1,255}/"
+                                    r"config\.json'"
+                                    r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
+                                    r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
+         source=SOURCES["hub_config_missing"]),
+    # transformers' own words when the files are not at that id or path (configuration_utils.py, utils/hub.py,
+    # tokenization_utils_base.py, 4.3x-4.5x): the config, any file (an id that is neither a folder nor valid),
+    # the tokenizer's files.
+    Rule("model_access", re.compile(r"Can't load the configuration of '[^']{0,4096}'"), BEFORE_START,
+         detail="config_missing", source=SOURCES["transformers_files"]),
+    Rule("model_access", re.compile(r"Incorrect path_or_model_id: '[^']{0,4096}'|Can't load tokenizer for "
+                                    r"'[^']{0,4096}'"), BEFORE_START, source=SOURCES["transformers_files"]),
+    # vLLM 0.6.3-0.9 get_config: neither config.json nor params.json could be seen at the id, which a gated repo
+    # without a token, a wrong id and a wrong path all give (file_or_path_exists answers False for each).
+    Rule("model_access", re.compile(r"No supported config format found in \S"), BEFORE_START,
+         source=SOURCES["no_config_format"]),
+    # Its successor (0.8.5-0.33): the same two files looked for, the id or path not named.
+    Rule("model_access", re.compile(r"Could not detect config format for no config file found"), BEFORE_START,
+         detail="config_missing", source=SOURCES["no_config_format"]),
+    # Host memory (or the container's limit, or vm.overcommit) refusing to map a weight shard: PyTorch's
+    # MapAllocator "unable to mmap N bytes from file <F>: Cannot allocate memory (12)" under safetensors' safe_open.
+    Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
+                                r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
+         numbers=lambda m: {"mmap_bytes": int(m.group("mmap_bytes"))}, source=SOURCES["mmap_enomem"]),
+    # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
+    Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
+         source=SOURCES["no_weights"]),
+    # A weight file that is not a whole checkpoint: safetensors' header checks (a git-lfs pointer or an HTML page
+    # reads as HeaderTooLarge, a truncated download as MetadataIncompleteBuffer), PyTorch's zip reader for .bin.
+    Rule("model_access", re.compile(r"SafetensorError: Error while deserializing header: (?P<safetensors_error>"
+                                    r"HeaderTooLarge|HeaderTooSmall|MetadataIncompleteBuffer|"
+                                    r"InvalidHeaderDeserialization)|PytorchStreamReader failed reading zip archive"),
+         LOADING, detail="weights_unreadable", source=SOURCES["weights_unreadable"]),
+)
