@@ -142,20 +142,21 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
 
 # The confident errors on all the real logs, each a reading the label disputes (tests/data/real-logs/README.md): a
 # placement-group wait after vLLM's own "not enough GPUs" warning, OOMs placed by the stage the start reached, and
-# blind8's and blind9's readings the labels dispute (b8-032, b9-036).
+# blind8's and blind9's readings the labels dispute (b8-032, b9-036), and blind10's confident errors as scored.
 KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log",
-                          "b8-032-version_mismatch.log", "b9-036-startup_hang.log"}
+                          "b8-032-version_mismatch.log", "b9-036-startup_hang.log", "b10-028-oom_profiling.log",
+                          "b10-029-startup_hang.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (463 with blind2-9): no
-    fewer right than measured after blind9's rules (420, 90.7%; issue 26's bar of 95% and one confident error is
+    """After the blind parts were scored once (README.md there), all the real failures (501 with blind2-10): no
+    fewer right than measured when blind10 was scored (445, 88.8%; issue 26's bar of 95% and one confident error is
     not met since blind5), no confident error beyond the known ones, and a success never gets a failure class. A
     regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 463
-    assert sum(r.right for r in failures) >= 420, wrong
+    assert len(failures) >= 501
+    assert sum(r.right for r in failures) >= 445, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 
@@ -201,7 +202,8 @@ def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
 
 @pytest.mark.parametrize(("name", "count"), [("blind2", 27), ("blind3", 41), ("blind4", 37), ("blind5", 43),
                                              ("blind6", 43), ("blind7", 29),
-                                             ("blind8", 40), ("blind9", 38)])
+                                             ("blind8", 40), ("blind9", 38),
+                                             ("blind10", 38)])
 def test_the_blind_sets_are_whole_and_every_entry_was_blind(name: str, count: int) -> None:
     base = DATA / "real-logs" / name
     index = json.loads((base / "index.json").read_text())
