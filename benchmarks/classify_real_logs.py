@@ -12,9 +12,9 @@ errors: tests/data/real-logs/README.md); rules were written for it after that. `
 once at commit 3f19380: 31 right, 3 confident errors), `blind4/` (37, at commit 78cb860: 29 right, none
 confidently wrong), `blind5/` (43, at commit 34fbd75: 31 right, 3 confident errors) and `blind6/` (43, at
 commit e95aaaa: 31 right, 2 confident errors), `blind7/` (29, at commit 9d5be60: 25 right, none confidently
-wrong, 21 of them labelled `unknown`) and `blind8/` (40, at commit d5d3528: 27 right, 1 confident error, 16 of them
-labelled `unknown`) `blind9/` (38, at commit e43b5c2: 19 right, 2 confident errors, 11 labelled
-`unknown`) and `blind10/` (38, at commit b1e70c8: 25 right, 2 confident errors, 11 labelled `unknown`). The successful start-ups in
+wrong, 21 of them labelled `unknown`), `blind8/` (40, at commit d5d3528: 27 right, 1 confident error, 16 of them
+labelled `unknown`), `blind9/` (38, at commit e43b5c2: 19 right, 2 confident errors, 11 labelled `unknown`) and
+`blind10/` (38, at commit b1e70c8: 25 right, 2 confident errors, 11 labelled `unknown`). The successful start-ups in
 `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
