@@ -142,21 +142,23 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
 
 # The confident errors on all the real logs, each a reading the label disputes (tests/data/real-logs/README.md): a
 # placement-group wait after vLLM's own "not enough GPUs" warning, OOMs placed by the stage the start reached, and
-# blind8's and blind9's readings the labels dispute (b8-032, b9-036), and blind10's confident errors as scored.
+# blind8's, blind9's and blind10's readings the labels dispute: transformers' "does not recognize this architecture"
+# (b8-032, and b8-033 by its second sentence, where three earlier sets and blind10/b10-012 label it
+# unsupported_architecture) and NCCL's watchdog (b9-036, b10-029, where collected/c074-c081 label it network).
 KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log",
-                          "b8-032-version_mismatch.log", "b9-036-startup_hang.log", "b10-028-oom_profiling.log",
+                          "b8-032-version_mismatch.log", "b8-033-version_mismatch.log", "b9-036-startup_hang.log",
                           "b10-029-startup_hang.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
     """After the blind parts were scored once (README.md there), all the real failures (501 with blind2-10): no
-    fewer right than measured when blind10 was scored (445, 88.8%; issue 26's bar of 95% and one confident error is
+    fewer right than measured after blind10's rules (454, 90.6%; issue 26's bar of 95% and one confident error is
     not met since blind5), no confident error beyond the known ones, and a success never gets a failure class. A
     regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
     assert len(failures) >= 501
-    assert sum(r.right for r in failures) >= 445, wrong
+    assert sum(r.right for r in failures) >= 454, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

@@ -180,6 +180,16 @@ SOURCES: dict[str, str] = {
                              "[...GPU...], total resources available: {...}' with no GPU among them",
     "weights_loader": "vLLM 0.6-0.33 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
                       "module or parameter named 'X' in Y' (a checkpoint weight vLLM's class does not define)",
+    "compressed_tensors_scheme": "vLLM 0.5-0.33 compressed_tensors.py _get_scheme_from_parts: "
+                                 "'NotImplementedError: No compressed-tensors compatible scheme was found.'",
+    "minicpmv_version": "vLLM 0.5-0.10 model_executor/models/minicpmv.py MiniCPMV.__new__: 'Currently, MiniCPMV only "
+                        "supports versions 2.0, 2.5, and 2.6'",
+    "not_multimodal": "vLLM 0.6-0.10 config.py ModelConfig._init_multimodal_config: '`limit_mm_per_prompt` is only "
+                      "supported for multimodal models.' (and the same for mm_processor_kwargs)",
+    "container_cuda": "libnvidia-container's nvidia-container-cli: 'requirement error: unsatisfied condition: "
+                      "cuda>=12.9, please update your driver to a newer version, or use an earlier cuda container'",
+    "weights_missing": "vLLM 0.6.4-0.33 model_loader DefaultModelLoader.load_weights: 'ValueError: Following weights "
+                       "were not initialized from checkpoint: {...}'",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",

@@ -160,6 +160,10 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
     """The texts a line is read as: itself, an exception's tuple of strings joined, a wrapped line rejoined."""
     text = lines[i].text
     out = [text]
+    if "Worker failed with error '" in text and (m := _WORKER_QUOTE.search(text)):
+        # V1's wrapper (v1/executor/multiproc_executor.py, 0.10+) quotes its worker's error: read first, since a
+        # paste may keep the wrapper and lose the worker's traceback (llm-d #663)
+        out.insert(0, m.group(1))
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
     if len(text) < 60:  # too short to have been wrapped (logread.continuation's own first test)
@@ -172,6 +176,7 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
 
 
 _TUPLE = re.compile(r"'\s{0,4},\s{0,4}'|(?<=: )\('|'\)$")
+_WORKER_QUOTE = re.compile(r"Worker failed with error '(.{1,2000}?)', please check the stack trace above")
 
 
 def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:

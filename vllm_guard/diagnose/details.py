@@ -208,6 +208,18 @@ CHECKPOINT_LAYOUT = Advice(
      "for a classifier or reward model: vLLM's pooling runner (--runner pooling) where this vLLM has the class",
      "a newer vLLM, when the model is newer than it"), ("changing memory settings", "retrying unchanged"),
 )
+NOT_MULTIMODAL = Advice(
+    "vLLM refused a multimodal option because it does not treat this model as multimodal: most often a vision model "
+    "newer than this vLLM (its architecture falls back to a text-only class), or a text-only model given the option.",
+    ("a vLLM release that lists the model among its multimodal models", "drop --limit-mm-per-prompt for a text-only "
+     "model"), ("changing memory settings",),
+)
+WEIGHTS_MISSING = Advice(
+    "The checkpoint lacks weights its config declares: a shard missing from the download, or an export that left a "
+    "tensor out (an lm_head with tie_word_embeddings false).",
+    ("the model's safetensors index against the files there", "download again; for a broken export, the model's own "
+     "fix or a config that matches its weights"), ("changing memory settings", "retrying unchanged"),
+)
 CONFIG_CHECK = Advice(
     "vLLM's own settings checks refused the combination it was given (a scheduler, cache, parallel, LoRA or "
     "speculative-decoding setting against another, or against the model): the ValueError's message names both.",
@@ -226,7 +238,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
     "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
-    "checkpoint_layout": CHECKPOINT_LAYOUT,
+    "checkpoint_layout": CHECKPOINT_LAYOUT, "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
 }
 
 

@@ -6,10 +6,11 @@ each stage (the weights, the profiling pass, the KV cache, the CUDA graphs), so 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vllm_guard.diagnose import certainty
+from vllm_guard.diagnose import certainty, logread
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING, PROFILING, STAGES, stage_of
 
@@ -37,12 +38,20 @@ class Progress:
         line, then the others' "Using model weights format").
         """
         stage = frame_stage(lines[i].proc, i)
+        if stage is None and "while processing method" in lines[i].text:
+            # V0's worker (executor/multiproc_worker_utils.py, 0.5-0.10) names the method that raised on the line
+            # itself: "Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks"
+            m = _WORKER_METHOD.search(lines[i].text)
+            stage = certainty.stage_of_frames([logread.Frame("", m.group(1))]) if m else None
         if stage is not None:
             return stage, certainty.FRAMES
         final = self.final
         if lines[i].proc:
             final = max(self.own.get(lines[i].proc, BEFORE_START), self.own.get("", BEFORE_START), key=STAGES.index)
         return max(final, self.at[i], key=STAGES.index), certainty.PROGRESS
+
+
+_WORKER_METHOD = re.compile(r"while processing method (\w{1,128})")
 
 
 def progress(lines: list[LogLine]) -> Progress:

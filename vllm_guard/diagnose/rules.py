@@ -161,6 +161,10 @@ RULES: tuple[Rule, ...] = (
     Rule("quant_unsupported", re.compile(r"(?P<method>[\w-]{1,64}) quantization is currently not supported in "
                                          r"(?P<platform>[\w-]{1,32})"), BEFORE_START, detail="platform",
          source=SOURCES["quant_platform"]),
+    # vLLM 0.5-0.33 compressed_tensors.py _get_scheme_from_parts: none of the schemes this build has (for this GPU)
+    # matches the checkpoint's quantization_config.
+    Rule("quant_unsupported", re.compile(r"No compressed-tensors compatible scheme was found"), LOADING,
+         source=SOURCES["compressed_tensors_scheme"]),
     Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{1,64})\. Must be one of"),
          BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
@@ -266,6 +270,10 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["driver_too_old"]),
     Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
          detail="driver", source=SOURCES["cuda_compat"]),
+    # The NVIDIA container toolkit refusing an image whose CUDA the host's driver does not reach (nvidia-container-cli
+    # checks the image's NVIDIA_REQUIRE_CUDA before the container starts).
+    Rule("version_mismatch", re.compile(r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>="),
+         BEFORE_START, detail="driver", source=SOURCES["container_cuda"]),
     # The driver older than the CUDA the build's kernels were compiled with (cudaErrorUnsupportedPtxVersion, 222), or
     # a driver whose kernel module and user libraries differ after an upgrade (cudaErrorSystemDriverMismatch, 803).
     Rule("version_mismatch", re.compile(r"the provided PTX was compiled with an unsupported toolchain|system has "
@@ -297,7 +305,7 @@ RULES: tuple[Rule, ...] = (
                                         r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
          BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
     # Not a circular import ("from partially initialized module"): that is a bug, not a version.
-    Rule("version_mismatch", re.compile(r"ImportError: cannot import name '(?P<name>\w{1,128})' from "
+    Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
                                         r"'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
                                         r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
          BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
@@ -328,6 +336,18 @@ RULES: tuple[Rule, ...] = (
                                                 r"supported for now|does not recognize this architecture"
                                                 r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
                                                 r"kind of AutoModel"),
+         BEFORE_START, source=SOURCES["architecture"]),
+    # vLLM's MiniCPM-V class dispatches on the checkpoint's version (model_executor/models/minicpmv.py, 0.5-0.10).
+    Rule("unsupported_architecture", re.compile(r"Currently, MiniCPMV only supports versions"), BEFORE_START,
+         source=SOURCES["minicpmv_version"]),
+    # vLLM 0.6-0.10 ModelConfig._init_multimodal_config: a multimodal option for a model this vLLM does not treat as
+    # multimodal, most often a vision model newer than it (GLM-4.1V, Kimi-VL, Qwen3-VL on 0.9).
+    Rule("unsupported_architecture", re.compile(r"`?(?:limit_mm_per_prompt|mm_processor_kwargs)`? is only supported "
+                                                r"for multimodal models"), BEFORE_START, detail="not_multimodal",
+         source=SOURCES["not_multimodal"]),
+    # transformers' "does not recognize this architecture" message cut at its start: its second sentences.
+    Rule("unsupported_architecture", re.compile(r"If this does not work, and the checkpoint is very new, then there "
+                                                r"may not be a release version that supports this model yet"),
          BEFORE_START, source=SOURCES["architecture"]),
     # vLLM 0.8+ has no class of its own for the architecture and transformers' class cannot stand in for one.
     Rule("unsupported_architecture", re.compile(r"(?P<architecture>\w{1,128}) has no vLLM implementation and the "

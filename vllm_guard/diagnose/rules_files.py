@@ -47,6 +47,10 @@ FILE_RULES: tuple[Rule, ...] = (
     Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
                                 r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
          numbers=lambda m: {"mmap_bytes": int(m.group("mmap_bytes"))}, source=SOURCES["mmap_enomem"]),
+    # vLLM 0.6.4-0.33 DefaultModelLoader.load_weights (strict): the checkpoint lacks weights the model's config
+    # declares (an export without lm_head while tie_word_embeddings is false, a shard missing).
+    Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
+         detail="weights_missing", source=SOURCES["weights_missing"]),
     # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
     Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
