@@ -203,6 +203,11 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     # rules that read the lines around (`when`) are never skipped.
     tried: set[tuple[str, str, str | None]] = set()
     for i in range(len(lines)):
+        if "Worker failed with error '" in lines[i].text:  # V1's wrapper: its quote was read with it (_candidates)
+            body = logread.body(lines[i].text)
+            key = (lines[i].proc, body if body is lines[i].text else "\x00" + body, frame_stage(lines[i].proc, i))
+            if key in tried:
+                continue
         for text in _candidates(lines, i):
             body = logread.body(text)
             key = (lines[i].proc, body if body is text else "\x00" + body, frame_stage(lines[i].proc, i))
