@@ -141,7 +141,10 @@ SOURCES: dict[str, str] = {
     "no_gpu": "PyTorch's c10/cuda (torch.cuda._lazy_init): 'RuntimeError: No CUDA GPUs are available' (the process "
               "sees no GPU: a container without --gpus, CUDA_VISIBLE_DEVICES empty, a Ray actor given none)",
     "device_ordinal": "the CUDA runtime (HIP alike) under torch.cuda.set_device: 'CUDA error: invalid device ordinal' "
-                      "(cudaErrorInvalidDevice: a GPU index past the devices CUDA_VISIBLE_DEVICES lets it see)",
+                      "(cudaErrorInvalidDevice: a GPU index past the devices CUDA_VISIBLE_DEVICES lets it see); "
+                      "Ascend's CANN runtime: 'rtSetDevice execute failed, reason=[device id error]'",
+    "vllm_serve_command": "argparse in a program's own CLI (TRL's `trl`): \"error: argument command: invalid choice: "
+                          "'vllm-serve'\" (its release predates the command; TRL 0.16 added it)",
     "rope_scaling": "transformers 4.36-4.42 LlamaConfig._rope_scaling_validation (configuration_llama.py): "
                     "'`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {...}' for a "
                     "config written for 4.43+ (Llama 3.1's rope_type llama3, yarn)",
@@ -259,8 +262,10 @@ SUPPORT_SOURCES: dict[str, str] = {
                          "call from vLLM's own code: the callee is a library vLLM depends on (transformers, torch) at "
                          "another release than the one this vLLM was written for",
     "vllm_c_undefined": "vLLM 0.4-0.33 _custom_ops.py's warning 'Failed to import from vllm._C with ImportError('..."
-                        "_C.abi3.so: undefined symbol: ...')' (the extension was built for another torch), read where "
-                        "the start failed and nothing decisive followed",
+                        "_C.abi3.so: undefined symbol: ...')' (the extension was built for another torch) or "
+                        "'libcudart.so.12: cannot open shared object file' (a CUDA build without its CUDA), and "
+                        "vllm-ascend's 'Failed to import vllm_ascend_C: ... undefined symbol', read where the start "
+                        "failed and nothing decisive followed",
     "no_driver": "vLLM 0.10-0.33 platforms/__init__.py 'No platform detected, vLLM is running on "
                  "UnspecifiedPlatform' with the dynamic loader's 'libcuda.so.1: cannot open shared object file' (the "
                  "NVIDIA driver's library, present wherever a GPU is given to the process)",

@@ -43,7 +43,7 @@ _WORDS = (
     "unable to mmap", "Client error '", "Server error '", "FP8 quantized models",
     "to be scheduled", "There is no module or parameter named", "compressed-tensors compatible",
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
-    "not initialized from checkpoint", "cannot import name",
+    "not initialized from checkpoint", "cannot import name", "rtSetDevice", "invalid choice: 'vllm-serve'",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none

@@ -107,9 +107,12 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     return any(_VLLM_CALL.search(line.text) for line in lines[max(0, i - 3):i])
 
 
-# vLLM's warning when its compiled extension does not load, for an undefined symbol (not macOS's "symbol not found
-# in flat namespace" of a local build, nor a platform's missing module).
-_C_UNDEFINED = re.compile(r"Failed to import from vllm\._C with ImportError\(.{0,1000}?undefined symbol")
+# vLLM's warning when its compiled extension does not load (vllm-ascend's for its kernels alike), for an undefined
+# symbol or a CUDA library of the build's own that is not there (libcudart, libcublas: a CUDA build on a machine
+# without that CUDA); not macOS's "symbol not found in flat namespace" of a local build, a platform's missing
+# module, nor the driver's libcuda.so.1 (no GPU given to the process: read above).
+_C_UNDEFINED = re.compile(r"Failed to import (?:from vllm\._C with ImportError\(|vllm_ascend_C:).{0,1000}?(?:undefined "
+                          r"symbol|lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.\d{1,3}: cannot open shared object file)")
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
 _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\) (?:takes (?:from \d{1,3} to )?\d{1,3} "
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
@@ -159,7 +162,7 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                              signal, "no_gpu", ctx, confidence="medium", template=SUPPORT_SOURCES["no_driver"],
                              stage_from=certainty.MESSAGE)
         for line in lines:
-            if "undefined symbol" in line.text and _C_UNDEFINED.search(line.text):
+            if "Failed to import" in line.text and _C_UNDEFINED.search(line.text):
                 # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the
                 # extension that is there was built for another torch: in a start that failed with no decisive
                 # message, the likeliest cause (blind3/b3-020, blind4/b4-029, blind8/b8-023).

@@ -57,7 +57,7 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["kv_too_small"]),
     Rule("kv_cache_too_small", re.compile(
         r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be "
-        r"stored in KV cache \((?P<kv_tokens>\d+)\)"),
+        r"stored in KV cache(?: \((?P<kv_tokens>\d+)\))?"),  # a paste may end before the token count (b11-037)
         KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "kv_tokens"), source=SOURCES["kv_too_small_v0"]),
     Rule("no_kv_memory", re.compile(r"No available memory for the cache blocks|Cannot auto-fit max_model_len: not "
                                     r"enough GPU memory"), KV_CACHE, source=SOURCES["no_kv_memory"]),
@@ -285,8 +285,14 @@ RULES: tuple[Rule, ...] = (
          BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
     # A device index the process cannot see: tensor parallel (mp backend, one rank per local GPU) or --device past
     # CUDA_VISIBLE_DEVICES (torch.cuda.set_device, cudaErrorInvalidDevice; torch 2.8+ raises it as AcceleratorError).
-    Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"), BEFORE_START,
+    Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"
+                                    # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
+                                    r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
          source=SOURCES["device_ordinal"]),
+    # A program's own CLI without the vLLM command its instructions name: the program predates it (TRL added
+    # `trl vllm-serve` in 0.16; argparse's words for an unknown subcommand).
+    Rule("version_mismatch", re.compile(r"error: argument command: invalid choice: 'vllm-serve'"), BEFORE_START,
+         detail="vllm_api", source=SOURCES["vllm_serve_command"]),
     # transformers older than the model's config: 4.36-4.42 LlamaConfig._rope_scaling_validation knows only
     # {type, factor}; Llama 3.1's {"rope_type": "llama3", ...} and Qwen's yarn dicts need 4.43+.
     Rule("version_mismatch", re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
