@@ -142,6 +142,7 @@ SOURCES: dict[str, str] = {
               "sees no GPU: a container without --gpus, CUDA_VISIBLE_DEVICES empty, a Ray actor given none)",
     "device_ordinal": "the CUDA runtime (HIP alike) under torch.cuda.set_device: 'CUDA error: invalid device ordinal' "
                       "(cudaErrorInvalidDevice: a GPU index past the devices CUDA_VISIBLE_DEVICES lets it see); "
+                      "PyTorch's 'device >= 0 && device < num_gpus INTERNAL ASSERT FAILED' (CUDAContext.cpp); "
                       "Ascend's CANN runtime: 'rtSetDevice execute failed, reason=[device id error]'",
     "vllm_serve_command": "argparse in a program's own CLI (TRL's `trl`): \"error: argument command: invalid choice: "
                           "'vllm-serve'\" (its release predates the command; TRL 0.16 added it)",

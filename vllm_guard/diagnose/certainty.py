@@ -111,7 +111,9 @@ _RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
 # container without the GPU runtime.
 _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device detected|Found no NVIDIA driver on your "
                           r"system|CUDA driver initialization failed, you might not have a CUDA gpu|No platform "
-                          r"detected, vLLM is running on UnspecifiedPlatform")
+                          r"detected, vLLM is running on UnspecifiedPlatform"
+                          # torch.device("") from the unspecified platform's empty device_type (vLLM 0.6+)
+                          r"|RuntimeError: Device string must not be empty")
 # NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
 _NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
@@ -128,7 +130,7 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             m = _RAY_SMALL_SHM.search(line.text)
             if m and int(m.group(1)) < 1 << 30:
                 return "shm_exhausted", f"Ray warned that /dev/shm holds only {int(m.group(1)) >> 20} MiB"
-        if any(w in line.text for w in ("device", "driver", "platform")) and _NO_PLATFORM.search(line.text):
+        if any(w in line.text for w in ("device", "driver", "platform", "Device")) and _NO_PLATFORM.search(line.text):
             # vLLM found no platform: a build for another one (the PyPI wheel is CUDA's; a CPU-only torch, a broken
             # torch_xla) or no GPU visible (a container without GPUs); real reports are both (blind5/b5-040,
             # blind6/b6-035: the build; blind6/b6-009: a Ray actor given no GPU), so neither is decided

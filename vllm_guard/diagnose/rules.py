@@ -27,7 +27,9 @@ _OOM = re.compile(
 )
 RULES: tuple[Rule, ...] = (
     # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
-    Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?: serve)?|[\w.-]{1,64}\.py): error: (?P<message>.{1,500})"
+    # vLLM's platform plugins' own launchers too ("vllm-metal: error: the following arguments are required").
+    Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?:-[a-z]{1,32})?(?: serve)?|[\w.-]{1,64}\.py): error: "
+                                   r"(?P<message>.{1,500})"
                                    # a program name, not a sentence: "vllm serve" is its one name with a space
                                    r"|^(?:usage: )?(?:vllm serve|[\w.-]{1,64}): error: unrecognized arguments: "),
          BEFORE_START,
@@ -286,6 +288,8 @@ RULES: tuple[Rule, ...] = (
     # A device index the process cannot see: tensor parallel (mp backend, one rank per local GPU) or --device past
     # CUDA_VISIBLE_DEVICES (torch.cuda.set_device, cudaErrorInvalidDevice; torch 2.8+ raises it as AcceleratorError).
     Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"
+                                    # PyTorch's own check of the index (ATen/cuda/CUDAContext.cpp, 2.x)
+                                    r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
                                     # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
                                     r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
          source=SOURCES["device_ordinal"]),
