@@ -46,3 +46,23 @@ def test_a_cannot_import_line_counts_only_as_the_message_itself() -> None:
     assert classify("cannot import name 'cdiv' from 'vllm.utils' (/opt/vllm/vllm/utils/__init__.py)\n").cls == \
         "version_mismatch"
     assert classify("I read that it says cannot import name 'cdiv' from 'vllm.utils' somewhere\n").cls == "unknown"
+
+
+def test_the_wrappers_quote_is_read_when_the_paste_cuts_it() -> None:
+    cut = "RuntimeError: Worker failed with error 'cannot import name 'cdiv' from 'vllm.utils' (/opt/vllm/vllm/u\n"
+    assert classify(cut).cls == "version_mismatch"
+
+
+def test_direct_evidence_outranks_the_extension_warning() -> None:
+    # vLLM warns that vllm._C does not load and goes on; a program's call into vLLM that fails says more
+    text = ("WARNING 10-16 05:20:48 _custom_ops.py:19] Failed to import from vllm._C with ImportError('/x/"
+            "_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')\n"
+            "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    d = classify(text)
+    assert (d.cls, d.detail) == ("version_mismatch", "vllm_api")
+
+
+def test_a_warning_that_quotes_a_missing_module_attribute_decides_nothing() -> None:
+    text = ("WARNING 01-01 00:00:00 [utils.py:1] optional kernels off: AttributeError: module 'triton' has no "
+            "attribute 'x'\n")
+    assert classify(text).cls == "unknown"

@@ -77,3 +77,23 @@ def test_a_value_error_elsewhere_in_vllm_is_not_a_settings_check() -> None:
             "    raise ValueError(\n"
             "ValueError: something in the checkpoint is off\n")
     assert classify(text).cls == "unknown"
+
+
+def test_model_configs_own_file_is_not_a_settings_check() -> None:
+    # vLLM 0.10+ keeps ModelConfig in config/model.py: its checks read the model's files
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/config/model.py", line 600, in __post_init__\n'
+            "    raise ValueError(\n"
+            "ValueError: something only this checkpoint says\n")
+    assert classify(text).cls == "unknown"
+
+
+def test_another_programs_config_class_is_not_vllms() -> None:
+    # a pydantic validation error for a config class of Ray Serve's, with none of vLLM's frames
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/site-packages/ray/llm/_internal/serve/configs/server_models.py", line '
+            "200, in __init__\n"
+            "    super().__init__(**data)\n"
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for LLMConfig\n"
+            "  Value error, accelerator_type must be set\n")
+    assert classify(text).cls == "unknown"

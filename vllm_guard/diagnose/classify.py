@@ -176,7 +176,8 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
 
 
 _TUPLE = re.compile(r"'\s{0,4},\s{0,4}'|(?<=: )\('|'\)$")
-_WORKER_QUOTE = re.compile(r"Worker failed with error '(.{1,2000}?)', please check the stack trace above")
+# The quote ends at vLLM's own words after it, or where a paste stops.
+_WORKER_QUOTE = re.compile(r"Worker failed with error '(.{1,2000}?)(?:', please check the stack trace above|$)")
 
 
 def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:

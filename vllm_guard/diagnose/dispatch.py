@@ -8,7 +8,9 @@ from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import RULES
 
 # Cheap prefilters: a line without one of these words cannot match a rule, a stage marker or a
-# setting, so a 100k-line log is scanned by three regexes, not forty.
+# setting, so a 100k-line log is scanned by a few regexes, not a hundred. findall reports non-overlapping matches:
+# a word that can swallow another's start ("HIP out of" over "out of memory") hides it, so none such is kept
+# (tests/test_explain_collected.py tries the words over every real log and the accelerators' OOM lines).
 _WORDS = (
     "Free memory on device", "max seq len", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
@@ -19,7 +21,7 @@ _WORDS = (
     "Invalid repository", "valid model identifier", "Invalid user token", "invalid credentials", "trust_remote_code",
     "requires you to execute", "Failed to load the model config", "does not recognize", "Timed out waiting",
     "Out of memory", "oom", "OOM", "Killed process", "Failed core proc", "exit code", "exited with code", "status=",
-    "Available KV cache memory: ", "Quantization scheme", "required GPUs", "memory usage threshold", "HIP out of",
+    "Available KV cache memory: ", "Quantization scheme", "required GPUs", "memory usage threshold",
     "Cannot provide a placement group", "Current node has no", "Version mismatch", "Watchdog caught",
     "ncclRemoteError", "network error",
     "NCCL WARN", "Gloo", "gloo/transport", "DistNetworkError", "DistStoreError", "custom code which must",
@@ -28,7 +30,7 @@ _WORDS = (
     "EntryNotFoundError", "does not appear to have a file", "RevisionNotFoundError", "undefined symbol",
     "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
     "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
-    "does not support", "XPU out of", "NPU out of", "max_num_batched_tokens", "Chunked MM input disabled",
+    "does not support", "max_num_batched_tokens", "Chunked MM input disabled",
     "--tool-call-parser", "parser: ",
     "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs are available",
     "forward compatibility was attempted", "cannot import name",
@@ -43,13 +45,13 @@ _WORDS = (
     "unable to mmap", "Client error '", "Server error '", "FP8 quantized models",
     "to be scheduled", "There is no module or parameter named", "compressed-tensors compatible",
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
-    "not initialized from checkpoint", "cannot import name", "rtSetDevice", "invalid choice: 'vllm-serve'",
+    "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus",
 )
 RULE_WORDS = any_of(_WORDS)
-# Each rule is tried only on a line holding one of the words its own pattern spells (a rule that spells none
-# is tried on every candidate line): a log of a million error lines costs one findall per line, not forty
-# searches (issue 28). tests/test_explain_collected.py checks the dispatch against trying every rule.
+# Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test
+# keeps it so): a log of a million error lines costs one findall per line, not a hundred searches (issue 28).
+# tests/test_explain_collected.py checks the dispatch against trying every rule.
 _BY_WORD: dict[str, tuple[int, ...]] = {w: tuple(i for i, r in enumerate(RULES) if w in r.pattern.pattern)
                                         for w in _WORDS}
 _ALWAYS = tuple(i for i, r in enumerate(RULES) if not any(w in r.pattern.pattern for w in _WORDS))

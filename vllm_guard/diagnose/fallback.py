@@ -1,6 +1,8 @@
 """Readings said only when no decisive message matched: the one function that raises a failure, when a paste cut
-its message, and supporting evidence (vLLM's registry naming an architecture it could not import, a disk-space
-warning beside a download's traceback). Pure."""
+its message; vLLM's own settings checks by where they raise; and supporting evidence (a binding error on a call from
+vLLM's code, a program written for another vLLM release, vLLM's registry naming an architecture it could not
+import, a disk-space warning beside a download's traceback, and last the warnings a start goes on after: an
+extension that does not load, no platform and no driver library). Pure."""
 
 from __future__ import annotations
 
@@ -44,7 +46,12 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
 # <message>" on the next line, and a Field(ge=1) bound as "Input should be greater than or equal to 1".
 # ModelConfig's and VllmConfig's checks also read the model's files and the platform (a JSON decode error of a
 # model's config, blind3/b3-037), so only the other classes' refusals say the settings are wrong.
-_CONFIG_FILE = re.compile(r"/vllm/(?:config(?:/\w{1,64})?\.py|engine/arg_utils\.py|platforms/\w{1,64}\.py)$")
+# 0.10+ keeps ModelConfig and VllmConfig in config/model.py and config/vllm.py: not read here (their checks read the
+# model's files); 0.4-0.9's one config.py holds all the classes, so there only the checks' own functions count.
+_CONFIG_FILE = re.compile(r"/vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py)\w{1,64}\.py|engine/arg_utils\.py|"
+                          r"platforms/\w{1,64}\.py)$")
+_OLD_CONFIG_FILE = re.compile(r"/vllm/config\.py$")
+_CHECK_FUNCS = re.compile(r"^(?:_verify_\w{1,64}|verify_with_\w{1,64}|__post_init__)$")
 _VALIDATION = re.compile(r"ValidationError: \d{1,3} validation errors? for (?P<config>\w{1,64}Config)\b")
 _READS_THE_MODEL = frozenset(("ModelConfig", "VllmConfig"))
 
@@ -59,10 +66,12 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
     text = lines[tb.exception].text
     m = _VALIDATION.search(text) if "validation error" in text else None
     if m is not None:
-        if m.group("config") in _READS_THE_MODEL:
-            return None
+        if m.group("config") in _READS_THE_MODEL or not any(_IN_VLLM.search(f.path) for f in tb.frames):
+            return None  # another program's config class (Ray Serve's LLMConfig, a user's) says nothing of vLLM's
         shown = tuple(cut(line.text) for line in lines[tb.exception:tb.exception + 3] if line.text.strip())
-    elif tb.frames and _CONFIG_FILE.search(tb.frames[-1].path) and re.search(r"(?:^|[\s\]])ValueError: \S", text):
+    elif tb.frames and (_CONFIG_FILE.search(tb.frames[-1].path) or (_OLD_CONFIG_FILE.search(tb.frames[-1].path) and
+                                                                     _CHECK_FUNCS.match(tb.frames[-1].func))) \
+            and re.search(r"(?:^|[\s\]])ValueError: \S", text):
         shown = (cut(text), f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})")
     else:
         return None
@@ -126,7 +135,7 @@ _IN_VLLM = re.compile(r"/vllm/(?:v1|engine|entrypoints|model_executor|transforme
                       r"platforms|attention|multimodal|config|lora|compilation|inputs|tokenizers)(?:/|\.py$)")
 
 
-def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> int | None:
+def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> logread.Traceback | None:
     """The exception line where vLLM's own code called a function with arguments its installed version refuses: a
     library vLLM depends on (transformers, torch) at another release than this vLLM was written for."""
     for tb in reversed(tbs):
@@ -136,7 +145,7 @@ def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> in
         owner = (m.group("owner") or "").rsplit(".", 1)[-1] if m is not None else ""
         raising = any(line.text.lstrip().startswith("raise ") for line in lines[max(0, tb.exception - 3):tb.exception])
         if m is not None and owner not in _VLLM_CLASSES and not _EXCEPTION_CLASS.search(owner) and not raising:
-            return tb.exception
+            return tb
     return None
 
 
@@ -144,31 +153,13 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
-    i = _library_signature(lines, tbs)
-    if i is not None:
-        tb_last = next(tb for tb in tbs if tb.exception == i)
-        called = (cut(lines[i].text), f"called from {tb_last.frames[-1].func} ({cut(tb_last.frames[-1].path)})")
+    signature = _library_signature(lines, tbs)
+    if signature is not None and signature.exception is not None:
+        caller = signature.frames[-1]
+        called = (cut(lines[signature.exception].text), f"called from {caller.func} ({cut(caller.path)})")
         return Diagnosis("version_mismatch", BEFORE_START, {}, called, signal, "python_package", ctx,
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
-    if not ready(lines):
-        no_platform = next((line for line in lines if "No platform detected" in line.text), None)
-        no_driver = next((line for line in lines if "libcuda.so.1: cannot open shared object" in line.text), None)
-        if no_platform is not None and no_driver is not None:
-            # vLLM 0.10+ found no platform and the NVIDIA driver's own library is not there: no GPU is given to the
-            # process (a container without the NVIDIA runtime, a pod without a GPU), not a build for another one.
-            return Diagnosis("too_few_gpus", BEFORE_START, {}, (cut(no_platform.text), cut(no_driver.text),
-                                                                  *last_errors(lines, tbs, 2)),
-                             signal, "no_gpu", ctx, confidence="medium", template=SUPPORT_SOURCES["no_driver"],
-                             stage_from=certainty.MESSAGE)
-        for line in lines:
-            if "Failed to import" in line.text and _C_UNDEFINED.search(line.text):
-                # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the
-                # extension that is there was built for another torch: in a start that failed with no decisive
-                # message, the likeliest cause (blind3/b3-020, blind4/b4-029, blind8/b8-023).
-                return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
-                                 signal, "extension_abi", ctx, confidence="medium",
-                                 template=SUPPORT_SOURCES["vllm_c_undefined"], stage_from=certainty.MESSAGE)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
@@ -198,4 +189,22 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                 return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx,
                                  confidence="medium", template=certainty.DISK_WARNING_SOURCE,
                                  stage_from=certainty.FRAMES)
+    if not ready(lines):
+        no_platform = next((line for line in lines if "No platform detected" in line.text), None)
+        no_driver = next((line for line in lines if "libcuda.so.1: cannot open shared object" in line.text), None)
+        if no_platform is not None and no_driver is not None:
+            # vLLM 0.10+ found no platform and the NVIDIA driver's own library is not there: no GPU is given to the
+            # process (a container without the NVIDIA runtime, a pod without a GPU), not a build for another one.
+            return Diagnosis("too_few_gpus", BEFORE_START, {}, (cut(no_platform.text), cut(no_driver.text),
+                                                                  *last_errors(lines, tbs, 2)),
+                             signal, "no_gpu", ctx, confidence="medium", template=SUPPORT_SOURCES["no_driver"],
+                             stage_from=certainty.MESSAGE)
+        for line in lines:
+            if "Failed to import" in line.text and _C_UNDEFINED.search(line.text):
+                # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the
+                # extension that is there was built for another torch: in a start that failed with no decisive
+                # message, the likeliest cause (blind3/b3-020, blind4/b4-029, blind8/b8-023).
+                return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
+                                 signal, "extension_abi", ctx, confidence="medium",
+                                 template=SUPPORT_SOURCES["vllm_c_undefined"], stage_from=certainty.MESSAGE)
     return None

@@ -195,8 +195,8 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["ray_pg_timeout"]),
     # Ray Serve (serve/_private/deployment_state.py): a replica that asks for a GPU the cluster does not have waits
     # unscheduled ("... taken more than 30s to be scheduled ... total resources available: {...}" without a GPU).
-    Rule("too_few_gpus", re.compile(r"taken more than \d{1,6}s to be scheduled\..{0,2000}?Resources required for "
-                                    r"each replica: .{0,2000}?\\?\"GPU\\?\": [\d.]{1,10}.{0,2000}?total resources "
+    Rule("too_few_gpus", re.compile(r"taken more than \d{1,6}s to be scheduled\.[^\[]{0,2000}Resources required for "
+                                    r"each replica: \[(?=[^\]]{0,2000}\bGPU\b)[^\]]{0,2000}\], total resources "
                                     r"available: \{(?![^}]{0,2000}\bGPU\b)[^}]{0,2000}\}"), BEFORE_START,
          when=conditions.never_ready, source=SOURCES["ray_serve_unscheduled"]),
     # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
@@ -311,7 +311,7 @@ RULES: tuple[Rule, ...] = (
          detail="python_package", source=SOURCES["torchvision_ops"]),
     # A module of torch, transformers, triton or huggingface_hub without a name vLLM or the model reads: the same
     # evidence as the ImportError below, spelled as an attribute (vLLM 0.4-0.33 read them at import or start).
-    Rule("version_mismatch", re.compile(r"AttributeError: module '(?P<package>torch|transformers|triton|"
+    Rule("version_mismatch", re.compile(r"(?:^|\] )AttributeError: module '(?P<package>torch|transformers|triton|"
                                         r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
          BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
     # Not a circular import ("from partially initialized module"): that is a bug, not a version.
