@@ -47,7 +47,11 @@ FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
 
 def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
     """The start-up stage a traceback's frames were in, or None when they do not say."""
-    funcs = {f.func for f in frames}
+    return stage_of_functions({f.func for f in frames})
+
+
+def stage_of_functions(funcs: set[str]) -> str | None:
+    """The start-up stage that functions of vLLM's (a traceback's, or one a worker's error line names) belong to."""
     for stage, names in FRAME_STAGES:
         if funcs & names:
             return stage

@@ -45,9 +45,9 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
 # pydantic re-raises a check's ValueError as "N validation error(s) for SchedulerConfig" with "Value error,
 # <message>" on the next line, and a Field(ge=1) bound as "Input should be greater than or equal to 1".
 # ModelConfig's and VllmConfig's checks also read the model's files and the platform (a JSON decode error of a
-# model's config, blind3/b3-037), so only the other classes' refusals say the settings are wrong.
-# 0.10+ keeps ModelConfig and VllmConfig in config/model.py and config/vllm.py: not read here (their checks read the
-# model's files); 0.4-0.9's one config.py holds all the classes, so there only the checks' own functions count.
+# model's config, blind3/b3-037), so only the other classes' refusals say the settings are wrong: 0.10+ keeps those
+# two in config/model.py and config/vllm.py, left out here; 0.4-0.9's one config.py holds all the classes, so there
+# only the checks' own functions count.
 _CONFIG_FILE = re.compile(r"/vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py)\w{1,64}\.py|engine/arg_utils\.py|"
                           r"platforms/\w{1,64}\.py)$")
 _OLD_CONFIG_FILE = re.compile(r"/vllm/config\.py$")
@@ -142,9 +142,11 @@ def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> lo
         if tb.exception is None or not tb.frames or not _IN_VLLM.search(tb.frames[-1].path):
             continue
         m = _SIGNATURE.search(lines[tb.exception].text) if "TypeError" in lines[tb.exception].text else None
-        owner = (m.group("owner") or "").rsplit(".", 1)[-1] if m is not None else ""
+        if m is None:
+            continue
+        owner = (m.group("owner") or "").rsplit(".", 1)[-1]
         raising = any(line.text.lstrip().startswith("raise ") for line in lines[max(0, tb.exception - 3):tb.exception])
-        if m is not None and owner not in _VLLM_CLASSES and not _EXCEPTION_CLASS.search(owner) and not raising:
+        if owner not in _VLLM_CLASSES and not _EXCEPTION_CLASS.search(owner) and not raising:
             return tb
     return None
 

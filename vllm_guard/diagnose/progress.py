@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vllm_guard.diagnose import certainty, logread
+from vllm_guard.diagnose import certainty
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING, PROFILING, STAGES, stage_of
 
@@ -42,7 +42,7 @@ class Progress:
             # V0's worker (executor/multiproc_worker_utils.py, 0.5-0.10) names the method that raised on the line
             # itself: "Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks"
             m = _WORKER_METHOD.search(lines[i].text)
-            stage = certainty.stage_of_frames([logread.Frame("", m.group(1))]) if m else None
+            stage = certainty.stage_of_functions({m.group(1)}) if m else None
         if stage is not None:
             return stage, certainty.FRAMES
         final = self.final

@@ -119,7 +119,7 @@ RULES: tuple[Rule, ...] = (
     # releases warn with the same words and dequantize, so only the exception counts.
     Rule("quant_unsupported", re.compile(r"ValueError: FP8 quantized models is only supported on GPUs with compute "
                                          r"capability >= (?P<min_capability>\d{1,2}\.\d)"), BEFORE_START,
-         numbers=lambda m: {"min_capability": float(m.group("min_capability"))},
+         numbers=lambda m: numbers_of(m, "min_capability"),
          source=SOURCES["transformers_fp8"]),
     Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
                                          r".{0,200}?compute "

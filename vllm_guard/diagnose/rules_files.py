@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
@@ -46,7 +47,7 @@ FILE_RULES: tuple[Rule, ...] = (
     # MapAllocator "unable to mmap N bytes from file <F>: Cannot allocate memory (12)" under safetensors' safe_open.
     Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
                                 r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
-         numbers=lambda m: {"mmap_bytes": int(m.group("mmap_bytes"))}, source=SOURCES["mmap_enomem"]),
+         numbers=lambda m: numbers_of(m, "mmap_bytes"), source=SOURCES["mmap_enomem"]),
     # vLLM 0.6.4-0.33 DefaultModelLoader.load_weights (strict): the checkpoint lacks weights the model's config
     # declares (an export without lm_head while tie_word_embeddings is false, a shard missing).
     Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
