@@ -238,7 +238,7 @@ HANG_MISSES = {
     # tests/data/logs/too_few_gpus_ray_placement_group.log), with the wait's numbers, rather than the hang
     "h11-ray_placement.log": "too_few_gpus",
     # they stop inside the weight loader with no waiting line: a start the host's OOM killer ended, pasted
-    # without its exit, reads the same (hang.STOP_STAGES); the threads' titles say "stuck", the logs cannot
+    # without its exit, reads the same (hang_log.STOP_STAGES); the threads' titles say "stuck", the logs cannot
     "h12-weights_loading.log": "unknown",
     "h15-weights_loading.log": "unknown",
     # it stops after a one-rank distributed init: no stage, and a log that merely stops is no evidence

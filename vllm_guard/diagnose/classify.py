@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose import certainty, fallback, guard_report, hang, logread, progress
+from vllm_guard.diagnose import certainty, fallback, guard_report, hang_log, logread, progress
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import numbers_of, placement_numbers
@@ -192,7 +192,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             return Diagnosis("preflight_failed", BEFORE_START, {"failed_checks": len(checks["failed_checks"])},
                              shown, _signal_of(exit_status), ", ".join(checks["failed_checks"]) or None,
                              {**ctx, **checks}, template=guard_report.SOURCE, stage_from=certainty.MESSAGE)
-    if (stopped := hang.guard_hang(lines, ctx)) is not None:  # the guard stopped it: vLLM's stop lines follow
+    if (stopped := hang_log.guard_hang(lines, ctx)) is not None:  # the guard stopped it: vLLM's stop lines follow
         return stopped
     tbs = logread.tracebacks(lines)
     frame_stage = certainty.frame_stages(tbs)
@@ -247,7 +247,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     supported = fallback.supported(lines, tbs, signal, ctx)
     if supported is not None:
         return supported
-    hung = hang.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
+    hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
     return Diagnosis("unknown", final_stage, {}, last_errors(lines, tbs), signal, context=ctx, confidence="none",
