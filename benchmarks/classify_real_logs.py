@@ -15,8 +15,9 @@ commit e95aaaa: 31 right, 2 confident errors), `blind7/` (29, at commit 9d5be60:
 wrong, 21 of them labelled `unknown`), `blind8/` (40, at commit d5d3528: 27 right, 1 confident error, 16 of them
 labelled `unknown`), `blind9/` (38, at commit e43b5c2: 19 right, 2 confident errors, 11 labelled `unknown`),
 `blind10/` (38, at commit b1e70c8: 25 right, 2 confident errors, 11 labelled `unknown`), `blind11/` (37, at
-commit 2939172: 27 right, no confident error, 18 labelled `unknown`) and `blind12/` (23, at commit fc7c1d8: 17
-right, 1 confident error, 14 labelled `unknown`). The successful start-ups in
+commit 2939172: 27 right, no confident error, 18 labelled `unknown`), `blind12/` (23, at commit fc7c1d8: 17
+right, 1 confident error, 14 labelled `unknown`) and `blind13/` (31, at commit 89f63d9: 20 right, 2 confident
+errors, 16 labelled `unknown`). The successful start-ups in
 `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -38,7 +39,7 @@ from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 REAL = ROOT / "tests" / "data" / "real-logs"
 SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
-        "blind9", "blind10", "blind11", "blind12")
+        "blind9", "blind10", "blind11", "blind12", "blind13")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -123,6 +124,7 @@ def main() -> int:
     print(_score("  blind10/ (scored once before: 25 of 38)", [r for r in failures if r.part == "blind10"]))
     print(_score("  blind11/ (scored once before: 27 of 37)", [r for r in failures if r.part == "blind11"]))
     print(_score("  blind12/ (scored once before: 17 of 23)", [r for r in failures if r.part == "blind12"]))
+    print(_score("  blind13/ (scored once before: 20 of 31)", [r for r in failures if r.part == "blind13"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
