@@ -150,18 +150,18 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
 KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log",
                           "b8-032-version_mismatch.log", "b8-033-version_mismatch.log", "b9-036-startup_hang.log",
                           "b10-029-startup_hang.log", "b12-006-usage_error.log",
-                          "b13-015-unknown.log", "b13-018-unknown.log"}
+                          "b13-015-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
     """After the blind parts were scored once (README.md there), all the real failures (592 with blind2-13): no
-    fewer right than measured when blind13 was scored (526, 88.9%; issue 26's bar of 95% and one confident error is
+    fewer right than measured after blind13's rules (529, 89.4%; issue 26's bar of 95% and one confident error is
     not met since blind5), no confident error beyond the known ones, and a success never gets a failure class. A
     regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
     assert len(failures) >= 592
-    assert sum(r.right for r in failures) >= 526, wrong
+    assert sum(r.right for r in failures) >= 529, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

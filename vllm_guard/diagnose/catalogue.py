@@ -149,6 +149,9 @@ SOURCES: dict[str, str] = {
     "rope_scaling": "transformers 4.36-4.42 LlamaConfig._rope_scaling_validation (configuration_llama.py): "
                     "'`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {...}' for a "
                     "config written for 4.43+ (Llama 3.1's rope_type llama3, yarn)",
+    "rope_factor": "vLLM 0.2-0.6 config.py _get_and_verify_max_len: `assert \"factor\" in rope_scaling`, a bare "
+                   "AssertionError, for a rope_scaling without a factor (0.6.0-0.6.x let only mrope through; a "
+                   "transformers 4.45 development build rewrote Qwen2-VL's mrope to another type: vllm #8281, #8388)",
     "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
                           "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
                           "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",

@@ -136,6 +136,15 @@ PYTHON_PACKAGE = Advice(
     ("restarting", "changing vLLM's settings"),
 )
 
+ROPE_FORMAT = Advice(
+    "This vLLM's max-length check found a rope_scaling it does not know (one without a factor): the model's "
+    "config.json is newer than this vLLM, or the installed transformers rewrote it into a form this vLLM predates.",
+    ("a vLLM release that supports the model (for Qwen2-VL, one with vllm PR #7905, which let mrope through)",
+     "the transformers version this vLLM pins (vllm #8388: a transformers development build rewrote Qwen2-VL's "
+     "mrope)"),
+    ("--max-model-len: the check reads rope_scaling whatever the length asked", "retrying unchanged"),
+)
+
 PP_UNSUPPORTED = Advice(
     "This model (or its speculative draft or MTP head) cannot run with pipeline parallelism in this vLLM.",
     ("--pipeline-parallel-size 1 with tensor parallelism across the GPUs",
@@ -239,6 +248,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
     "checkpoint_layout": CHECKPOINT_LAYOUT, "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
+    "rope_format": ROPE_FORMAT,
 }
 
 

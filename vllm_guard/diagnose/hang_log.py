@@ -44,8 +44,11 @@ STOP_STAGES = frozenset({"nccl_init", "custom_allreduce"})
 _DONE = re.compile(r"\btook\b|\btakes [\d.]+ ?s\b|COMPLETE|\b100%|\bdone\b|[Ff]inished")
 # One rank: no communicator to wait on (the rank line of a single GPU is no NCCL set-up)
 _ONE_RANK = re.compile(r"world_size=1\b|in world size 1\b")
-# An error anywhere: a log that stops after one is a failure whose cause is missing, not a hang
-_TROUBLE = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|Exception\b|\bfailed\b|Killed")
+# An error anywhere: a log that stops after one is a failure whose cause is missing, not a hang. A crash of
+# compiled code prints no Python error: the shell's "Segmentation fault (core dumped)" or "Aborted", and vLLM's
+# CUDA checks in csrc print "Failed: Cuda error FILE:LINE '...'" then exit (custom_all_reduce.cuh CUDACHECK).
+_TROUBLE = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|Exception\b|\bfailed\b|Failed: |Killed"
+                      r"|Segmentation fault|core dumped|^Aborted\b|[Cc]uda error|CUDA error")
 
 
 def _stage_before(lines: Sequence[LogLine], head: str = "") -> tuple[str, str] | None:

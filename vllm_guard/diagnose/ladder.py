@@ -131,6 +131,8 @@ NOT_RELAXABLE_DETAIL = {
     "checkpoint_layout": "the checkpoint has weights vLLM's class for its architecture does not define",
     "not_multimodal": "this vLLM does not treat the model as multimodal: a newer vLLM, or no multimodal option",
     "weights_missing": "the checkpoint lacks weights its config declares: download it whole",
+    "rope_format": "this vLLM (or the transformers beside it) does not know the model's rope_scaling: install a "
+                   "matching pair",
 }
 
 

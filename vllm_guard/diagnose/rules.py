@@ -301,6 +301,11 @@ RULES: tuple[Rule, ...] = (
     # {type, factor}; Llama 3.1's {"rope_type": "llama3", ...} and Qwen's yarn dicts need 4.43+.
     Rule("version_mismatch", re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
          BEFORE_START, detail="python_package", source=SOURCES["rope_scaling"]),
+    # vLLM's own max-length check asserts a factor in any rope_scaling it does not special-case: the model's
+    # config is of a form this vLLM (or the transformers that rewrote it) does not know. Python prints the
+    # assert's source line in the traceback, and the AssertionError after it is bare.
+    Rule("version_mismatch", re.compile(r"assert \"factor\" in rope_scaling"), BEFORE_START, detail="rope_format",
+         source=SOURCES["rope_factor"]),
     # transformers 5 saves "tokenizer_class": "TokenizersBackend"; 4.x has no such class (vLLM 0.16+ hf.py).
     Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
                                         r"imported"), BEFORE_START, detail="python_package",
