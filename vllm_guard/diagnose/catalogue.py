@@ -103,6 +103,12 @@ SOURCES: dict[str, str] = {
     "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
                        "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
                        "capability: sm_120 under a cu12.6 wheel), any release",
+    "torch_capability": "PyTorch torch/cuda/__init__.py _check_capability's warning, 1.x-2.x: '{GPU} with CUDA "
+                        "capability sm_N is not compatible with the current PyTorch installation. The current "
+                        "PyTorch install supports CUDA capabilities ...'",
+    "ptx_target": "NVIDIA's PTX assembler (ptxas), run by Triton under torch.compile: 'PTX .version X.Y does not "
+                  "support .target sm_N' (the CUDA toolkit behind Triton predates the GPU: PTX ISA 8.7 / CUDA 12.8 "
+                  "added sm_120)",
     "driver_too_old": "PyTorch torch/cuda/__init__.py _lazy_init: 'The NVIDIA driver on your system is too old "
                       "(found version N)'; the CUDA runtime, cudaErrorInsufficientDriver: 'CUDA driver version is "
                       "insufficient for CUDA runtime version'",
@@ -164,7 +170,9 @@ SOURCES: dict[str, str] = {
     "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
-                      "\"AttributeError: module 'torch.library' has no attribute 'X'\"",
+                      "\"AttributeError: module 'torch.library' has no attribute 'X'\"; any installed package "
+                      "by its file (Python 3.8+ import_from: \"cannot import name 'X' from 'pkg.mod' "
+                      "(/.../site-packages/pkg/mod.py)\")",
     "transformers_files": "transformers 4.3x-4.5x, files not found at the id or path given: configuration_utils.py "
                           "'Can't load the configuration of 'X'', utils/hub.py cached_file 'Incorrect "
                           "path_or_model_id: 'X'. Please provide either the path to a local folder or the repo_id of a "

@@ -46,7 +46,7 @@ _WORDS = (
     "to be scheduled", "There is no module or parameter named", "compressed-tensors compatible",
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
-    "device < num_gpus",
+    "device < num_gpus", "with CUDA capability sm_", "PTX .version",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -267,6 +267,15 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_torch"]),
     Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
          detail="gpu_arch", source=SOURCES["no_kernel_image"]),
+    # PyTorch's own warning that its build has no kernels for the GPU (torch/cuda/__init__.py _check_capability):
+    # a warning, so the failure only when the start never got ready.
+    Rule("version_mismatch", re.compile(r"with CUDA capability sm_\d{2,3} is not compatible with the "
+                                        r"current PyTorch installation"), BEFORE_START, detail="gpu_arch",
+         when=conditions.never_ready, source=SOURCES["torch_capability"]),
+    # The PTX assembler Triton runs while torch.compile builds vLLM's kernels, older than the GPU: the toolchain
+    # predates the architecture (ptxas of CUDA 12.4 emits PTX 8.4, which has no sm_120a).
+    Rule("version_mismatch", re.compile(r"PTX \.version \d{1,2}\.\d{1,2} does not support \.target sm_\d{2,3}a?\b"),
+         detail="gpu_arch", source=SOURCES["ptx_target"]),
     Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
                                         r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
          source=SOURCES["driver_too_old"]),
@@ -319,9 +328,14 @@ RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"(?:^|\] )AttributeError: module '(?P<package>torch|transformers|triton|"
                                         r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
          BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
-    # Not a circular import ("from partially initialized module"): that is a bug, not a version.
+    # Not a circular import ("from partially initialized module"): that is a bug, not a version. Any other
+    # installed package counts when Python names its file under site- or dist-packages (3.8+ adds the module's
+    # file: "cannot import name 'X' from 'outlines.fsm.json_schema' (/.../site-packages/outlines/...)"): the
+    # code importing it was written for another release of it (vLLM 0.5's outlines, blind14/b14-020). A local
+    # folder ("(unknown location)", a model's own code) is not a package version.
     Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
-                                        r"'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
+                                        r"(?:'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
+                                        r"|'[\w.]{1,200}' \([^()]{0,1000}?[/\\](?:site|dist)-packages[/\\])"
                                         r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
          BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
     Rule("gpu_busy", re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), BEFORE_START,
