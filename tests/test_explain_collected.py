@@ -150,18 +150,18 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
 KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log",
                           "b8-032-version_mismatch.log", "b8-033-version_mismatch.log", "b9-036-startup_hang.log",
                           "b10-029-startup_hang.log", "b12-006-usage_error.log",
-                          "b13-015-unknown.log"}
+                          "b13-015-unknown.log", "b15-009-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (618 with blind2-14): no
-    fewer right than measured after blind14's rules (551, 89.2%; issue 26's bar of 95% and one confident error is
+    """After the blind parts were scored once (README.md there), all the real failures (631 with blind2-15): no
+    fewer right than measured when blind15 was scored (558, 88.4%; issue 26's bar of 95% and one confident error is
     not met since blind5), no confident error beyond the known ones, and a success never gets a failure class. A
     regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 618
-    assert sum(r.right for r in failures) >= 551, wrong
+    assert len(failures) >= 631
+    assert sum(r.right for r in failures) >= 558, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 
@@ -211,7 +211,7 @@ def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
                                              ("blind6", 43), ("blind7", 29),
                                              ("blind8", 40), ("blind9", 38),
                                              ("blind10", 38), ("blind11", 37),
-                                             ("blind12", 23), ("blind13", 31), ("blind14", 26)])
+                                             ("blind12", 23), ("blind13", 31), ("blind14", 26), ("blind15", 13)])
 def test_the_blind_sets_are_whole_and_every_entry_was_blind(name: str, count: int) -> None:
     base = DATA / "real-logs" / name
     index = json.loads((base / "index.json").read_text())
