@@ -158,6 +158,10 @@ SOURCES: dict[str, str] = {
     "rope_factor": "vLLM 0.2-0.6 config.py _get_and_verify_max_len: `assert \"factor\" in rope_scaling`, a bare "
                    "AssertionError, for a rope_scaling without a factor (0.6.0-0.6.x let only mrope through; a "
                    "transformers 4.45 development build rewrote Qwen2-VL's mrope to another type: vllm #8281, #8388)",
+    "config_registered": "transformers 4.x models/auto/configuration_auto.py AutoConfig.register / "
+                         "_LazyConfigMapping.register: \"'KEY' is already used by a Transformers config, pick another "
+                         "name.\" (vLLM 0.9.2 registering 'aimv2' for Ovis under transformers 4.56, blind15/b15-004; a "
+                         "model's remote code registering its own type does the same)",
     "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
                           "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
                           "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",

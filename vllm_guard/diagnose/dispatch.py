@@ -47,6 +47,7 @@ _WORDS = (
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus", "with CUDA capability sm_", "PTX .version",
+    "is already used by a Transformers config",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

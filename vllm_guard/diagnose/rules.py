@@ -319,6 +319,11 @@ RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
                                         r"imported"), BEFORE_START, detail="python_package",
          source=SOURCES["tokenizers_backend"]),
+    # vLLM (or a model's own code) registers a config type that the installed transformers now defines itself
+    # (AutoConfig.register: vLLM 0.9's "aimv2" for Ovis against transformers 4.56): transformers is newer than
+    # the code that registers it.
+    Rule("version_mismatch", re.compile(r"'[\w-]{1,64}' is already used by a Transformers config, pick another name"),
+         BEFORE_START, detail="python_package", source=SOURCES["config_registered"]),
     # A torchvision built for another torch: its C++ ops did not register, and its meta registrations name one
     # (torchvision/_meta_registrations.py at import, which transformers' image processors trigger).
     Rule("version_mismatch", re.compile(r"operator torchvision::\w{1,64} does not exist"), BEFORE_START,
