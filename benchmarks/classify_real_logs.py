@@ -18,8 +18,8 @@ labelled `unknown`), `blind9/` (38, at commit e43b5c2: 19 right, 2 confident err
 commit 2939172: 27 right, no confident error, 18 labelled `unknown`), `blind12/` (23, at commit fc7c1d8: 17
 right, 1 confident error, 14 labelled `unknown`), `blind13/` (31, at commit 89f63d9: 20 right, 2 confident
 errors, 16 labelled `unknown`), `blind14/` (26, at commit c5a14df: 19 right, no confident error, 11 labelled
-`unknown`) and `blind15/` (13, at commit 5fe5eb5: 7 right, 1 confident error, 6 labelled `unknown`). The successful start-ups in
-`startups/` are read too: a success must never get a failure class.
+`unknown`) and `blind15/` (13, at commit 5fe5eb5: 7 right, 1 confident error, 6 labelled `unknown`). The
+successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
 """
