@@ -103,11 +103,11 @@ SOURCES: dict[str, str] = {
     "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
                        "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
                        "capability: sm_120 under a cu12.6 wheel), any release",
-    "torch_capability": "PyTorch torch/cuda/__init__.py _check_capability's warning, 1.x-2.x: '{GPU} with CUDA "
+    "torch_capability": "PyTorch torch/cuda/__init__.py _check_cubins's warning, 1.x-2.x: '{GPU} with CUDA "
                         "capability sm_N is not compatible with the current PyTorch installation. The current "
                         "PyTorch install supports CUDA capabilities ...'",
     "ptx_target": "NVIDIA's PTX assembler (ptxas), run by Triton under torch.compile: 'PTX .version X.Y does not "
-                  "support .target sm_N' (the CUDA toolkit behind Triton predates the GPU: PTX ISA 8.7 / CUDA 12.8 "
+                  "support .target sm_N' (Triton wrote a PTX ISA version older than the GPU's target: PTX ISA 8.7 "
                   "added sm_120)",
     "driver_too_old": "PyTorch torch/cuda/__init__.py _lazy_init: 'The NVIDIA driver on your system is too old "
                       "(found version N)'; the CUDA runtime, cudaErrorInsufficientDriver: 'CUDA driver version is "
@@ -156,8 +156,9 @@ SOURCES: dict[str, str] = {
                     "'`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {...}' for a "
                     "config written for 4.43+ (Llama 3.1's rope_type llama3, yarn)",
     "rope_factor": "vLLM 0.2-0.6 config.py _get_and_verify_max_len: `assert \"factor\" in rope_scaling`, a bare "
-                   "AssertionError, for a rope_scaling without a factor (0.6.0-0.6.x let only mrope through; a "
-                   "transformers 4.45 development build rewrote Qwen2-VL's mrope to another type: vllm #8281, #8388)",
+                   "AssertionError, for a rope_scaling without a factor (0.6.1-0.6.x let mrope through, as su, "
+                   "longrope and llama3; a transformers 4.45 development build rewrote Qwen2-VL's mrope to another "
+                   "type: vllm #8281, #8388)",
     "config_registered": "transformers 4.x models/auto/configuration_auto.py AutoConfig.register / "
                          "_LazyConfigMapping.register: \"'KEY' is already used by a Transformers config, pick another "
                          "name.\" (vLLM 0.9.2 registering 'aimv2' for Ovis under transformers 4.56, blind15/b15-004; a "
@@ -175,7 +176,7 @@ SOURCES: dict[str, str] = {
                       "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
                       "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
                       "\"AttributeError: module 'torch.library' has no attribute 'X'\"; any installed package "
-                      "by its file (Python 3.8+ import_from: \"cannot import name 'X' from 'pkg.mod' "
+                      "by its file (Python's import_from: \"cannot import name 'X' from 'pkg.mod' "
                       "(/.../site-packages/pkg/mod.py)\")",
     "transformers_files": "transformers 4.3x-4.5x, files not found at the id or path given: configuration_utils.py "
                           "'Can't load the configuration of 'X'', utils/hub.py cached_file 'Incorrect "

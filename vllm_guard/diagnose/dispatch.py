@@ -46,7 +46,7 @@ _WORDS = (
     "to be scheduled", "There is no module or parameter named", "compressed-tensors compatible",
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
-    "device < num_gpus", "with CUDA capability sm_", "PTX .version",
+    "device < num_gpus", "with CUDA capability sm_",
     "is already used by a Transformers config",
 )
 RULE_WORDS = any_of(_WORDS)

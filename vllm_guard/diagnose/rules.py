@@ -267,13 +267,14 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_torch"]),
     Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
          detail="gpu_arch", source=SOURCES["no_kernel_image"]),
-    # PyTorch's own warning that its build has no kernels for the GPU (torch/cuda/__init__.py _check_capability):
+    # PyTorch's own warning that its build has no kernels for the GPU (torch/cuda/__init__.py _check_cubins):
     # a warning, so the failure only when the start never got ready.
     Rule("version_mismatch", re.compile(r"with CUDA capability sm_\d{2,3} is not compatible with the "
                                         r"current PyTorch installation"), BEFORE_START, detail="gpu_arch",
          when=conditions.never_ready, source=SOURCES["torch_capability"]),
-    # The PTX assembler Triton runs while torch.compile builds vLLM's kernels, older than the GPU: the toolchain
-    # predates the architecture (ptxas of CUDA 12.4 emits PTX 8.4, which has no sm_120a).
+    # ptxas, run by Triton while torch.compile builds vLLM's kernels, refusing the PTX Triton wrote: Triton chose a
+    # PTX ISA version older than the GPU's target (blind14/b14-025: a CUDA 12.8 ptxas handed PTX 8.4 for sm_120a).
+    # Dispatched by "does not support".
     Rule("version_mismatch", re.compile(r"PTX \.version \d{1,2}\.\d{1,2} does not support \.target sm_\d{2,3}a?\b"),
          detail="gpu_arch", source=SOURCES["ptx_target"]),
     Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
@@ -334,8 +335,8 @@ RULES: tuple[Rule, ...] = (
                                         r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
          BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
     # Not a circular import ("from partially initialized module"): that is a bug, not a version. Any other
-    # installed package counts when Python names its file under site- or dist-packages (3.8+ adds the module's
-    # file: "cannot import name 'X' from 'outlines.fsm.json_schema' (/.../site-packages/outlines/...)"): the
+    # installed package counts when Python names its file under site- or dist-packages (the message carries the
+    # module's file: "cannot import name 'X' from 'outlines.fsm.json_schema' (/.../site-packages/outlines/...)"): the
     # code importing it was written for another release of it (vLLM 0.5's outlines, blind14/b14-020). A local
     # folder ("(unknown location)", a model's own code) is not a package version.
     Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
