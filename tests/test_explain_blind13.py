@@ -30,6 +30,18 @@ def test_the_assert_elsewhere_is_not_read() -> None:
     assert classify("rope_scaling has no factor, I think\n").cls == "unknown"
 
 
+def test_the_assert_in_a_code_listing_is_not_the_failure() -> None:
+    # The assert's line as b13-010 quotes it, pasted as code (an issue quoting vLLM's config.py), then its next
+    # line: no AssertionError follows, so nothing was raised. With Python 3.11's carets and the bare
+    # AssertionError (b13-010's own lines, Docker's prefix read off) it is the traceback again.
+    listing = ('        if rope_scaling is not None and rope_scaling["type"] != "su":\n'
+               '            assert "factor" in rope_scaling\n'
+               '            scaling_factor = rope_scaling["factor"]\n')
+    assert classify(listing).cls == "unknown"
+    raised = "".join(line for line in blind_log("blind13", "b13-010").splitlines(keepends=True)[10:13])
+    assert raised.endswith("AssertionError\n") and classify(raised).detail == "rope_format"
+
+
 @pytest.mark.parametrize("crash", [
     "Failed: Cuda error /home/u/vllm/csrc/custom_all_reduce.cuh:417 'resource already mapped'",
     "Segmentation fault (core dumped)",

@@ -197,7 +197,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     tbs = logread.tracebacks(lines)
     frame_stage = certainty.frame_stages(tbs)
     signal = _signal_of(exit_status)
-    unplaced: list[Diagnosis] = []  # an OOM the log does not place: said when nothing decisive follows
+    # An OOM the log does not place, and a warning that may explain the failure: said when nothing decisive follows
+    aside: list[Diagnosis] = []
     # A line read before (same process, same text less vLLM's logging prefix of level, time and file:line,
     # same traceback stage around it) decides nothing new: a crash loop's million identical errors cost a set
     # lookup each (issue 28). Whether a prefix was there stays in the key, for the rules anchored at ^; the
@@ -224,11 +225,11 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                 signal = _signal_from_match(m_exit)
             if WRAPPERS.search(text):
                 break
-            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, unplaced)
+            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, aside)
             if found is not None:
                 return found
-    if unplaced:
-        return unplaced[0]
+    if aside:  # an OOM is an error, a warning only may be one
+        return next((d for d in aside if d.cls == "gpu_oom"), aside[0])
     raised = fallback.raised_in(lines, tbs, signal, ctx)
     if raised is not None:
         return raised
@@ -256,7 +257,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
            reached: progress.Progress, frame_stage: Callable[[str, int], str | None], signal: int | None,
-           unplaced: list[Diagnosis]) -> Diagnosis | None:
+           aside: list[Diagnosis]) -> Diagnosis | None:
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
         numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}
@@ -270,9 +271,15 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         m = rule.pattern.search(text)
         if not m or (rule.when is not None and not rule.when(text, lines, i, ctx)):
             continue
-        if rule.cls == "oom" and unplaced and frame_stage(lines[i].proc, i) is None:
+        if rule.cls == "oom" and any(d.cls == "gpu_oom" for d in aside) and frame_stage(lines[i].proc, i) is None:
             continue  # an OOM the log does not place is already kept: its figures are not needed again
         numbers = rule.numbers(m) if rule.numbers else {}
+        if rule.warning:
+            if not any(d.template == rule.source for d in aside):
+                aside.append(Diagnosis(rule.cls, rule.stage or reached.at[i], numbers, evidence(lines, i, text), signal,
+                                       rule.detail, ctx, confidence="medium", template=rule.source,
+                                       stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS))
+            continue
         if rule.cls == "too_few_gpus" and "placement group" in text:
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
@@ -281,11 +288,11 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             if cls == "unknown":
                 # A CUDA OOM is an OOM wherever it happened; without its stage the ladder cannot pick the
                 # change, so keep looking for a decisive line and say gpu_oom only when none comes.
-                if not unplaced:
+                if not any(d.cls == "gpu_oom" for d in aside):
                     at = UNKNOWN_STAGE if placed == BEFORE_START else placed
-                    unplaced.append(Diagnosis("gpu_oom", at, numbers, evidence(lines, i, text), signal,
-                                              context=ctx, confidence="medium", template=rule.source,
-                                              stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how))
+                    aside.append(Diagnosis("gpu_oom", at, numbers, evidence(lines, i, text), signal,
+                                           context=ctx, confidence="medium", template=rule.source,
+                                           stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how))
                 continue
             return Diagnosis(cls, at, numbers, evidence(lines, i, text), signal, context=ctx,
                              confidence="high" if how == certainty.FRAMES else "medium", template=rule.source,

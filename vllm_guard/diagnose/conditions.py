@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from vllm_guard.diagnose import logread
 from vllm_guard.diagnose.diagnosis import ready
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
@@ -44,3 +45,19 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     """A line printed while something waits (Ray's autoscaler while the placement group pends) is the failure
     only when the start never became ready."""
     return not ready(lines)
+
+
+_BARE_ASSERTION = re.compile(r"(?:\w{1,64}\.)?AssertionError\s*$")
+_CARETS = re.compile(r"\s*[\^~]{1,400}\s*$")
+
+
+def assertion_raised(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """An assert's source line is the failure only in a traceback, where Python prints it and then the bare
+    AssertionError it raised (3.11+ puts a line of carets between): a pasted code listing has no such line."""
+    for after in lines[i + 1:i + 4]:
+        text = logread.body(after.text)
+        if _BARE_ASSERTION.match(text):
+            return True
+        if not _CARETS.match(text):
+            return False
+    return False

@@ -19,6 +19,8 @@ class Rule:
     detail: str | None = None
     numbers: Callable[[re.Match[str]], dict[str, Any]] | None = None
     when: Callable[[str, list[LogLine], int, dict[str, Any]], bool] | None = None
+    # A warning that may explain the failure: kept aside and said (medium) only when no decisive line follows.
+    warning: bool = False
     # Where the message comes from (the program, its file and the versions it was read in): shown with the
     # diagnosis as the template it matched. Rules without one are listed in diagnose/catalogue.py.
     source: str = ""

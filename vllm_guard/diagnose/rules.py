@@ -267,15 +267,16 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_torch"]),
     Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
          detail="gpu_arch", source=SOURCES["no_kernel_image"]),
-    # PyTorch's own warning that its build has no kernels for the GPU (torch/cuda/__init__.py _check_cubins):
-    # a warning, so the failure only when the start never got ready.
+    # PyTorch's own warning that its build has no kernels for a GPU (torch/cuda/__init__.py _check_cubins): a
+    # warning, about every visible GPU (an old second card warns too), so the failure only when the start never got
+    # ready and no decisive error follows it.
     Rule("version_mismatch", re.compile(r"with CUDA capability sm_\d{2,3} is not compatible with the "
                                         r"current PyTorch installation"), BEFORE_START, detail="gpu_arch",
-         when=conditions.never_ready, source=SOURCES["torch_capability"]),
+         when=conditions.never_ready, warning=True, source=SOURCES["torch_capability"]),
     # ptxas, run by Triton while torch.compile builds vLLM's kernels, refusing the PTX Triton wrote: Triton chose a
-    # PTX ISA version older than the GPU's target (blind14/b14-025: a CUDA 12.8 ptxas handed PTX 8.4 for sm_120a).
-    # Dispatched by "does not support".
-    Rule("version_mismatch", re.compile(r"PTX \.version \d{1,2}\.\d{1,2} does not support \.target sm_\d{2,3}a?\b"),
+    # PTX ISA version older than the GPU's target (blind14/b14-025: a CUDA 12.8 ptxas handed PTX 8.4 for sm_120a;
+    # CUDA 12.9 adds the family targets, sm_120f). Dispatched by "does not support".
+    Rule("version_mismatch", re.compile(r"PTX \.version \d{1,2}\.\d{1,2} does not support \.target sm_\d{2,3}[af]?\b"),
          detail="gpu_arch", source=SOURCES["ptx_target"]),
     Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
                                         r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
@@ -315,7 +316,7 @@ RULES: tuple[Rule, ...] = (
     # config is of a form this vLLM (or the transformers that rewrote it) does not know. Python prints the
     # assert's source line in the traceback, and the AssertionError after it is bare.
     Rule("version_mismatch", re.compile(r"assert \"factor\" in rope_scaling"), BEFORE_START, detail="rope_format",
-         source=SOURCES["rope_factor"]),
+         when=conditions.assertion_raised, source=SOURCES["rope_factor"]),
     # transformers 5 saves "tokenizer_class": "TokenizersBackend"; 4.x has no such class (vLLM 0.16+ hf.py).
     Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
                                         r"imported"), BEFORE_START, detail="python_package",
@@ -338,12 +339,13 @@ RULES: tuple[Rule, ...] = (
     # installed package counts when Python names its file under site- or dist-packages (the message carries the
     # module's file: "cannot import name 'X' from 'outlines.fsm.json_schema' (/.../site-packages/outlines/...)"): the
     # code importing it was written for another release of it (vLLM 0.5's outlines, blind14/b14-020). A local
-    # folder ("(unknown location)", a model's own code) is not a package version.
+    # folder ("(unknown location)", a model's own code) is not a package version. A start that got ready survived
+    # it (vLLM logs a plugin that fails to load, with its traceback, and goes on: vllm/plugins/__init__.py).
     Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
                                         r"(?:'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
                                         r"|'[\w.]{1,200}' \([^()]{0,1000}?[/\\](?:site|dist)-packages[/\\])"
                                         r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
-         BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
+         BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["python_package"]),
     Rule("gpu_busy", re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), BEFORE_START,
          detail="exclusive", source=SOURCES["exclusive_gpu"]),
     Rule("usage_error", re.compile(r"Quantization method specified in the model config \((?P<config_method>[\w-]{1,64})"
