@@ -25,6 +25,8 @@ SOURCES: dict[str, str] = {
                     "check_enough_kv_cache_memory (0.8-0.33); 0.33's auto-fit: 'Cannot auto-fit max_model_len'",
     "negative_kv": "vLLM 0.10-0.11 v1/worker/gpu_worker.py determine_available_memory: 'Available KV cache memory: "
                    "-N GiB'",
+    "negative_kv_summary": "vLLM 0.6.5-0.9 profiling summary (V0 worker/worker.py determine_num_available_blocks, V1 "
+                           "v1/worker/gpu_worker.py 0.8-0.9): 'the rest of the memory reserved for KV Cache is -N GiB'",
     "profiling_assertion": "vLLM 0.6-0.33 determine_available_memory (v1/worker/gpu_worker.py; V0 worker.py "
                            "determine_num_available_blocks): 'Error in memory profiling. Initial free memory ...'",
     "load_oom": "vLLM 0.5.1-0.7 (V0) model_runner.py load_model: 'Failed to load model - not enough GPU memory' "
@@ -249,6 +251,9 @@ SOURCES: dict[str, str] = {
                       "folder nor a valid Hub id)",
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
+    "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
+                     "pkg/kubelet/kuberuntime computePodActions): 'Container NAME failed startup probe, will be "
+                     "restarted'",
 }
 
 # Functions that raise one failure only: a traceback whose innermost frame is one of them names its class even when

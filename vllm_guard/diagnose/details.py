@@ -236,6 +236,29 @@ CONFIG_CHECK = Advice(
      "the installed vLLM's `vllm serve --help=<group>` for the values it accepts"),
     ("retrying: the same settings are refused the same way",),
 )
+# vLLM 0.6.5-0.9 (V0's worker.py, V1's gpu_worker.py before CUDA-graph memory profiling) size the KV cache from the
+# weights and the dummy batch alone and capture CUDA graphs afterwards; V0 profiles a batch of max(max-model-len,
+# 2048) tokens when chunked prefill is off (SchedulerConfig).
+BEFORE_GRAPHS = Advice(
+    "Weights and the profiling pass's activations used the whole budget: nothing is left for KV cache blocks. This "
+    "vLLM measures no CUDA-graph memory at this point: it captures the graphs after sizing the KV cache.",
+    ("lower --max-num-batched-tokens (the profiling batch: a smaller activation peak)",
+     "lower --max-model-len where chunked prefill is off (V0 then profiles max(max-model-len, 2048) tokens)",
+     "raise --gpu-memory-utilization if the GPU has the memory", "a quantized checkpoint, or a GPU with more memory"),
+    ("--enforce-eager: CUDA graphs are not in this budget", "retrying unchanged"),
+)
+
+STARTUP_PROBE = Advice(
+    "The kubelet killed the container: its startup probe failed failureThreshold times in a row, periodSeconds "
+    "apart, before vLLM was ready. Loading a large model's weights, profiling and capturing CUDA graphs take "
+    "longer than that budget; the kill reaches vLLM as SIGTERM (its log may end in 'KeyboardInterrupt: "
+    "terminated').",
+    ("a startupProbe budget (failureThreshold x periodSeconds) above the longest start, weights download included",
+     "a probe on the port and path the server answers (vLLM's /health on its --port): one that never can fails too",
+     "`vllm-guard manifest PROFILE`: probes on the guard's status endpoint, sized from the profile's start budget "
+     "(docs/kubernetes.md)", "the container's previous log (`kubectl logs --previous`) for how far the start got"),
+    ("changing vLLM's memory settings", "a longer liveness or readiness delay: they wait for the startup probe"),
+)
 
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
@@ -248,7 +271,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
     "checkpoint_layout": CHECKPOINT_LAYOUT, "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
-    "rope_format": ROPE_FORMAT,
+    "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
+    "startup_probe": STARTUP_PROBE,
 }
 
 

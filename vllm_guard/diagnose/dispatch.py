@@ -47,7 +47,8 @@ _WORDS = (
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus", "with CUDA capability sm_",
-    "is already used by a Transformers config",
+    "is already used by a Transformers config", "memory reserved for KV Cache",
+    "failed startup probe",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -123,6 +123,8 @@ NOT_RELAXABLE_DETAIL = {
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
+    "startup_probe": "the kubelet killed the container before vLLM was ready: the pod's startupProbe budget, not a "
+                     "vLLM setting",
     "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",
     "no_weights": "the model has no weight file vLLM can load: download it whole, no setting helps",
     "weights_unreadable": "a weight file is truncated or not the file itself (a git-lfs pointer): download it again",
@@ -158,7 +160,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
             step = _halve_seqs(s)
             if step is not None:
                 return step
-        return _shrink_batch(s, limits)
+        # a vLLM that sizes the KV cache before capturing CUDA graphs: eager mode frees nothing in that budget
+        return _shrink_batch(s, limits, eager_helps=d.detail != "before_graphs")
     if d.cls == "oom_cudagraph":
         if not s.enforce_eager and limits.allow_enforce_eager:
             return Step("enforce-eager", True, "CUDA-graph capture ran out of memory: run without CUDA graphs")
@@ -172,7 +175,7 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         if unchanged_retries == 0:
             return Step(None, None, "the first request timed out: start once more unchanged (a cold cache)")
         return Stop("the first request timed out twice")
-    if d.cls == "startup_timeout":
+    if d.cls == "startup_timeout" and d.detail != "startup_probe":  # the kubelet restarts it, not the guard
         if unchanged_retries == 0:
             return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")
         return Stop("the start timed out twice")
@@ -252,7 +255,7 @@ def _kv_too_small(n: dict[str, Any], s: Settings, limits: Limits, fp8: bool | No
                 "ladder.min-max-model-len to accept a shorter context")
 
 
-def _shrink_batch(s: Settings, limits: Limits) -> Step | Stop:
+def _shrink_batch(s: Settings, limits: Limits, *, eager_helps: bool = True) -> Step | Stop:
     tokens, seqs = s.max_num_batched_tokens, s.max_num_seqs
     if tokens is not None:
         floor = max(seqs or 1, s.max_model_len if s.enable_chunked_prefill is False and s.max_model_len else 1)
@@ -262,13 +265,16 @@ def _shrink_batch(s: Settings, limits: Limits) -> Step | Stop:
     step = _halve_seqs(s)
     if step is not None:
         return step
-    if not s.enforce_eager and limits.allow_enforce_eager:
+    if eager_helps and not s.enforce_eager and limits.allow_enforce_eager:
         return Step("enforce-eager", True, "no CUDA-graph memory in the budget")
     if tokens is None and s.max_num_seqs is None:
         # A step is a value the guard can set: "half of a number the log does not show" is none (and a
         # None value has no TOML spelling). Say what to halve instead.
         return Stop("the log shows neither --max-num-batched-tokens nor --max-num-seqs: halve the one the "
                     "profile sets, or set --max-num-batched-tokens explicitly and start again")
+    if not eager_helps:
+        return Stop("the batch is at its smallest, and this vLLM's budget holds no CUDA-graph memory: a smaller or "
+                    "quantized model, or a higher --gpu-memory-utilization, is needed")
     return Stop("the batch is at its smallest and vLLM is already eager: a smaller or quantized model is needed")
 
 

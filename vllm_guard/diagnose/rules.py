@@ -10,6 +10,7 @@ from vllm_guard.diagnose.figures import bundle_gpus, numbers_of, oom_numbers
 from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules_files import FILE_RULES
+from vllm_guard.diagnose.rules_versions import VERSION_RULES
 
 SIGKILL, SIGBUS = 9, 7
 
@@ -66,6 +67,12 @@ RULES: tuple[Rule, ...] = (
     # 0.10-0.11 went on to fail with a negative budget ("Available KV cache memory: -0.53 GiB").
     Rule("no_kv_memory", re.compile(r"Available KV cache memory: (?P<available_kv_gib>-[\d.]{1,20}) ?GiB"), KV_CACHE,
          numbers=lambda m: numbers_of(m, "available_kv_gib"), source=SOURCES["negative_kv"]),
+    # 0.6.5-0.9 said it in their profiling summary, then found no block for it and raised "No available memory for
+    # the cache blocks" (V0: 0 GPU blocks; V1 0.8-0.9: check_enough_kv_cache_memory), a line a paste often cuts.
+    # Their budget holds no CUDA-graph memory (captured after the KV cache is sized): detail before_graphs.
+    Rule("no_kv_memory", re.compile(r"the rest of the memory reserved for KV Cache is "
+                                    r"(?P<available_kv_gib>-[\d.]{1,20}) ?GiB"), KV_CACHE, detail="before_graphs",
+         numbers=lambda m: numbers_of(m, "available_kv_gib"), source=SOURCES["negative_kv_summary"]),
     Rule("unknown", re.compile(r"Error in memory profiling\. Initial free memory (?P<initial_free_gib>[\d.]+) ?GiB, "
                                r"current free memory (?P<current_free_gib>[\d.]+) ?GiB"), PROFILING,
          detail="profiling_assertion", numbers=lambda m: numbers_of(m, "initial_free_gib", "current_free_gib"),
@@ -208,6 +215,18 @@ RULES: tuple[Rule, ...] = (
     Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "
                                     r"placement group indexes: 0-(?P<last_index>\d+)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "bundle_index", "last_index"), source=SOURCES["ray_bundle"]),
+    # The exception itself only: a warning may quote it and go on on another device ("RuntimeError('No CUDA GPUs
+    # are available'), using CPU").
+    Rule("too_few_gpus", re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?RuntimeError: No CUDA GPUs are available"),
+         BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
+    # A device index the process cannot see: tensor parallel (mp backend, one rank per local GPU) or --device past
+    # CUDA_VISIBLE_DEVICES (torch.cuda.set_device, cudaErrorInvalidDevice; torch 2.8+ raises it as AcceleratorError).
+    Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"
+                                    # PyTorch's own check of the index (ATen/cuda/CUDAContext.cpp, 2.x)
+                                    r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
+                                    # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
+                                    r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
+         source=SOURCES["device_ordinal"]),
     # Nodes on different Ray or Python versions: Ray refuses to connect them (ray/_private/utils.py
     # check_version_info: "Version mismatch: The cluster was started with: Ray: ... Python: ...").
     Rule("version_mismatch", re.compile(r"Version mismatch: [Tt]he cluster was started with"), BEFORE_START,
@@ -255,97 +274,7 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["tcpstore_bind"]),
     Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]"), source=SOURCES["disk"]),
     *FILE_RULES,
-    # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
-    # "Failed to import from vllm._C with ImportError(...)" and may go on).
-    Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |`?(?=/))\S{1,1000}?\.so(?:\.\d{1,6}){0,4}: "
-                                        r"undefined symbol: "
-                                        r"|(?:^|\] )(?:ImportError|OSError): lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,20}|"
-                                        r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
-                                        r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
-         detail="extension_abi", source=SOURCES["extension_abi"]),
-    Rule("version_mismatch", re.compile(r"Torch not compiled with CUDA enabled"), BEFORE_START, detail="extension_abi",
-         source=SOURCES["cpu_torch"]),
-    Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
-         detail="gpu_arch", source=SOURCES["no_kernel_image"]),
-    # PyTorch's own warning that its build has no kernels for a GPU (torch/cuda/__init__.py _check_cubins): a
-    # warning, about every visible GPU (an old second card warns too), so the failure only when the start never got
-    # ready and no decisive error follows it.
-    Rule("version_mismatch", re.compile(r"with CUDA capability sm_\d{2,3} is not compatible with the "
-                                        r"current PyTorch installation"), BEFORE_START, detail="gpu_arch",
-         when=conditions.never_ready, warning=True, source=SOURCES["torch_capability"]),
-    # ptxas, run by Triton while torch.compile builds vLLM's kernels, refusing the PTX Triton wrote: Triton chose a
-    # PTX ISA version older than the GPU's target (blind14/b14-025: a CUDA 12.8 ptxas handed PTX 8.4 for sm_120a;
-    # CUDA 12.9 adds the family targets, sm_120f). Dispatched by "does not support".
-    Rule("version_mismatch", re.compile(r"PTX \.version \d{1,2}\.\d{1,2} does not support \.target sm_\d{2,3}[af]?\b"),
-         detail="gpu_arch", source=SOURCES["ptx_target"]),
-    Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
-                                        r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
-         source=SOURCES["driver_too_old"]),
-    Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
-         detail="driver", source=SOURCES["cuda_compat"]),
-    # The NVIDIA container toolkit refusing an image whose CUDA the host's driver does not reach (nvidia-container-cli
-    # checks the image's NVIDIA_REQUIRE_CUDA before the container starts).
-    Rule("version_mismatch", re.compile(r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>="),
-         BEFORE_START, detail="driver", source=SOURCES["container_cuda"]),
-    # The driver older than the CUDA the build's kernels were compiled with (cudaErrorUnsupportedPtxVersion, 222), or
-    # a driver whose kernel module and user libraries differ after an upgrade (cudaErrorSystemDriverMismatch, 803).
-    Rule("version_mismatch", re.compile(r"the provided PTX was compiled with an unsupported toolchain|system has "
-                                        r"unsupported display driver / cuda driver combination"), BEFORE_START,
-         detail="driver", source=SOURCES["cuda_driver_errors"]),
-    # The exception itself only: a warning may quote it and go on on another device ("RuntimeError('No CUDA GPUs
-    # are available'), using CPU").
-    Rule("too_few_gpus", re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?RuntimeError: No CUDA GPUs are available"),
-         BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
-    # A device index the process cannot see: tensor parallel (mp backend, one rank per local GPU) or --device past
-    # CUDA_VISIBLE_DEVICES (torch.cuda.set_device, cudaErrorInvalidDevice; torch 2.8+ raises it as AcceleratorError).
-    Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"
-                                    # PyTorch's own check of the index (ATen/cuda/CUDAContext.cpp, 2.x)
-                                    r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
-                                    # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
-                                    r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
-         source=SOURCES["device_ordinal"]),
-    # A program's own CLI without the vLLM command its instructions name: the program predates it (TRL added
-    # `trl vllm-serve` in 0.16; argparse's words for an unknown subcommand).
-    Rule("version_mismatch", re.compile(r"error: argument command: invalid choice: 'vllm-serve'"), BEFORE_START,
-         detail="vllm_api", source=SOURCES["vllm_serve_command"]),
-    # transformers older than the model's config: 4.36-4.42 LlamaConfig._rope_scaling_validation knows only
-    # {type, factor}; Llama 3.1's {"rope_type": "llama3", ...} and Qwen's yarn dicts need 4.43+.
-    Rule("version_mismatch", re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
-         BEFORE_START, detail="python_package", source=SOURCES["rope_scaling"]),
-    # vLLM's own max-length check asserts a factor in any rope_scaling it does not special-case: the model's
-    # config is of a form this vLLM (or the transformers that rewrote it) does not know. Python prints the
-    # assert's source line in the traceback, and the AssertionError after it is bare.
-    Rule("version_mismatch", re.compile(r"assert \"factor\" in rope_scaling"), BEFORE_START, detail="rope_format",
-         when=conditions.assertion_raised, source=SOURCES["rope_factor"]),
-    # transformers 5 saves "tokenizer_class": "TokenizersBackend"; 4.x has no such class (vLLM 0.16+ hf.py).
-    Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
-                                        r"imported"), BEFORE_START, detail="python_package",
-         source=SOURCES["tokenizers_backend"]),
-    # vLLM (or a model's own code) registers a config type that the installed transformers now defines itself
-    # (AutoConfig.register: vLLM 0.9's "aimv2" for Ovis against transformers 4.56): transformers is newer than
-    # the code that registers it.
-    Rule("version_mismatch", re.compile(r"'[\w-]{1,64}' is already used by a Transformers config, pick another name"),
-         BEFORE_START, detail="python_package", source=SOURCES["config_registered"]),
-    # A torchvision built for another torch: its C++ ops did not register, and its meta registrations name one
-    # (torchvision/_meta_registrations.py at import, which transformers' image processors trigger).
-    Rule("version_mismatch", re.compile(r"operator torchvision::\w{1,64} does not exist"), BEFORE_START,
-         detail="python_package", source=SOURCES["torchvision_ops"]),
-    # A module of torch, transformers, triton or huggingface_hub without a name vLLM or the model reads: the same
-    # evidence as the ImportError below, spelled as an attribute (vLLM 0.4-0.33 read them at import or start).
-    Rule("version_mismatch", re.compile(r"(?:^|\] )AttributeError: module '(?P<package>torch|transformers|triton|"
-                                        r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
-         BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
-    # Not a circular import ("from partially initialized module"): that is a bug, not a version. Any other
-    # installed package counts when Python names its file under site- or dist-packages (the message carries the
-    # module's file: "cannot import name 'X' from 'outlines.fsm.json_schema' (/.../site-packages/outlines/...)"): the
-    # code importing it was written for another release of it (vLLM 0.5's outlines, blind14/b14-020). A local
-    # folder ("(unknown location)", a model's own code) is not a package version. A start that got ready survived
-    # it (vLLM logs a plugin that fails to load, with its traceback, and goes on: vllm/plugins/__init__.py).
-    Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
-                                        r"(?:'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
-                                        r"|'[\w.]{1,200}' \([^()]{0,1000}?[/\\](?:site|dist)-packages[/\\])"
-                                        r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
-         BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["python_package"]),
+    *VERSION_RULES,
     Rule("gpu_busy", re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), BEFORE_START,
          detail="exclusive", source=SOURCES["exclusive_gpu"]),
     Rule("usage_error", re.compile(r"Quantization method specified in the model config \((?P<config_method>[\w-]{1,64})"
@@ -405,4 +334,9 @@ RULES: tuple[Rule, ...] = (
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
                                        r"|Timed out waiting for engines to send ?initial message"),
          source=SOURCES["startup_timeout"]),
+    # The kubelet giving up on a start (failureThreshold x periodSeconds of failed startup probes), as `kubectl
+    # describe pod` and `kubectl get events` print it. One "Startup probe failed: ..." line is a probe that failed
+    # once, while the start may still be going on: not this.
+    Rule("startup_timeout", re.compile(r"Container [a-z0-9][-a-z0-9]{0,62} failed startup probe, will be restarted"),
+         detail="startup_probe", source=SOURCES["startup_probe"]),
 )

@@ -1,0 +1,93 @@
+"""The failure rules about the installed software: a compiled extension, a PyTorch build, a driver or a Python
+package of another release than the one the GPU, vLLM or the model needs. Read in their place in rules.RULES."""
+
+from __future__ import annotations
+
+import re
+
+from vllm_guard.diagnose import conditions
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.markers import BEFORE_START
+from vllm_guard.diagnose.rule import Rule
+
+VERSION_RULES: tuple[Rule, ...] = (
+    # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
+    # "Failed to import from vllm._C with ImportError(...)" and may go on).
+    Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |`?(?=/))\S{1,1000}?\.so(?:\.\d{1,6}){0,4}: "
+                                        r"undefined symbol: "
+                                        r"|(?:^|\] )(?:ImportError|OSError): lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,20}|"
+                                        r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
+                                        r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
+         detail="extension_abi", source=SOURCES["extension_abi"]),
+    Rule("version_mismatch", re.compile(r"Torch not compiled with CUDA enabled"), BEFORE_START, detail="extension_abi",
+         source=SOURCES["cpu_torch"]),
+    Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
+         detail="gpu_arch", source=SOURCES["no_kernel_image"]),
+    # PyTorch's own warning that its build has no kernels for a GPU (torch/cuda/__init__.py _check_cubins): a
+    # warning, about every visible GPU (an old second card warns too), so the failure only when the start never got
+    # ready and no decisive error follows it.
+    Rule("version_mismatch", re.compile(r"with CUDA capability sm_\d{2,3} is not compatible with the "
+                                        r"current PyTorch installation"), BEFORE_START, detail="gpu_arch",
+         when=conditions.never_ready, warning=True, source=SOURCES["torch_capability"]),
+    # ptxas, run by Triton while torch.compile builds vLLM's kernels, refusing the PTX Triton wrote: Triton chose a
+    # PTX ISA version older than the GPU's target (blind14/b14-025: a CUDA 12.8 ptxas handed PTX 8.4 for sm_120a;
+    # CUDA 12.9 adds the family targets, sm_120f). Dispatched by "does not support".
+    Rule("version_mismatch", re.compile(r"PTX \.version \d{1,2}\.\d{1,2} does not support \.target sm_\d{2,3}[af]?\b"),
+         detail="gpu_arch", source=SOURCES["ptx_target"]),
+    Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
+                                        r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
+         source=SOURCES["driver_too_old"]),
+    Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
+         detail="driver", source=SOURCES["cuda_compat"]),
+    # The NVIDIA container toolkit refusing an image whose CUDA the host's driver does not reach (nvidia-container-cli
+    # checks the image's NVIDIA_REQUIRE_CUDA before the container starts).
+    Rule("version_mismatch", re.compile(r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>="),
+         BEFORE_START, detail="driver", source=SOURCES["container_cuda"]),
+    # The driver older than the CUDA the build's kernels were compiled with (cudaErrorUnsupportedPtxVersion, 222), or
+    # a driver whose kernel module and user libraries differ after an upgrade (cudaErrorSystemDriverMismatch, 803).
+    Rule("version_mismatch", re.compile(r"the provided PTX was compiled with an unsupported toolchain|system has "
+                                        r"unsupported display driver / cuda driver combination"), BEFORE_START,
+         detail="driver", source=SOURCES["cuda_driver_errors"]),
+    # A program's own CLI without the vLLM command its instructions name: the program predates it (TRL added
+    # `trl vllm-serve` in 0.16; argparse's words for an unknown subcommand).
+    Rule("version_mismatch", re.compile(r"error: argument command: invalid choice: 'vllm-serve'"), BEFORE_START,
+         detail="vllm_api", source=SOURCES["vllm_serve_command"]),
+    # transformers older than the model's config: 4.36-4.42 LlamaConfig._rope_scaling_validation knows only
+    # {type, factor}; Llama 3.1's {"rope_type": "llama3", ...} and Qwen's yarn dicts need 4.43+.
+    Rule("version_mismatch", re.compile(r"`rope_scaling` must be a dictionary with two fields, `type` and `factor`"),
+         BEFORE_START, detail="python_package", source=SOURCES["rope_scaling"]),
+    # vLLM's own max-length check asserts a factor in any rope_scaling it does not special-case: the model's
+    # config is of a form this vLLM (or the transformers that rewrote it) does not know. Python prints the
+    # assert's source line in the traceback, and the AssertionError after it is bare.
+    Rule("version_mismatch", re.compile(r"assert \"factor\" in rope_scaling"), BEFORE_START, detail="rope_format",
+         when=conditions.assertion_raised, source=SOURCES["rope_factor"]),
+    # transformers 5 saves "tokenizer_class": "TokenizersBackend"; 4.x has no such class (vLLM 0.16+ hf.py).
+    Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
+                                        r"imported"), BEFORE_START, detail="python_package",
+         source=SOURCES["tokenizers_backend"]),
+    # vLLM (or a model's own code) registers a config type that the installed transformers now defines itself
+    # (AutoConfig.register: vLLM 0.9's "aimv2" for Ovis against transformers 4.56): transformers is newer than
+    # the code that registers it.
+    Rule("version_mismatch", re.compile(r"'[\w-]{1,64}' is already used by a Transformers config, pick another name"),
+         BEFORE_START, detail="python_package", source=SOURCES["config_registered"]),
+    # A torchvision built for another torch: its C++ ops did not register, and its meta registrations name one
+    # (torchvision/_meta_registrations.py at import, which transformers' image processors trigger).
+    Rule("version_mismatch", re.compile(r"operator torchvision::\w{1,64} does not exist"), BEFORE_START,
+         detail="python_package", source=SOURCES["torchvision_ops"]),
+    # A module of torch, transformers, triton or huggingface_hub without a name vLLM or the model reads: the same
+    # evidence as the ImportError below, spelled as an attribute (vLLM 0.4-0.33 read them at import or start).
+    Rule("version_mismatch", re.compile(r"(?:^|\] )AttributeError: module '(?P<package>torch|transformers|triton|"
+                                        r"huggingface_hub)(?:\.\w{1,64}){0,4}' has no attribute '\w{1,128}'"),
+         BEFORE_START, detail="python_package", source=SOURCES["python_package"]),
+    # Not a circular import ("from partially initialized module"): that is a bug, not a version. Any other
+    # installed package counts when Python names its file under site- or dist-packages (the message carries the
+    # module's file: "cannot import name 'X' from 'outlines.fsm.json_schema' (/.../site-packages/outlines/...)"): the
+    # code importing it was written for another release of it (vLLM 0.5's outlines, blind14/b14-020). A local
+    # folder ("(unknown location)", a model's own code) is not a package version. A start that got ready survived
+    # it (vLLM logs a plugin that fails to load, with its traceback, and goes on: vllm/plugins/__init__.py).
+    Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
+                                        r"(?:'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
+                                        r"|'[\w.]{1,200}' \([^()]{0,1000}?[/\\](?:site|dist)-packages[/\\])"
+                                        r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
+         BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["python_package"]),
+)
