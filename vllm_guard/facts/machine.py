@@ -359,6 +359,10 @@ class ModelFacts:
     kv_lora_rank: int | None = None  # MLA (DeepSeek-style) latent
     qk_rope_head_dim: int | None = None
     quant_method: str | None = None
+    # parameters of the linear layers (attention or state mixers, MLPs, experts) and of the routed experts alone,
+    # from config.json: what an online --quantization converts (preflight/weights.py); None: not known
+    linear_params: int | None = None
+    expert_params: int | None = None
     quant_bits: int | None = None
     quant_group_size: int | None = None
     # The KV cache dtype the checkpoint itself declares ("fp8"): what vLLM's --kv-cache-dtype auto uses

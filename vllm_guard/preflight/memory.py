@@ -27,6 +27,7 @@ from vllm_guard.preflight.kv_cache import (
 )
 from vllm_guard.preflight.memory_params import EXPLICIT_DTYPE_BYTES, MODEL_DTYPE_BYTES, Params
 from vllm_guard.preflight.memory_terms import IN_ACTIVATION, IN_WEIGHTS, Term
+from vllm_guard.preflight.weights import loaded_weights
 
 GIB = 2**30
 MIB = 2**20
@@ -211,13 +212,10 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
     block = block_size(model, params)
 
     weights = None
-    if model.weights_bytes is not None:
-        checkpoint = model.weights_bytes
-        if model.weights_source != "estimate" and model.mtp_bytes:
-            # a checkpoint's index counts its MTP layers, which vLLM skips unless they draft (deepseek_v2.py and
-            # qwen3_next.py load_weights: get_spec_layer_idx_from_weight_name); the drafter term adds them back
-            checkpoint -= model.mtp_bytes
-        weights = max(int(checkpoint / parallel - params.cpu_offload_gb * GIB), 0)
+    loaded = loaded_weights(model, params)  # MTP layers skipped, the served dtype, an online quantization
+    notes += loaded.notes
+    if loaded.bytes is not None:
+        weights = max(int(loaded.bytes / parallel - params.cpu_offload_gb * GIB), 0)
     non_torch = NON_TORCH_BYTES_TP1 if parallel == 1 else NON_TORCH_BYTES_PARALLEL
     activation = activation_bytes(model, params, tokens, seqs)
     terms = extra_terms(model, params, tokens)

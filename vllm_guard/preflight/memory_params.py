@@ -33,6 +33,7 @@ class Params:
     enforce_eager: bool = False
     kv_cache_dtype: str = "auto"
     dtype: str = "auto"
+    quantization: str | None = None  # --quantization: None reads the checkpoint's own (preflight/weights.py)
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     block_size: int | None = None
@@ -72,6 +73,7 @@ class Params:
             enforce_eager=bool(get("enforce_eager")),
             kv_cache_dtype=str(get("kv_cache_dtype") or "auto"),
             dtype=str(get("dtype") or "auto"),
+            quantization=str(get("quantization")) if get("quantization") else None,
             tensor_parallel_size=int(get("tensor_parallel_size") or 1),
             pipeline_parallel_size=int(get("pipeline_parallel_size") or 1),
             block_size=opt("block_size"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Context, Finding, gib
 from vllm_guard.preflight.gpu_checks import min_capability
+from vllm_guard.preflight.weights import loaded_weights
 
 # --- the model ----------------------------------------------------------------
 
@@ -45,7 +46,7 @@ def check_model_weights_fit(c: Context) -> Finding:
     if e.weights_bytes_per_gpu < room:
         return Finding("model.weights_fit", PASS, f"weights take {gib(e.weights_bytes_per_gpu)} of the "
                        f"{gib(e.budget_bytes)} budget per GPU", None, measured, required)
-    total = c.facts.model.weights_bytes or 0
+    total = loaded_weights(c.facts.model, c.params).bytes or 0  # as the GPUs hold them (preflight/weights.py)
     tp_needed = next((t for t in (2, 4, 8) if total / t < room and t <= len(c.facts.gpus)), None)
     fix = "use a quantized checkpoint (AWQ, GPTQ or FP8)"
     if tp_needed:

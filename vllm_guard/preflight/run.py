@@ -96,6 +96,8 @@ def preflight(profile: Profile, facts: Facts) -> Preflight:
         profile, params, est, note = _resolve_auto(profile, facts, params, est, gpu)
         notes.append(note)
     params = replace(params, utilization=requested)
+    if est is not None:  # what the memory model could not know, or changed from the checkpoint (weights.py)
+        notes += [n for n in est.notes if n not in notes]
     return Preflight(profile, params, est, run_checks(profile, facts, params, est), tuple(notes))
 
 

@@ -38,7 +38,8 @@ def layer_kinds(text: Mapping[str, Any], layers: int | None, sliding: int | None
       Granite-4's "mamba"); Llama-4's chunked local layers count as full: vLLM 0.10+ turns the hybrid KV manager
       off for chunked local attention unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, so every
       layer gets a full-length cache;
-    - Nemotron-H's ``hybrid_override_pattern`` ("M" Mamba, "*" attention, "-" MLP only: no cache);
+    - Nemotron-H's ``hybrid_override_pattern`` ("M" Mamba, "*" attention, "-" MLP or "E" MoE only: no cache);
+    - Qwen3-Next's ``full_attention_interval`` (every n-th layer full, the others gated-DeltaNet state);
     - Jamba's ``attn_layer_period`` / ``attn_layer_offset`` (the other layers are Mamba);
     - gemma-3's ``sliding_window_pattern`` (layer i slides unless (i + 1) % pattern == 0, vLLM gemma3.py);
     - gemma-2 alternates (even layers slide), and a window with nothing else slides every layer (Mistral v0.1).
@@ -54,6 +55,10 @@ def layer_kinds(text: Mapping[str, Any], layers: int | None, sliding: int | None
         kinds = [STATE if c == "M" else FULL if c == "*" else NONE for c in pattern]
         if len(kinds) != layers:
             return None
+    elif interval := int_field(text, "full_attention_interval"):
+        # Qwen3-Next without an explicit layer_types: transformers' Qwen3NextConfig makes layer i full attention
+        # when (i + 1) % full_attention_interval == 0 and gated-DeltaNet linear attention otherwise
+        kinds = [FULL if (i + 1) % interval == 0 else STATE for i in range(layers)]
     elif int_field(text, "attn_layer_period") and text.get("model_type") == "jamba":
         period, offset = int_field(text, "attn_layer_period") or 1, int_field(text, "attn_layer_offset") or 0
         kinds = [FULL if i % period == offset else STATE for i in range(layers)]
@@ -245,6 +250,29 @@ def mm_tokens_per_item(config: Mapping[str, Any]) -> int | None:
         if size and patch:
             return (size // patch) ** 2
     return None
+
+
+def moe_layer_flags(text: Mapping[str, Any], layers: int) -> tuple[bool, ...]:
+    """Which layers hold routed experts (all False for a dense model), by the config's own placement keys:
+    - Nemotron-H's ``hybrid_override_pattern``: its "E" layers (vLLM nemotron_h.py: NemotronHMoEDecoderLayer);
+    - Llama-4's ``interleave_moe_layer_step``: layer i when (i + 1) % step == 0 (vLLM llama4.py is_moe_layer), so
+      Maverick's 128 experts sit on every other layer;
+    - Qwen2/3-MoE's ``decoder_sparse_step`` and ``mlp_only_layers`` (vLLM qwen3_moe.py Qwen3MoeDecoderLayer);
+    - DeepSeek / GLM's ``first_k_dense_replace`` and ``moe_layer_freq`` (vLLM deepseek_v2.py DeepseekV2DecoderLayer).
+    """
+    if not experts(text)[0]:
+        return (False,) * layers
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and len(pattern) == layers:
+        return tuple(c == "E" for c in pattern)
+    if (step := int_field(text, "interleave_moe_layer_step")) is not None:
+        return tuple(step > 0 and (i + 1) % step == 0 for i in range(layers))
+    first = int_field(text, "first_k_dense_replace") or 0
+    freq = int_field(text, "moe_layer_freq") or 1
+    sparse = int_field(text, "decoder_sparse_step") or 1
+    dense_only = {i for i in text.get("mlp_only_layers") or () if isinstance(i, int)}
+    return tuple(i >= first and i % freq == 0 and (i + 1) % sparse == 0 and i not in dense_only
+                 for i in range(layers))
 
 
 def experts(text: Mapping[str, Any]) -> tuple[int | None, int | None]:

@@ -121,6 +121,8 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
             notes.append(f"config.json has no {name}; estimates that need it are unknown")
     found = model_weights.parts(fields, text, _tied(config))
     fields["mtp_bytes"] = model_weights.mtp_layer_bytes(found, fields, text) if found is not None else None
+    fields["linear_params"] = found.linear if found is not None else None
+    fields["expert_params"] = found.experts if found is not None else None
     fields["notes"] = tuple(notes)
     return fields
 

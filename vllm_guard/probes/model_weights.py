@@ -31,6 +31,11 @@ class Parts:
     head: int = 0  # an untied lm_head
 
     @property
+    def linear(self) -> int:
+        """The linear layers a weight quantization converts (the lm_head is an embedding to vLLM)."""
+        return self.attention + self.mlp + self.experts + self.shared
+
+    @property
     def total(self) -> int:
         return (self.embed + self.attention + self.mlp + self.experts + self.shared + self.norms + self.vision
                 + self.head)
@@ -53,26 +58,28 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
         g_dim, g_kv = f.get("global_head_dim"), f.get("global_kv_heads") or kv_heads
         global_attn = (_attention_params(text, hidden, heads, g_kv, g_dim, k_eq_v=bool(text.get("attention_k_eq_v")))
                        if isinstance(g_dim, int) else attn)
-    # Gemma's gelu MLP is gated (gate, up, down); Falcon's default activation is an ungated gelu (FalconConfig)
-    act = text.get("hidden_act", "gelu" if text.get("model_type") == "falcon" else "silu")
-    gated = 3 if act != "gelu" or text.get("model_type") in ("gemma2", "gemma") else 2
+    gated = _mlp_matrices(text)
     dense_mlp = gated * hidden * inter
     n_experts = int_field(text, "n_routed_experts", "num_experts", "num_local_experts")
+    pattern = text.get("hybrid_override_pattern")
+    pattern = pattern if isinstance(pattern, str) and len(pattern) == layers else None
+    # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP, "E" an MoE
+    dense_layers = pattern.count("-") if pattern else layers
     mlp = experts = shared = 0
     if n_experts:
+        moe_layers = sum(model_arch.moe_layer_flags(text, layers))
+        if not pattern:
+            dense_layers = layers - moe_layers
         moe_inter = int_field(text, "moe_intermediate_size") or inter
-        first_dense = int_field(text, "first_k_dense_replace") or 0
-        moe_layers = layers - first_dense
-        mlp = first_dense * dense_mlp
+        # Llama-4's dense layers have their own width (intermediate_size_mlp; intermediate_size is an expert's)
+        mlp = dense_layers * gated * hidden * (int_field(text, "intermediate_size_mlp") or inter)
         experts = moe_layers * (gated * hidden * moe_inter * n_experts + hidden * n_experts)  # + router
-        shared = moe_layers * gated * hidden * moe_inter * (int_field(text, "n_shared_experts") or 0)
-        # Qwen2-MoE / Qwen3-Next: one shared expert of its own size and its sigmoid gate
-        if (shared_inter := int_field(text, "shared_expert_intermediate_size")):
-            shared += moe_layers * (gated * hidden * shared_inter + hidden)
+        shared = moe_layers * gated * hidden * _shared_expert_width(text, moe_inter)
+        # Qwen2-MoE / Qwen3-Next: the shared expert's sigmoid gate
+        if int_field(text, "shared_expert_intermediate_size"):
+            shared += moe_layers * hidden
     else:
-        # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP
-        pattern = text.get("hybrid_override_pattern")
-        mlp = (pattern.count("-") if isinstance(pattern, str) and pattern else layers) * dense_mlp
+        mlp = dense_layers * dense_mlp
     state_layers = sum(1 for k in kinds if k == model_arch.STATE)
     no_mixer = sum(1 for k in kinds if k == model_arch.NONE)
     full_layers = sum(1 for k in kinds if k.startswith(model_arch.FULL)) if kinds else layers
@@ -85,6 +92,30 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
     per_layer_embed, per_layer_linear = _per_layer_inputs(text, hidden, layers)
     return Parts(vocab * hidden + per_layer_embed, mixers, mlp + per_layer_linear, experts, shared, norms,
                  (f.get("vision_params") or 0) + (f.get("audio_params") or 0), 0 if tied else vocab * hidden)
+
+
+# MLP activations without a gate (two matrices, up and down): Nemotron's and Nemotron-H's squared ReLU (vLLM
+# nemotron_h.py NemotronHMLP, and its experts' "relu2_no_mul"), Falcon's and GPT-2-style gelu; Gemma's gelu is gated
+UNGATED_ACTIVATIONS = ("relu2", "gelu")
+
+
+def _mlp_matrices(text: Mapping[str, Any]) -> int:
+    """3 for a gated MLP (gate, up, down), 2 for an ungated one."""
+    act = text.get("mlp_hidden_act") or text.get("hidden_act") or ("gelu" if text.get("model_type") == "falcon"
+                                                                    else "silu")
+    return 2 if act in UNGATED_ACTIVATIONS and text.get("model_type") not in ("gemma2", "gemma") else 3
+
+
+def _shared_expert_width(text: Mapping[str, Any], moe_inter: int) -> int:
+    """The summed width of an MoE layer's shared experts (0: none)."""
+    count = int_field(text, "n_shared_experts") or 0
+    if (width := int_field(text, "moe_shared_expert_intermediate_size")) is not None:
+        return width * max(count, 1)  # Nemotron-H: intermediate_size = this x n_shared_experts (nemotron_h.py)
+    if (width := int_field(text, "shared_expert_intermediate_size")) is not None:
+        return width  # Qwen2-MoE / Qwen3-Next: one shared expert of its own size
+    if text.get("model_type") == "llama4_text":
+        return moe_inter  # Llama4MoE always adds one shared expert of intermediate_size (vLLM llama4.py)
+    return count * moe_inter  # DeepSeek / GLM: n_shared_experts of the routed experts' size
 
 
 def _attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int,
@@ -128,8 +159,8 @@ def mtp_layer_bytes(p: Parts, f: Mapping[str, Any], text: Mapping[str, Any]) -> 
     heads, kv_heads, head_dim = f.get("num_attention_heads") or 0, f.get("num_kv_heads") or 0, f.get("head_dim") or 0
     q_out = heads * head_dim * (2 if text.get("attn_output_gate") else 1)
     attn = hidden * q_out + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-    moe_layers = layers - (int_field(text, "first_k_dense_replace") or 0)
-    ffn = (p.experts + p.shared) / moe_layers if p.experts else p.mlp / layers
+    moe_layers = sum(model_arch.moe_layer_flags(text, layers))
+    ffn = (p.experts + p.shared) / moe_layers if p.experts and moe_layers else p.mlp / layers
     return int(n * (attn + ffn + 2 * hidden * hidden + 4 * hidden) * 2)
 
 

@@ -1,0 +1,151 @@
+"""What a newcomer's review found false in `check`'s memory model, each case against a real figure: vLLM's own
+"Model loading took" line, a model card's parameter count, or the config's own layer placement keys."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.preflight.kv_cache import kv_bytes_per_token
+from vllm_guard.preflight.memory_params import Params
+from vllm_guard.preflight.weights import loaded_weights
+from vllm_guard.probes import model_arch
+from vllm_guard.probes.model import _bundled, probe_model
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTUPS = ROOT / "tests" / "data" / "real-logs" / "startups"
+GIB = 2**30
+
+
+def bundled(model_id: str) -> ModelFacts:
+    return probe_model(model_id, revision=None, environ={"HF_HUB_OFFLINE": "1"}, cache_dir="/nonexistent")
+
+
+def text_config(model_id: str) -> dict:
+    config = _bundled()[model_id]["config"]
+    return dict(config.get("text_config") or config)
+
+
+def loaded_gib(log: str) -> float:
+    m = re.search(r"Model loading took ([0-9.]+) GiB", (STARTUPS / log).read_text(errors="replace"))
+    assert m, log
+    return float(m.group(1))
+
+
+# --- an online --quantization of a 16-bit checkpoint ---------------------------------------------------------------
+
+def test_online_fp8_shrinks_the_weights_as_vllm_loaded_them() -> None:
+    # startups/014 (vLLM 0.22.1): Qwen3-30B-A3B-Instruct-2507 in bf16 served with --quantization fp8 printed "Model
+    # loading took 29.08 GiB"; the bf16 checkpoint is 56.87 GiB, which the guard used to plan with
+    model = bundled("Qwen/Qwen3-30B-A3B")
+    assert model.quant_method is None and model.weights_bytes is not None
+    assert model.weights_bytes / GIB > 56
+    got = loaded_weights(model, Params(quantization="fp8")).bytes
+    assert got is not None
+    assert abs(got / GIB / loaded_gib("014-qwen3-30b-a3b-instruct-2507.log") - 1) < 0.01
+
+
+def test_online_quantization_leaves_a_quantized_checkpoint_and_an_unknown_scheme_alone() -> None:
+    awq = bundled("Qwen/Qwen2.5-14B-AWQ")  # a bundled base plus its -AWQ suffix: quant_method awq
+    assert awq.quant_method == "awq"
+    assert loaded_weights(awq, Params(quantization="fp8")).bytes == awq.weights_bytes
+    plain = bundled("meta-llama/Llama-3.1-8B-Instruct")
+    unknown = loaded_weights(plain, Params(quantization="torchao"))
+    assert unknown.bytes == plain.weights_bytes
+    assert any("not modelled" in n for n in unknown.notes)
+
+
+def test_experts_int8_converts_the_experts_only() -> None:
+    model = bundled("Qwen/Qwen3-30B-A3B")
+    assert model.weights_bytes is not None and model.expert_params
+    got = loaded_weights(model, Params(quantization="experts_int8")).bytes
+    assert got == model.weights_bytes - model.expert_params  # two bytes each become one
+
+
+def check(tmp_path: Path, *args: str) -> tuple[dict, str]:
+    cmd = [sys.executable, "-m", "vllm_guard", "check", "--machine", str(ROOT / "profiles" / "machines" /
+                                                                         "l4-24gb.json")]
+    env = {"HF_HUB_OFFLINE": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "NO_COLOR": "1", "COLUMNS": "200"}
+    done = subprocess.run([*cmd, "--json", *args], capture_output=True, text=True, env=env, timeout=60)
+    text = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=60)
+    assert "Traceback" not in done.stderr + text.stderr, done.stderr + text.stderr
+    return json.loads(done.stdout), text.stdout
+
+
+def test_check_no_longer_fails_llama_8b_at_64k_with_online_fp8_on_an_l4(tmp_path: Path) -> None:
+    # The review's command: it said weights 14.96 GiB and kv_fit FAIL with the fix --max-model-len 38112
+    report, text = check(tmp_path, "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "65536",
+                         "--quantization", "fp8")
+    weights = report["memory"]["weights_bytes_per_gpu"]
+    assert 8.3 < weights / GIB < 8.6  # 6.98e9 linear weights in fp8, 2 x 525M embedding and head in bf16
+    kv_fit = next(f for f in report["checks"] if f["id"] == "model.kv_fit")
+    assert kv_fit["status"] == "pass", kv_fit
+    said = "--quantization fp8 quantizes the 16-bit checkpoint as it loads"
+    assert said in text and any(said in n for n in report["notes"])
+    # the host still reads the whole bf16 checkpoint from disk
+    host = next(f for f in report["checks"] if f["id"] == "host.disk")
+    assert "14.96 GiB" in host["message"]
+
+
+# --- the dtype vLLM serves a checkpoint in --------------------------------------------------------------------------
+
+def test_a_float32_checkpoint_is_served_in_16_bits_unless_float32_is_asked_for() -> None:
+    bf16 = bundled("meta-llama/Llama-3.1-8B-Instruct")
+    assert bf16.weights_bytes is not None
+    fp32 = dataclasses.replace(bf16, torch_dtype="float32", weights_bytes=2 * bf16.weights_bytes)
+    assert loaded_weights(fp32, Params()).bytes == bf16.weights_bytes
+    assert loaded_weights(fp32, Params(dtype="float32")).bytes == fp32.weights_bytes
+    assert loaded_weights(bf16, Params(dtype="float32")).bytes == 2 * bf16.weights_bytes
+    assert loaded_weights(bf16, Params(dtype="float16")).bytes == bf16.weights_bytes
+
+
+# --- layers by the config's own placement keys ---------------------------------------------------------------------
+
+def test_qwen3_next_attends_fully_on_every_fourth_layer_only() -> None:
+    # Qwen3-Next's config.json has full_attention_interval 4 and no layer_types: transformers' Qwen3NextConfig
+    # makes layers 3, 7, ... full attention and the rest gated DeltaNet. At TP 4 its 2 KV heads are replicated,
+    # one per GPU: 12 layers x K and V x 1 head x 256 x 2 bytes (the review saw 48 layers' worth, 49,152).
+    model = bundled("Qwen/Qwen3-Next-80B-A3B-Thinking")
+    assert model.layer_types is not None
+    assert model.layer_types.count(model_arch.FULL) == 12 and model.layer_types.count(model_arch.STATE) == 36
+    assert model.layer_types[3] == model_arch.FULL and model.layer_types[0] == model_arch.STATE
+    assert kv_bytes_per_token(model, Params(tensor_parallel_size=4)) == 12 * 2 * 1 * 256 * 2
+
+
+@pytest.mark.parametrize(("model_id", "card_params", "moe_layers"), [
+    # NVIDIA's card (replicate.com/nvidia/nemotron-3-nano-30b-a3b): "31.6 billion total parameters"; its
+    # hybrid_override_pattern puts the 128 experts on its 23 "E" layers, and relu2 has no gate (the review saw
+    # 190 GiB: every layer an MoE of gated experts)
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6e9, 23),
+    # Meta's Llama 4 cards: Scout "109B total parameters", Maverick "400B"; Maverick's 128 experts sit on every
+    # other layer (interleave_moe_layer_step 2), and each MoE layer adds one shared expert
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9, 48),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", 400e9, 24),
+])
+def test_moe_weights_match_the_model_cards(model_id: str, card_params: float, moe_layers: int) -> None:
+    model = bundled(model_id)
+    assert model.weights_source == "estimate" and model.weights_bytes is not None
+    assert abs(model.weights_bytes / 2 / card_params - 1) < 0.02  # bf16: two bytes a parameter
+    text = text_config(model_id)
+    assert sum(model_arch.moe_layer_flags(text, int(text["num_hidden_layers"]))) == moe_layers
+
+
+@pytest.mark.parametrize(("text", "flags"), [
+    ({"num_experts": 8}, (True,) * 4),  # every layer by default (Mixtral, Qwen3-MoE)
+    ({"num_experts": 8, "decoder_sparse_step": 2}, (False, True, False, True)),
+    ({"num_experts": 8, "mlp_only_layers": [0]}, (False, True, True, True)),
+    ({"n_routed_experts": 8, "first_k_dense_replace": 1}, (False, True, True, True)),  # DeepSeek-V3
+    ({"n_routed_experts": 8, "first_k_dense_replace": 1, "moe_layer_freq": 2}, (False, False, True, False)),
+    ({"num_local_experts": 8, "interleave_moe_layer_step": 2}, (False, True, False, True)),  # Llama-4 Maverick
+    ({"n_routed_experts": 8, "hybrid_override_pattern": "ME*E"}, (False, True, False, True)),  # Nemotron-H
+    ({"hidden_size": 8}, (False,) * 4),  # dense
+])
+def test_which_layers_hold_experts(text: dict, flags: tuple[bool, ...]) -> None:
+    assert model_arch.moe_layer_flags(text, 4) == flags

@@ -1,0 +1,81 @@
+"""Pure: what the GPUs hold of a checkpoint, which is not always what its files weigh.
+
+Three things change it, each as vLLM 0.33 loads a model:
+- the checkpoint's multi-token-prediction layers, which vLLM skips unless they draft (deepseek_v2.py and
+  qwen3_next.py load_weights: get_spec_layer_idx_from_weight_name); the drafter term adds them back;
+- the dtype it serves in: a float32 checkpoint is served in 16 bits under ``--dtype auto``
+  (config/model.py _resolve_auto_dtype downcasts float32 to the platform's first half type), and ``--dtype
+  float32`` doubles a 16-bit one;
+- an online ``--quantization`` of a 16-bit checkpoint: vLLM loads each linear layer and quantizes it in place
+  (Fp8LinearMethod / Fp8MoEMethod with is_checkpoint_fp8_serialized False), so the weights shrink to the
+  scheme's bytes while the embeddings, norms and lm_head (a VocabParallelEmbedding, no LinearBase) stay 16-bit.
+  startups/014 (Qwen3-30B-A3B, --quantization fp8, vLLM 0.22.1): "Model loading took 29.08 GiB" of a
+  56.87 GiB bf16 checkpoint.
+The host's RAM and disk checks keep the checkpoint's own size: that is what is read from disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.preflight.memory_params import Params
+
+FLOAT32 = ("float32", "float")
+# Online weight schemes of --quantization (vLLM 0.33 model_executor/layers/quantization/__init__.py) -> bytes per
+# weight of the linear layers they convert; scales are a fraction of a percent (one per tensor, channel or block
+# of 128 x 128) except for the micro-scaled formats, whose 8-bit scale per block is counted.
+ONLINE_BYTES_PER_WEIGHT = {"fp8": 1.0, "fp8_per_tensor": 1.0, "fp8_per_channel": 1.0, "fp8_per_block": 1.0,
+                           "int8_per_channel_weight_only": 1.0, "mxfp8": 1 + 1 / 32, "nvfp4_per_token": 0.5625}
+# experts_int8 converts the routed experts only (ExpertsInt8Config: FusedMoE layers; linear layers stay 16-bit)
+ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The weights the GPUs hold in all (before tensor or pipeline parallel splits them), and how it was found."""
+
+    bytes: int | None
+    notes: tuple[str, ...] = ()
+
+
+def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
+    """The bytes vLLM holds on the GPUs for this checkpoint and these options (None: the checkpoint's size is not
+    known)."""
+    if model.weights_bytes is None:
+        return Loaded(None)
+    size = model.weights_bytes
+    if model.weights_source != "estimate" and model.mtp_bytes:
+        size -= model.mtp_bytes  # a checkpoint's index counts the MTP layers; an estimate from config does not
+    notes: list[str] = []
+    quantized = bool(model.quant_method)
+    checkpoint_fp32 = str(model.torch_dtype or "").lower() in FLOAT32
+    if not quantized and checkpoint_fp32 and params.dtype not in FLOAT32:
+        size //= 2
+        notes.append(f"a float32 checkpoint served in 16 bits (--dtype {params.dtype}): weights {_gib(size)}")
+    elif not quantized and not checkpoint_fp32 and params.dtype in FLOAT32:
+        size *= 2
+        notes.append(f"--dtype {params.dtype} doubles the 16-bit checkpoint: weights {_gib(size)}")
+    method = params.quantization
+    if method is None or quantized:
+        return Loaded(size, tuple(notes))
+    element = 4 if params.dtype in FLOAT32 else 2
+    if method in ONLINE_BYTES_PER_WEIGHT:
+        converted, per_weight = model.linear_params, ONLINE_BYTES_PER_WEIGHT[method]
+    elif method in ONLINE_EXPERTS_ONLY:
+        converted, per_weight = model.expert_params, ONLINE_EXPERTS_ONLY[method]
+    else:
+        notes.append(f"--quantization {method} on a 16-bit checkpoint: its size after loading is not modelled, the "
+                     "checkpoint's is used")
+        return Loaded(size, tuple(notes))
+    if converted is None:
+        notes.append(f"--quantization {method}: the model's linear layers are not known from its config, so the "
+                     "checkpoint's size is used")
+        return Loaded(size, tuple(notes))
+    size = max(int(size - converted * (element - per_weight)), 0)
+    notes.append(f"--quantization {method} quantizes the 16-bit checkpoint as it loads: weights {_gib(size)}")
+    return Loaded(size, tuple(notes))
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
