@@ -149,3 +149,21 @@ def test_moe_weights_match_the_model_cards(model_id: str, card_params: float, mo
 ])
 def test_which_layers_hold_experts(text: dict, flags: tuple[bool, ...]) -> None:
     assert model_arch.moe_layer_flags(text, 4) == flags
+
+
+# --- expert parallel over data-parallel ranks -----------------------------------------------------------------------
+
+def test_expert_parallel_splits_the_experts_over_data_parallel_ranks_too() -> None:
+    # startups/042 (vLLM 0.10.0): Qwen3-235B-A22B-FP8 at TP 8 with --enable-expert-parallel, "Model loading took
+    # 27.6656 GiB" on each of 8 GPUs. With TP 4 x DP 2 the 8 ranks still share the experts (ep_size = tp x dp),
+    # but each DP rank keeps the attention and embeddings whole over its 4 GPUs; without EP each DP rank is a whole
+    # TP-4 replica (the review: experts were never divided over DP ranks).
+    model = bundled("Qwen/Qwen3-235B-A22B-FP8")
+    loaded = loaded_weights(model, Params())
+    assert loaded.bytes is not None and loaded.expert_bytes is not None
+    rest = loaded.bytes - loaded.expert_bytes
+    tp8 = loaded.per_gpu(Params(tensor_parallel_size=8, enable_expert_parallel=True))
+    assert tp8 is not None and abs(tp8 / GIB / loaded_gib("042-qwen3-235b-a22b-fp8.log") - 1) < 0.03
+    ep = loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2, enable_expert_parallel=True))
+    assert ep == int(rest / 4 + loaded.expert_bytes / 8)
+    assert loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2)) == int(loaded.bytes / 4)

@@ -363,6 +363,7 @@ class ModelFacts:
     # from config.json: what an online --quantization converts (preflight/weights.py); None: not known
     linear_params: int | None = None
     expert_params: int | None = None
+    expert_bytes: int | None = None  # the routed experts in the checkpoint's own format (expert parallel splits them)
     quant_bits: int | None = None
     quant_group_size: int | None = None
     # The KV cache dtype the checkpoint itself declares ("fp8"): what vLLM's --kv-cache-dtype auto uses

@@ -214,8 +214,8 @@ def estimate(model: ModelFacts, gpu: Gpu, params: Params) -> Estimate:
     weights = None
     loaded = loaded_weights(model, params)  # MTP layers skipped, the served dtype, an online quantization
     notes += loaded.notes
-    if loaded.bytes is not None:
-        weights = max(int(loaded.bytes / parallel - params.cpu_offload_gb * GIB), 0)
+    if (share := loaded.per_gpu(params)) is not None:
+        weights = max(int(share - params.cpu_offload_gb * GIB), 0)
     non_torch = NON_TORCH_BYTES_TP1 if parallel == 1 else NON_TORCH_BYTES_PARALLEL
     activation = activation_bytes(model, params, tokens, seqs)
     terms = extra_terms(model, params, tokens)

@@ -36,6 +36,7 @@ class Params:
     quantization: str | None = None  # --quantization: None reads the checkpoint's own (preflight/weights.py)
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1  # with --enable-expert-parallel the experts split over TP x DP (preflight/weights.py)
     block_size: int | None = None
     kv_cache_memory_bytes: int | None = None
     cpu_offload_gb: float = 0.0
@@ -76,6 +77,7 @@ class Params:
             quantization=str(get("quantization")) if get("quantization") else None,
             tensor_parallel_size=int(get("tensor_parallel_size") or 1),
             pipeline_parallel_size=int(get("pipeline_parallel_size") or 1),
+            data_parallel_size=max(int(get("data_parallel_size") or 1), 1),
             block_size=opt("block_size"),
             kv_cache_memory_bytes=opt("kv_cache_memory_bytes"),
             cpu_offload_gb=float(get("cpu_offload_gb") or 0.0),

@@ -33,10 +33,24 @@ ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0}
 
 @dataclass(frozen=True)
 class Loaded:
-    """The weights the GPUs hold in all (before tensor or pipeline parallel splits them), and how it was found."""
+    """The weights the GPUs hold in all (before tensor or pipeline parallel splits them), the routed experts'
+    share of them (None: a dense model or not known), and how it was found."""
 
     bytes: int | None
+    expert_bytes: int | None = None
     notes: tuple[str, ...] = ()
+
+    def per_gpu(self, params: Params) -> int | None:
+        """One GPU's share. Tensor and pipeline parallel split everything; with --enable-expert-parallel the
+        routed experts split over tensor x data parallel ranks too (vLLM FusedMoEParallelConfig.make: ep_size =
+        tp_size x dp_size), while each data-parallel rank keeps its own copy of the rest."""
+        if self.bytes is None:
+            return None
+        split = params.tensor_parallel_size * params.pipeline_parallel_size
+        share = self.bytes / split
+        if params.enable_expert_parallel and params.data_parallel_size > 1 and self.expert_bytes:
+            share -= self.expert_bytes / split * (1 - 1 / params.data_parallel_size)
+        return int(share)
 
 
 def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
@@ -44,21 +58,21 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
     known)."""
     if model.weights_bytes is None:
         return Loaded(None)
-    size = model.weights_bytes
+    size, experts = model.weights_bytes, model.expert_bytes
     if model.weights_source != "estimate" and model.mtp_bytes:
         size -= model.mtp_bytes  # a checkpoint's index counts the MTP layers; an estimate from config does not
     notes: list[str] = []
     quantized = bool(model.quant_method)
     checkpoint_fp32 = str(model.torch_dtype or "").lower() in FLOAT32
     if not quantized and checkpoint_fp32 and params.dtype not in FLOAT32:
-        size //= 2
+        size, experts = size // 2, experts // 2 if experts else experts
         notes.append(f"a float32 checkpoint served in 16 bits (--dtype {params.dtype}): weights {_gib(size)}")
     elif not quantized and not checkpoint_fp32 and params.dtype in FLOAT32:
-        size *= 2
+        size, experts = size * 2, experts * 2 if experts else experts
         notes.append(f"--dtype {params.dtype} doubles the 16-bit checkpoint: weights {_gib(size)}")
     method = params.quantization
     if method is None or quantized:
-        return Loaded(size, tuple(notes))
+        return Loaded(size, experts, tuple(notes))
     element = 4 if params.dtype in FLOAT32 else 2
     if method in ONLINE_BYTES_PER_WEIGHT:
         converted, per_weight = model.linear_params, ONLINE_BYTES_PER_WEIGHT[method]
@@ -67,14 +81,16 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
     else:
         notes.append(f"--quantization {method} on a 16-bit checkpoint: its size after loading is not modelled, the "
                      "checkpoint's is used")
-        return Loaded(size, tuple(notes))
+        return Loaded(size, experts, tuple(notes))
     if converted is None:
         notes.append(f"--quantization {method}: the model's linear layers are not known from its config, so the "
                      "checkpoint's size is used")
-        return Loaded(size, tuple(notes))
+        return Loaded(size, experts, tuple(notes))
     size = max(int(size - converted * (element - per_weight)), 0)
+    if experts and model.expert_params:
+        experts = int(model.expert_params * per_weight)
     notes.append(f"--quantization {method} quantizes the 16-bit checkpoint as it loads: weights {_gib(size)}")
-    return Loaded(size, tuple(notes))
+    return Loaded(size, experts, tuple(notes))
 
 
 def _gib(n: int) -> str:

@@ -123,6 +123,7 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
     fields["mtp_bytes"] = model_weights.mtp_layer_bytes(found, fields, text) if found is not None else None
     fields["linear_params"] = found.linear if found is not None else None
     fields["expert_params"] = found.experts if found is not None else None
+    fields["expert_bytes"] = model_weights.expert_bytes(found, quant, fields["torch_dtype"]) if found else None
     fields["notes"] = tuple(notes)
     return fields
 

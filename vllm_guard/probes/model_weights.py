@@ -289,3 +289,12 @@ def bytes_of(p: Parts, fmt: Format, dtype_bytes: float) -> int:
         scheme = fmt.scheme(part)
         total += n * (scheme.bytes_per_weight() if scheme else 2.0)
     return int(total)
+
+
+def expert_bytes(p: Parts, quant: Mapping[str, Any] | None, torch_dtype: str | None) -> int | None:
+    """Bytes of the routed experts in the checkpoint's format (None for a dense model)."""
+    if not p.experts:
+        return None
+    scheme = weight_format(quant).scheme("experts")
+    per_weight = scheme.bytes_per_weight() if scheme else DTYPE_BYTES.get(str(torch_dtype), 2)
+    return int(p.experts * per_weight)
