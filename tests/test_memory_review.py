@@ -167,3 +167,21 @@ def test_expert_parallel_splits_the_experts_over_data_parallel_ranks_too() -> No
     ep = loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2, enable_expert_parallel=True))
     assert ep == int(rest / 4 + loaded.expert_bytes / 8)
     assert loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2)) == int(loaded.bytes / 4)
+
+
+# --- sparse MLA: DeepSeek-V3.2's indexer cache and custom fp8 format -----------------------------------------------
+
+def test_deepseek_v32_stores_its_custom_fp8_latent_and_the_indexer_keys_in_every_layer() -> None:
+    # vLLM 0.11+: DeepseekV32ForCausalLM.verify_and_update_config turns --kv-cache-dtype auto (or fp8) into
+    # fp8_ds_mla, 656 bytes a token (flashmla_sparse.py: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope), and each
+    # layer's indexer keeps fp8 keys of index_head_dim 128 plus a 4-byte scale: 132 bytes. The review saw neither.
+    model = bundled("deepseek-ai/DeepSeek-V3.2")
+    assert model.indexer_key_bytes == 128 + 4
+    for kv in ("auto", "fp8"):
+        assert kv_bytes_per_token(model, Params(kv_cache_dtype=kv, tensor_parallel_size=8)) == 61 * (656 + 132)
+    assert kv_bytes_per_token(model, Params(kv_cache_dtype="bfloat16")) == 61 * ((512 + 64) * 2 + 132)
+    # GLM-5 has the same indexer; vLLM's custom-format default is keyed by DeepSeek-V3.2's architecture only
+    glm = bundled("zai-org/GLM-5")
+    assert glm.indexer_key_bytes == 132
+    assert kv_bytes_per_token(glm, Params()) == 78 * ((512 + 64) * 2 + 132)
+    assert bundled("deepseek-ai/DeepSeek-V3").indexer_key_bytes is None

@@ -358,6 +358,8 @@ class ModelFacts:
     mm_tokens_per_item: int | None = None  # the most language-model tokens one image becomes, where config says
     kv_lora_rank: int | None = None  # MLA (DeepSeek-style) latent
     qk_rope_head_dim: int | None = None
+    # sparse MLA (DeepSeek-V3.2, GLM-5: config index_topk): the lightning indexer's key cache per token and layer
+    indexer_key_bytes: int | None = None
     quant_method: str | None = None
     # parameters of the linear layers (attention or state mixers, MLPs, experts) and of the routed experts alone,
     # from config.json: what an online --quantization converts (preflight/weights.py); None: not known

@@ -31,10 +31,11 @@ def layer_kv_bytes_per_token(model: ModelFacts, params: Params, kind: str = "sli
     if element is None:
         return None
     if model.is_mla:
-        if params.kv_cache_dtype == "fp8_ds_mla":
-            return 656  # v1/attention/backends/mla/flashmla_sparse.py:79
+        indexer = model.indexer_key_bytes or 0  # a sparse-MLA model's indexer keys, beside its latent
+        if mla_kv_dtype(model, params) == "fp8_ds_mla":
+            return 656 + indexer  # v1/attention/backends/mla/flashmla_sparse.py:79
         # One latent per token, K only (head_size_v = 0), not split by tensor parallel.
-        return int(((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element)  # 4-bit: half a byte
+        return int(((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element) + indexer  # 4-bit: half
     heads, head_dim = model.num_kv_heads, model.head_dim
     if kind == "full" and model.global_head_dim:  # without num_global_key_value_heads: the common KV heads (E4B)
         heads, head_dim = model.global_kv_heads or heads, model.global_head_dim
@@ -43,6 +44,21 @@ def layer_kv_bytes_per_token(model: ModelFacts, params: Params, kind: str = "sli
     # config/model.py:1683: KV heads are replicated when TP exceeds them.
     heads_per_gpu = max(1, heads // params.tensor_parallel_size)
     return int(2 * heads_per_gpu * head_dim * element)
+
+
+# vLLM (model_executor/models/config.py, DeepseekV32ForCausalLM.verify_and_update_config, 0.11+) stores
+# DeepSeek-V3.2's cache in its custom fp8 format under --kv-cache-dtype auto or any fp8 ("Using custom fp8 kv-cache
+# format for DeepSeekV3.2"), and in bf16 only when asked for bfloat16. It is keyed by that architecture; another
+# sparse-MLA model (GLM-5's GlmMoeDsaForCausalLM) keeps the usual dtype rule here, the larger cache.
+DS_MLA_ARCHITECTURES = ("DeepseekV32ForCausalLM",)
+
+
+def mla_kv_dtype(model: ModelFacts, params: Params) -> str:
+    kv = params.kv_cache_dtype
+    if model.architecture in DS_MLA_ARCHITECTURES and model.indexer_key_bytes and (kv == "auto"
+                                                                                     or kv.startswith("fp8")):
+        return "fp8_ds_mla"
+    return kv
 
 
 def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:

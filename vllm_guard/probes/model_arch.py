@@ -275,6 +275,21 @@ def moe_layer_flags(text: Mapping[str, Any], layers: int) -> tuple[bool, ...]:
                  for i in range(layers))
 
 
+# DeepSeek sparse attention's indexer quantizes its keys to fp8 with one fp32 scale per 128 values (vLLM
+# deepseek_v2.py Indexer: DeepseekV32IndexerCache(head_dim=head_dim + head_dim // quant_block_size * 4, uint8),
+# quant_block_size 128): 132 bytes a token for index_head_dim 128, in every layer, whole on each GPU.
+INDEXER_QUANT_BLOCK = 128
+
+
+def indexer_key_bytes(text: Mapping[str, Any]) -> int | None:
+    """The indexer's key-cache bytes per token and layer of a sparse-MLA model (``index_topk`` in its config, as
+    vLLM tells DeepSeek-V3.2 apart); None for any other model."""
+    head = int_field(text, "index_head_dim")
+    if int_field(text, "index_topk") is None or not head:
+        return None
+    return head + head // INDEXER_QUANT_BLOCK * 4
+
+
 def experts(text: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """Routed experts and their intermediate size (None, None for a dense model)."""
     n = int_field(text, "n_routed_experts", "num_experts", "num_local_experts")

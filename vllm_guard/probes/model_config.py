@@ -110,6 +110,7 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
         "mm_tokens_per_item": model_arch.mm_tokens_per_item(config),
         "kv_lora_rank": int_field(text, "kv_lora_rank"),
         "qk_rope_head_dim": int_field(text, "qk_rope_head_dim"),
+        "indexer_key_bytes": model_arch.indexer_key_bytes(text),
         "quant_method": quant.get("quant_method") if isinstance(quant, dict) else None,
         "quant_bits": int_field(quant, "bits", "w_bit") if isinstance(quant, dict) else None,
         "quant_group_size": int_field(quant, "group_size", "q_group_size") if isinstance(quant, dict) else None,
