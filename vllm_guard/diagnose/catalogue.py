@@ -142,6 +142,11 @@ SOURCES: dict[str, str] = {
                    "--enable-auto-tool-choice requires --tool-call-parser'; api_server.py run_server / "
                    "validate_api_server_args: \"KeyError: 'invalid tool call parser: X (chose from { ... })'\" and "
                    "the same for the reasoning parser (0.6-0.33)",
+    "chat_template": "vLLM entrypoints/chat_utils.py: validate_chat_template, called by cli_args.py "
+                     "validate_parsed_serve_args before anything loads: 'ValueError: The supplied chat template string "
+                     "(X) appears path-like, but doesn't exist!' (a value with none of '{', '}' or a newline that "
+                     "names no file); load_chat_template: 'The supplied chat template (X) looks like a file path, but "
+                     "it failed to be opened. Reason: ...'",
     "gpu_utilization_range": "vLLM V0 CacheConfig._verify_args (config.py): 'GPU memory utilization must be less "
                              "than 1.0. Got X.'",
     "unknown_quant": "vLLM ModelConfig._verify_quantization (config.py; config/model.py in later releases): "

@@ -107,6 +107,12 @@ TOOL_PARSER = Advice(
     ("--tool-call-parser with a parser the error lists (the model card names the right one)",
      "drop --enable-auto-tool-choice if the model does not call tools"), ("retrying unchanged",),
 )
+CHAT_TEMPLATE = Advice(
+    "--chat-template takes a Jinja template file that exists where vLLM runs, or the template text itself; the "
+    "value given is neither, so the API server refused it before loading the model.",
+    ("the path of a template file readable by vLLM's user (in a container: mounted into it)",
+     "drop --chat-template to use the tokenizer's own template"), ("retrying unchanged",),
+)
 UNKNOWN_QUANT = Advice(
     "This vLLM does not know the quantization method named (a typo, or a method added in a later release).",
     ("a method from the list the error prints, or drop --quantization to use the checkpoint's own",
@@ -265,7 +271,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
     "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
     "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
-    "tool_parser": TOOL_PARSER, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
+    "tool_parser": TOOL_PARSER, "chat_template": CHAT_TEMPLATE,
+    "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
     "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
