@@ -26,3 +26,11 @@ def test_the_older_wording_of_a_template_file_that_cannot_be_opened() -> None:
             "to be opened. Reason: [Errno 2] No such file or directory: '/templates/chatml.jinja'")
     d = classify(line + "\n")
     assert (d.cls, d.detail) == ("usage_error", "chat_template")
+
+
+def test_a_template_path_with_a_parenthesis_and_the_path_wording() -> None:
+    # validate_chat_template's value is any string: a path may hold ")"; a Path that is not there has its own words
+    for line in ("ValueError: The supplied chat template string (templates/chat (v2).jinja) appears path-like, "
+                 "but doesn't exist!", "FileNotFoundError: the supplied chat template path doesn't exist"):
+        d = classify(line + "\n")
+        assert (d.cls, d.detail) == ("usage_error", "chat_template"), line

@@ -18,6 +18,8 @@ from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.weights import loaded_weights
 from vllm_guard.probes import model_arch
 from vllm_guard.probes.model import _bundled, probe_model
+from vllm_guard.probes.model_config import estimate_parameters, normalize
+from vllm_guard.probes.model_weights import _mlp_matrices
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUPS = ROOT / "tests" / "data" / "real-logs" / "startups"
@@ -62,11 +64,17 @@ def test_online_quantization_leaves_a_quantized_checkpoint_and_an_unknown_scheme
     assert any("not modelled" in n for n in unknown.notes)
 
 
-def test_experts_int8_converts_the_experts_only() -> None:
+@pytest.mark.parametrize("method", ["experts_int8", "int8_per_channel_weight_only"])
+def test_the_experts_only_schemes_convert_the_experts_only(method: str) -> None:
+    # vLLM: ExpertsInt8Config quantizes FusedMoE layers; _ONLINE_SHORTHANDS (config/quantization.py) gives
+    # int8_per_channel_weight_only and nvfp4_per_token a moe QuantSpec and no linear one
     model = bundled("Qwen/Qwen3-30B-A3B")
     assert model.weights_bytes is not None and model.expert_params
-    got = loaded_weights(model, Params(quantization="experts_int8")).bytes
+    got = loaded_weights(model, Params(quantization=method)).bytes
     assert got == model.weights_bytes - model.expert_params  # two bytes each become one
+    dense = bundled("meta-llama/Llama-3.1-8B-Instruct")  # no experts: nothing changes (the review's false PASS)
+    assert loaded_weights(dense, Params(quantization=method)).bytes == dense.weights_bytes
+    assert loaded_weights(dense, Params(quantization="nvfp4_per_token")).bytes == dense.weights_bytes
 
 
 def check(tmp_path: Path, *args: str) -> tuple[dict, str]:
@@ -172,16 +180,61 @@ def test_expert_parallel_splits_the_experts_over_data_parallel_ranks_too() -> No
 # --- sparse MLA: DeepSeek-V3.2's indexer cache and custom fp8 format -----------------------------------------------
 
 def test_deepseek_v32_stores_its_custom_fp8_latent_and_the_indexer_keys_in_every_layer() -> None:
-    # vLLM 0.11+: DeepseekV32ForCausalLM.verify_and_update_config turns --kv-cache-dtype auto (or fp8) into
-    # fp8_ds_mla, 656 bytes a token (flashmla_sparse.py: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope), and each
-    # layer's indexer keeps fp8 keys of index_head_dim 128 plus a 4-byte scale: 132 bytes. The review saw neither.
+    # vLLM: DeepseekV32ForCausalLM.verify_and_update_config turns an fp8 --kv-cache-dtype into fp8_ds_mla, 656
+    # bytes a token (flashmla_sparse.py: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope), and each layer's indexer
+    # keeps fp8 keys of index_head_dim 128 plus a 4-byte scale: 132 bytes. The first review saw neither.
     model = bundled("deepseek-ai/DeepSeek-V3.2")
     assert model.indexer_key_bytes == 128 + 4
-    for kv in ("auto", "fp8"):
+    for kv in ("fp8", "fp8_e4m3"):
         assert kv_bytes_per_token(model, Params(kv_cache_dtype=kv, tensor_parallel_size=8)) == 61 * (656 + 132)
-    assert kv_bytes_per_token(model, Params(kv_cache_dtype="bfloat16")) == 61 * ((512 + 64) * 2 + 132)
+    # 0.11.0 took "auto" to the custom format too; later releases (startswith("fp8") only) keep it at 16 bits
+    for kv in ("auto", "bfloat16"):
+        assert kv_bytes_per_token(model, Params(kv_cache_dtype=kv)) == 61 * ((512 + 64) * 2 + 132)
     # GLM-5 has the same indexer; vLLM's custom-format default is keyed by DeepSeek-V3.2's architecture only
     glm = bundled("zai-org/GLM-5")
     assert glm.indexer_key_bytes == 132
     assert kv_bytes_per_token(glm, Params()) == 78 * ((512 + 64) * 2 + 132)
     assert bundled("deepseek-ai/DeepSeek-V3").indexer_key_bytes is None
+
+
+# --- what the review of this change found ------------------------------------------------------------------------
+
+JAMBA_1_5_MINI = {  # the shape keys of ai21labs/AI21-Jamba-1.5-Mini's config.json (transformers JambaConfig)
+    "architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536,
+    "num_experts": 16, "num_experts_per_tok": 2, "expert_layer_period": 2, "expert_layer_offset": 1,
+    "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+    "mamba_dt_rank": 256, "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "max_position_embeddings": 262144,
+}
+
+
+def test_jamba_holds_its_experts_on_every_other_layer() -> None:
+    # transformers JambaConfig: layers_num_experts[i] = num_experts where i % expert_layer_period ==
+    # expert_layer_offset, else 1 (a dense MLP); vLLM jamba.py builds JambaMoE only there. AI21's card: "52B total
+    # parameters"; counted on every layer the experts alone came to 90B
+    text = dict(JAMBA_1_5_MINI)
+    assert model_arch.moe_layer_flags(text, 32) == tuple(i % 2 == 1 for i in range(32))
+    fields = normalize(text)
+    total = estimate_parameters(fields, text)
+    assert total is not None and abs(total / 52e9 - 1) < 0.02
+
+
+def test_an_expert_share_never_exceeds_the_checkpoint() -> None:
+    model = bundled("Qwen/Qwen3-30B-A3B")
+    assert model.weights_bytes is not None
+    wrong = dataclasses.replace(model, expert_bytes=3 * model.weights_bytes, expert_params=2 * model.weights_bytes,
+                                linear_params=2 * model.weights_bytes)  # a config that does not describe the files
+    share = loaded_weights(wrong, Params()).per_gpu(Params(data_parallel_size=4, enable_expert_parallel=True))
+    assert share is not None and share >= 0
+    assert (loaded_weights(wrong, Params(quantization="fp8")).bytes or 0) >= model.weights_bytes // 2
+
+
+@pytest.mark.parametrize(("act", "model_type", "matrices"), [
+    ("silu", "llama", 3), ("relu2", "nemotron_h", 2), ("relu", "opt", 2), ("gelu", "falcon", 2),
+    ("gelu_new", "phi", 2), ("gelu_pytorch_tanh", "starcoder2", 2), ("gelu_fast", "gpt2", 2),
+    ("gelu_pytorch_tanh", "gemma", 3), ("gelu_pytorch_tanh", "gemma3_text", 3), ("gelu", "gemma2", 3),
+])
+def test_which_mlps_have_a_gate(act: str, model_type: str, matrices: int) -> None:
+    # vLLM phi.py fc1/fc2 and starcoder2.py c_fc/c_proj have no gate; gemma*.py's GeGLU has gate_up_proj
+    assert _mlp_matrices({"hidden_act": act, "model_type": model_type}) == matrices

@@ -145,7 +145,8 @@ SOURCES: dict[str, str] = {
     "chat_template": "vLLM entrypoints/chat_utils.py: validate_chat_template, called by cli_args.py "
                      "validate_parsed_serve_args before anything loads: 'ValueError: The supplied chat template string "
                      "(X) appears path-like, but doesn't exist!' (a value with none of '{', '}' or a newline that "
-                     "names no file); load_chat_template: 'The supplied chat template (X) looks like a file path, but "
+                     "names no file; 'FileNotFoundError: the supplied chat template path doesn't exist' for a Path); "
+                     "load_chat_template: 'The supplied chat template (X) looks like a file path, but "
                      "it failed to be opened. Reason: ...'",
     "gpu_utilization_range": "vLLM V0 CacheConfig._verify_args (config.py): 'GPU memory utilization must be less "
                              "than 1.0. Got X.'",

@@ -31,7 +31,7 @@ _WORDS = (
     "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
     "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
     "does not support", "max_num_batched_tokens", "Chunked MM input disabled",
-    "--tool-call-parser", "parser: ", "The supplied chat template",
+    "--tool-call-parser", "parser: ", "supplied chat template",
     "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs are available",
     "forward compatibility was attempted", "cannot import name",
     "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",

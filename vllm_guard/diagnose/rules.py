@@ -156,8 +156,9 @@ RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"--enable-auto-tool-choice requires --tool-call-parser"
                                    r"|invalid (?:tool call|reasoning) parser: (?P<parser>\S{0,64}) \(choo?se from"),
          BEFORE_START, detail="tool_parser", source=SOURCES["tool_parser"]),
-    Rule("usage_error", re.compile(r"The supplied chat template (?:string )?\((?P<template>[^)\n]{0,200})\) "
-                                   r"(?:appears path-like, but doesn't exist|looks like a file path, but it failed)"),
+    Rule("usage_error", re.compile(r"The supplied chat template (?:string )?\((?P<template>[^\n]{0,200}?)\) "
+                                   r"(?:appears path-like, but doesn't exist|looks like a file path, but it failed)"
+                                   r"|[Tt]he supplied chat template path doesn't exist"),
          BEFORE_START, detail="chat_template", source=SOURCES["chat_template"]),
     Rule("usage_error", re.compile(r"GPU memory utilization must be less than 1\.0\. Got "
                                    r"(?P<gpu_memory_utilization>[\d.]+)"), BEFORE_START,

@@ -46,17 +46,17 @@ def layer_kv_bytes_per_token(model: ModelFacts, params: Params, kind: str = "sli
     return int(2 * heads_per_gpu * head_dim * element)
 
 
-# vLLM (model_executor/models/config.py, DeepseekV32ForCausalLM.verify_and_update_config, 0.11+) stores
-# DeepSeek-V3.2's cache in its custom fp8 format under --kv-cache-dtype auto or any fp8 ("Using custom fp8 kv-cache
-# format for DeepSeekV3.2"), and in bf16 only when asked for bfloat16. It is keyed by that architecture; another
-# sparse-MLA model (GLM-5's GlmMoeDsaForCausalLM) keeps the usual dtype rule here, the larger cache.
+# vLLM (model_executor/models/config.py, DeepseekV32ForCausalLM.verify_and_update_config) stores DeepSeek-V3.2's
+# cache in its custom fp8 format when an fp8 cache is asked for ("Using custom fp8 kv-cache format for
+# DeepSeekV3.2"). 0.11.0 did so under "auto" too; later releases keep "auto" at the model's 16 bits, as the guard
+# does. It is keyed by that architecture; another sparse-MLA model (GLM-5's GlmMoeDsaForCausalLM) keeps the usual
+# dtype rule here.
 DS_MLA_ARCHITECTURES = ("DeepseekV32ForCausalLM",)
 
 
 def mla_kv_dtype(model: ModelFacts, params: Params) -> str:
     kv = params.kv_cache_dtype
-    if model.architecture in DS_MLA_ARCHITECTURES and model.indexer_key_bytes and (kv == "auto"
-                                                                                     or kv.startswith("fp8")):
+    if model.architecture in DS_MLA_ARCHITECTURES and model.indexer_key_bytes and kv.startswith("fp8"):
         return "fp8_ds_mla"
     return kv
 

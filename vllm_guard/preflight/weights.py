@@ -25,10 +25,14 @@ FLOAT32 = ("float32", "float")
 # Online weight schemes of --quantization (vLLM 0.33 model_executor/layers/quantization/__init__.py) -> bytes per
 # weight of the linear layers they convert; scales are a fraction of a percent (one per tensor, channel or block
 # of 128 x 128) except for the micro-scaled formats, whose 8-bit scale per block is counted.
+# fp8 (Fp8Config) and the shorthands whose QuantizationConfigArgs set both a linear and a moe QuantSpec
+# (vllm/config/quantization.py _ONLINE_SHORTHANDS: fp8_per_tensor, fp8_per_block, fp8_per_channel, mxfp8).
 ONLINE_BYTES_PER_WEIGHT = {"fp8": 1.0, "fp8_per_tensor": 1.0, "fp8_per_channel": 1.0, "fp8_per_block": 1.0,
-                           "int8_per_channel_weight_only": 1.0, "mxfp8": 1 + 1 / 32, "nvfp4_per_token": 0.5625}
-# experts_int8 converts the routed experts only (ExpertsInt8Config: FusedMoE layers; linear layers stay 16-bit)
-ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0}
+                           "mxfp8": 1 + 1 / 32}
+# The routed experts only, linear layers staying 16-bit: experts_int8 (ExpertsInt8Config: FusedMoE layers) and the
+# shorthands with a moe QuantSpec and no linear one (int8_per_channel_weight_only, nvfp4_per_token); on a dense
+# model they change nothing.
+ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0, "int8_per_channel_weight_only": 1.0, "nvfp4_per_token": 0.5625}
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class Loaded:
         split = params.tensor_parallel_size * params.pipeline_parallel_size
         share = self.bytes / split
         if params.enable_expert_parallel and params.data_parallel_size > 1 and self.expert_bytes:
-            share -= self.expert_bytes / split * (1 - 1 / params.data_parallel_size)
+            experts = min(self.expert_bytes, self.bytes)  # never more experts than the checkpoint holds
+            share -= experts / split * (1 - 1 / params.data_parallel_size)
         return int(share)
 
 
@@ -86,9 +91,12 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
         notes.append(f"--quantization {method}: the model's linear layers are not known from its config, so the "
                      "checkpoint's size is used")
         return Loaded(size, experts, tuple(notes))
-    size = max(int(size - converted * (element - per_weight)), 0)
+    # a config's parameter count can outrun its checkpoint (a config that does not describe the files): never
+    # convert more than the checkpoint holds
+    held = min(converted * element, size)
+    size = int(size - held + held / element * per_weight)
     if experts and model.expert_params:
-        experts = int(model.expert_params * per_weight)
+        experts = int(min(model.expert_params * element, experts) / element * per_weight)
     notes.append(f"--quantization {method} quantizes the 16-bit checkpoint as it loads: weights {_gib(size)}")
     return Loaded(size, experts, tuple(notes))
 

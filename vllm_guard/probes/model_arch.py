@@ -103,7 +103,10 @@ def state_bytes_per_layer(text: Mapping[str, Any]) -> int | None:
     tokens, vLLM 0.25.1) printed "Setting attention block size to 1072 tokens": (3 + 3) x 8192 x 2 + 32 x 128 x
     128 x 4 bytes = 67 pages of 16 tokens x 2048 bytes.
     """
-    temporal_bytes = SSM_DTYPE_BYTES.get(str(text.get("mamba_ssm_dtype")), STATE_ELEMENT_BYTES)
+    # Nemotron-H's own mamba_ssm_cache_dtype is what vLLM's "auto" takes (NemotronHForCausalLMConfig
+    # .verify_and_update_config, model_executor/models/config.py)
+    ssm_dtype = text.get("mamba_ssm_dtype") or text.get("mamba_ssm_cache_dtype")
+    temporal_bytes = SSM_DTYPE_BYTES.get(str(ssm_dtype), STATE_ELEMENT_BYTES)
     if (k_heads := int_field(text, "linear_num_key_heads")) and (v_heads := int_field(text, "linear_num_value_heads")):
         k_dim, v_dim = int_field(text, "linear_key_head_dim"), int_field(text, "linear_value_head_dim")
         kernel = int_field(text, "linear_conv_kernel_dim")
@@ -255,6 +258,8 @@ def mm_tokens_per_item(config: Mapping[str, Any]) -> int | None:
 def moe_layer_flags(text: Mapping[str, Any], layers: int) -> tuple[bool, ...]:
     """Which layers hold routed experts (all False for a dense model), by the config's own placement keys:
     - Nemotron-H's ``hybrid_override_pattern``: its "E" layers (vLLM nemotron_h.py: NemotronHMoEDecoderLayer);
+    - Jamba's ``expert_layer_period`` / ``expert_layer_offset``: layer i when i % period == offset (transformers
+      JambaConfig.layers_num_experts, read by vLLM jamba.py), so Jamba-1.5's experts sit on every other layer;
     - Llama-4's ``interleave_moe_layer_step``: layer i when (i + 1) % step == 0 (vLLM llama4.py is_moe_layer), so
       Maverick's 128 experts sit on every other layer;
     - Qwen2/3-MoE's ``decoder_sparse_step`` and ``mlp_only_layers`` (vLLM qwen3_moe.py Qwen3MoeDecoderLayer);
@@ -265,6 +270,9 @@ def moe_layer_flags(text: Mapping[str, Any], layers: int) -> tuple[bool, ...]:
     pattern = text.get("hybrid_override_pattern")
     if isinstance(pattern, str) and len(pattern) == layers:
         return tuple(c == "E" for c in pattern)
+    if (period := int_field(text, "expert_layer_period")) is not None:
+        offset = int_field(text, "expert_layer_offset") or 0
+        return tuple(period > 0 and i % period == offset for i in range(layers))
     if (step := int_field(text, "interleave_moe_layer_step")) is not None:
         return tuple(step > 0 and (i + 1) % step == 0 for i in range(layers))
     first = int_field(text, "first_k_dense_replace") or 0
@@ -293,6 +301,6 @@ def indexer_key_bytes(text: Mapping[str, Any]) -> int | None:
 def experts(text: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """Routed experts and their intermediate size (None, None for a dense model)."""
     n = int_field(text, "n_routed_experts", "num_experts", "num_local_experts")
-    if not n:
+    if not n or n < 2:  # one "expert" is a dense MLP (vLLM hunyuan_v1.py builds its MLP for num_experts 1)
         return None, None
     return n, int_field(text, "moe_intermediate_size", "intermediate_size")

@@ -60,7 +60,7 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
                        if isinstance(g_dim, int) else attn)
     gated = _mlp_matrices(text)
     dense_mlp = gated * hidden * inter
-    n_experts = int_field(text, "n_routed_experts", "num_experts", "num_local_experts")
+    n_experts = model_arch.experts(text)[0]
     pattern = text.get("hybrid_override_pattern")
     pattern = pattern if isinstance(pattern, str) and len(pattern) == layers else None
     # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP, "E" an MoE
@@ -95,15 +95,19 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
 
 
 # MLP activations without a gate (two matrices, up and down): Nemotron's and Nemotron-H's squared ReLU (vLLM
-# nemotron_h.py NemotronHMLP, and its experts' "relu2_no_mul"), Falcon's and GPT-2-style gelu; Gemma's gelu is gated
-UNGATED_ACTIVATIONS = ("relu2", "gelu")
+# nemotron_h.py NemotronHMLP, and its experts' "relu2_no_mul"), OPT's relu, and every gelu variant (Falcon's gelu,
+# GPT-2 and Phi's gelu_new: phi.py fc1/fc2, StarCoder2's gelu_pytorch_tanh: starcoder2.py c_fc/c_proj) except in
+# the Gemma family, whose GeGLU is gated (gemma*.py gate_up_proj)
+UNGATED_ACTIVATIONS = ("relu2", "relu")
 
 
 def _mlp_matrices(text: Mapping[str, Any]) -> int:
     """3 for a gated MLP (gate, up, down), 2 for an ungated one."""
-    act = text.get("mlp_hidden_act") or text.get("hidden_act") or ("gelu" if text.get("model_type") == "falcon"
-                                                                    else "silu")
-    return 2 if act in UNGATED_ACTIVATIONS and text.get("model_type") not in ("gemma2", "gemma") else 3
+    act = str(text.get("mlp_hidden_act") or text.get("hidden_act") or text.get("activation_function")
+              or text.get("hidden_activation") or ("gelu" if text.get("model_type") == "falcon" else "silu"))
+    if str(text.get("model_type") or "").startswith("gemma"):
+        return 3
+    return 2 if act in UNGATED_ACTIVATIONS or act.startswith("gelu") else 3
 
 
 def _shared_expert_width(text: Mapping[str, Any], moe_inter: int) -> int:
