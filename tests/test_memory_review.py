@@ -114,6 +114,16 @@ def test_a_float32_checkpoint_is_served_in_16_bits_unless_float32_is_asked_for()
     assert loaded_weights(bf16, Params(dtype="float16")).bytes == bf16.weights_bytes
 
 
+def test_a_float32_label_over_16_bit_files_is_not_halved() -> None:
+    # the index says 2 bytes a parameter (Llama-3.1-8B: 16,060,522,496 for 8.03e9): the files are 16-bit whatever
+    # config.json's torch_dtype says, and vLLM serves them at that size
+    bf16 = bundled("meta-llama/Llama-3.1-8B-Instruct")
+    mislabelled = dataclasses.replace(bf16, torch_dtype="float32")
+    loaded = loaded_weights(mislabelled, Params())
+    assert loaded.bytes == bf16.weights_bytes
+    assert any("holds about 2 bytes a parameter" in n for n in loaded.notes)
+
+
 # --- layers by the config's own placement keys ---------------------------------------------------------------------
 
 def test_qwen3_next_attends_fully_on_every_fourth_layer_only() -> None:

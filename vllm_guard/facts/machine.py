@@ -363,6 +363,7 @@ class ModelFacts:
     quant_method: str | None = None
     # parameters of the linear layers (attention or state mixers, MLPs, experts) and of the routed experts alone,
     # from config.json: what an online --quantization converts (preflight/weights.py); None: not known
+    parameters: int | None = None  # all parameters, from config.json (model_weights.parts); None: not known
     linear_params: int | None = None
     expert_params: int | None = None
     expert_bytes: int | None = None  # the routed experts in the checkpoint's own format (expert parallel splits them)

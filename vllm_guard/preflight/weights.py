@@ -68,7 +68,7 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
         size -= model.mtp_bytes  # a checkpoint's index counts the MTP layers; an estimate from config does not
     notes: list[str] = []
     quantized = bool(model.quant_method)
-    checkpoint_fp32 = str(model.torch_dtype or "").lower() in FLOAT32
+    checkpoint_fp32 = _float32_files(model, notes)
     if not quantized and checkpoint_fp32 and params.dtype not in FLOAT32:
         size, experts = size // 2, experts // 2 if experts else experts
         notes.append(f"a float32 checkpoint served in 16 bits (--dtype {params.dtype}): weights {_gib(size)}")
@@ -99,6 +99,19 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
         experts = int(min(model.expert_params * element, experts) / element * per_weight)
     notes.append(f"--quantization {method} quantizes the 16-bit checkpoint as it loads: weights {_gib(size)}")
     return Loaded(size, experts, tuple(notes))
+
+
+def _float32_files(model: ModelFacts, notes: list[str]) -> bool:
+    """Whether the checkpoint's files hold float32 weights: its config says so, and where the files' own size is
+    known, it is about 4 bytes a parameter, not 2 (a config left at float32 over bf16 files would otherwise have
+    them halved)."""
+    if str(model.torch_dtype or "").lower() not in FLOAT32:
+        return False
+    files, parameters = model.weights_bytes, model.parameters
+    if model.weights_source not in (None, "estimate") and files and parameters and files < 3 * parameters:
+        notes.append("config.json says float32, but the checkpoint holds about 2 bytes a parameter: sized as 16-bit")
+        return False
+    return True
 
 
 def _gib(n: int) -> str:

@@ -122,6 +122,7 @@ def normalize(config: Mapping[str, Any], *, disable_sliding_window: bool = False
             notes.append(f"config.json has no {name}; estimates that need it are unknown")
     found = model_weights.parts(fields, text, _tied(config))
     fields["mtp_bytes"] = model_weights.mtp_layer_bytes(found, fields, text) if found is not None else None
+    fields["parameters"] = found.total if found is not None else None
     fields["linear_params"] = found.linear if found is not None else None
     fields["expert_params"] = found.experts if found is not None else None
     fields["expert_bytes"] = model_weights.expert_bytes(found, quant, fields["torch_dtype"]) if found else None
