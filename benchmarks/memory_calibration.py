@@ -35,7 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vllm_guard.facts.machine import Gpu, ModelFacts  # noqa: E402
+from vllm_guard.facts.machine import Gpu  # noqa: E402
+from vllm_guard.facts.model import ModelFacts  # noqa: E402
 from vllm_guard.preflight import kv_cache, memory, memory_params  # noqa: E402
 from vllm_guard.probes import model_config  # noqa: E402
 from vllm_guard.probes.model import _bundled  # noqa: E402

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight import kv_cache, memory_params
 from vllm_guard.probes import model_config
 from vllm_guard.probes.model import _bundled, _from_bundled, bundled_models

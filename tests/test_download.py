@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vllm_guard.errors import GuardError
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.probes.download import ProgressLines, blobs_bytes, decide, fetch_with_lines
 
 GIB = 2**30

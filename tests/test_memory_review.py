@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.kv_cache import kv_bytes_per_token
 from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.weights import loaded_weights

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight import kv_cache, memory_terms
 from vllm_guard.preflight.memory_params import Params
 from vllm_guard.probes import model_config

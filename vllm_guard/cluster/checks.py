@@ -16,7 +16,7 @@ from typing import Any
 from vllm_guard.checkids import CLUSTER_CHECK_IDS
 from vllm_guard.cluster.placement import Placement
 from vllm_guard.facts.cluster import VERSION_KEYS, ClusterFacts, NodeFacts
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Finding, gib, mib, settle
 from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, MIB, Estimate, estimate
 from vllm_guard.preflight.memory_params import Params

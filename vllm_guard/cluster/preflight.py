@@ -16,7 +16,8 @@ from vllm_guard.cluster.checks import IFNAME_VARS, ClusterContext, run_cluster_c
 from vllm_guard.cluster.placement import Placement, place
 from vllm_guard.cluster.target import RAY, RayTarget
 from vllm_guard.facts.cluster import ClusterFacts
-from vllm_guard.facts.machine import Facts, Host, Machine, ModelFacts
+from vllm_guard.facts.machine import Facts, Host, Machine
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.findings import SKIP, Finding
 from vllm_guard.preflight.fix import checked
 from vllm_guard.preflight.memory_params import Params

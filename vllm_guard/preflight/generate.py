@@ -15,7 +15,8 @@ from typing import Any
 
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.facts.machine import Facts, Gpu, ModelFacts
+from vllm_guard.facts.machine import Facts, Gpu
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.kv_cache import kv_bytes_for_length
 from vllm_guard.preflight.memory import GIB, MIB, Estimate, estimate, largest_fitting
 from vllm_guard.preflight.memory_params import Params

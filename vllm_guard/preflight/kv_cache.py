@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight import memory_terms
 from vllm_guard.preflight.memory_params import EXPLICIT_DTYPE_BYTES, KV_DTYPE_BYTES, MODEL_DTYPE_BYTES, Params
 

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.facts.machine import Gpu, ModelFacts
+from vllm_guard.facts.machine import Gpu
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight import memory_terms
 from vllm_guard.preflight.kv_cache import (
     block_size,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 
 KV_DTYPE_BYTES: dict[str, float] = {
     "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1,

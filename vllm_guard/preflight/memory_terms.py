@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 
 IN_WEIGHTS, IN_KV, IN_ACTIVATION = "weights", "kv", "activation"
 # --speculative-config methods that load no model and keep no KV: n-gram / suffix matching over the prompt

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.memory_params import Params
 
 FLOAT32 = ("float32", "float")

@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllm_guard.facts.machine import Facts, Machine, ModelFacts
+from vllm_guard.facts.machine import Facts, Machine
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.probes.select import select_gpus
 from vllm_guard.probes.snapshot import load_machine
 from vllm_guard.profile.model import Profile, world_size

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 
 GIB, MIB = 2**30, 2**20
 LINE_INTERVAL_S = 10.0  # between progress lines: often enough to see it move, rare enough for a journal

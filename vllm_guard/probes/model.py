@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
-from vllm_guard.facts.machine import ModelFacts
+from vllm_guard.facts.model import ModelFacts
 from vllm_guard.probes import model_config
 from vllm_guard.safefile import MODEL_JSON_MAX_BYTES, FileProblem, open_regular, read_limited
 
