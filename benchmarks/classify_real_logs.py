@@ -19,8 +19,9 @@ commit 2939172: 27 right, no confident error, 18 labelled `unknown`), `blind12/`
 right, 1 confident error, 14 labelled `unknown`), `blind13/` (31, at commit 89f63d9: 20 right, 2 confident
 errors, 16 labelled `unknown`), `blind14/` (26, at commit c5a14df: 19 right, no confident error, 11 labelled
 `unknown`), `blind15/` (13, at commit 5fe5eb5: 7 right, 1 confident error, 6 labelled `unknown`), `blind16/`
-(12, at commit 916eb97: 9 right, no confident error, 3 labelled `unknown`) and `blind17/` (13, logs committed to
-repositories, at commit e8fa4b3: 12 right, no confident error, 4 labelled `unknown`). The successful start-ups in
+(12, at commit 916eb97: 9 right, no confident error, 3 labelled `unknown`), `blind17/` (13, logs committed to
+repositories, at commit e8fa4b3: 12 right, no confident error, 4 labelled `unknown`) and `blind18/` (12, at commit
+3705a68: 9 right, 1 confident error, 8 labelled `unknown`). The successful start-ups in
 `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -42,7 +43,7 @@ from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 REAL = ROOT / "tests" / "data" / "real-logs"
 SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
-        "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17")
+        "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -132,6 +133,7 @@ def main() -> int:
     print(_score("  blind15/ (scored once before: 7 of 13)", [r for r in failures if r.part == "blind15"]))
     print(_score("  blind16/ (scored once before: 9 of 12)", [r for r in failures if r.part == "blind16"]))
     print(_score("  blind17/ (scored once before: 12 of 13)", [r for r in failures if r.part == "blind17"]))
+    print(_score("  blind18/ (scored once before: 9 of 12)", [r for r in failures if r.part == "blind18"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):

@@ -150,18 +150,19 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
 KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log",
                           "b8-032-version_mismatch.log", "b8-033-version_mismatch.log", "b9-036-startup_hang.log",
                           "b10-029-startup_hang.log", "b12-006-usage_error.log",
-                          "b13-015-unknown.log", "b15-009-unknown.log"}
+                          "b13-015-unknown.log", "b15-009-unknown.log",
+                          "b18-003-startup_hang.log"}  # blind18's one, recorded at its score (README.md there)
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (656 with blind2-17): no
-    fewer right than measured after blind17's miss was read (582, 88.7%; issue 26's bar of 95% and one confident
+    """After the blind parts were scored once (README.md there), all the real failures (668 with blind2-18): no
+    fewer right than measured after blind18's score (591, 88.5%; issue 26's bar of 95% and one confident
     error is not met since blind5), no confident error beyond the known ones, and a success never gets a failure
     class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 656
-    assert sum(r.right for r in failures) >= 582, wrong
+    assert len(failures) >= 668
+    assert sum(r.right for r in failures) >= 591, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 
@@ -212,7 +213,7 @@ def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
                                              ("blind8", 40), ("blind9", 38),
                                              ("blind10", 38), ("blind11", 37),
                                              ("blind12", 23), ("blind13", 31), ("blind14", 26), ("blind15", 13),
-                                             ("blind16", 12), ("blind17", 13)])
+                                             ("blind16", 12), ("blind17", 13), ("blind18", 12)])
 def test_the_blind_sets_are_whole_and_every_entry_was_blind(name: str, count: int) -> None:
     base = DATA / "real-logs" / name
     index = json.loads((base / "index.json").read_text())
