@@ -80,6 +80,9 @@ SOURCES: dict[str, str] = {
     "nccl": "PyTorch ProcessGroupNCCL.cpp watchdog ('Watchdog caught collective operation timeout'), NCCL "
             "('ncclRemoteError', 'NET/Socket : Connect')",
     "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",
+    "ranks_missing": "PyTorch c10d TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, waitForWorkers, the store "
+                     "server on the first rank): 'DistStoreError: Timed out after N seconds waiting for clients. K/M "
+                     "clients joined.'",
     "rendezvous": "PyTorch c10d: DistNetworkError/DistStoreError timed out, connection refused, no route to host",
     "uvicorn_bind": "uvicorn server.py startup: '[Errno 98] error while attempting to bind on address (host, port): "
                     "address already in use'",
@@ -289,6 +292,11 @@ SUPPORT_SOURCES: dict[str, str] = {
                          "given', 'missing 1 required positional argument', 'got an unexpected keyword argument') on a "
                          "call from vLLM's own code: the callee is a library vLLM depends on (transformers, torch) at "
                          "another release than the one this vLLM was written for",
+    "pybind_signature": "pybind11 (pybind11.h, its dispatcher's TypeError): 'f(): incompatible function arguments. "
+                        "The following argument types are supported: ... Invoked with: ...' ('incompatible "
+                        "constructor arguments' for __init__), read where the start never got ready: the Python "
+                        "calling a compiled library (a platform's runtime, a vLLM fork's device API) is at another "
+                        "release than the library",
     "vllm_c_undefined": "vLLM 0.4-0.33 _custom_ops.py's warning 'Failed to import from vllm._C with ImportError('..."
                         "_C.abi3.so: undefined symbol: ...')' (the extension was built for another torch) or "
                         "'libcudart.so.12: cannot open shared object file' (a CUDA build without its CUDA), and "

@@ -107,6 +107,15 @@ TOOL_PARSER = Advice(
     ("--tool-call-parser with a parser the error lists (the model card names the right one)",
      "drop --enable-auto-tool-choice if the model does not call tools"), ("retrying unchanged",),
 )
+RANKS_MISSING = Advice(
+    "The first rank's rendezvous store waited and only some of the ranks connected: the others never arrived. On "
+    "one machine they are this start's own processes (data- or tensor-parallel ranks) that failed or hung before "
+    "connecting; across nodes they may also be unable to reach this host's address and port.",
+    ("read the other ranks' own lines for their error first (an out-of-memory, an import error, a hang)",
+     "across nodes: the address and port of the first rank reachable from every node (VLLM_HOST_IP, "
+     "MASTER_ADDR; docs/ray.md)"),
+    ("retrying unchanged", "lowering memory settings before the other ranks' error is known"),
+)
 CHAT_TEMPLATE = Advice(
     "--chat-template takes a Jinja template file that exists where vLLM runs, or the template text itself; the "
     "value given is neither, so the API server refused it before loading the model.",
@@ -271,7 +280,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
     "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
     "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
-    "tool_parser": TOOL_PARSER, "chat_template": CHAT_TEMPLATE,
+    "tool_parser": TOOL_PARSER, "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING,
     "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,

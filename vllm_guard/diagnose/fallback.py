@@ -127,6 +127,10 @@ _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\)
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
                         r"(?:positional|keyword-only) arguments?|got an unexpected keyword argument|got multiple "
                         r"values for argument)")
+# pybind11's binding error (pybind11.h, the dispatcher's TypeError): a compiled library's function called with
+# arguments none of its overloads takes.
+_PYBIND = re.compile(r"[\w.]{0,128}\(\): incompatible (?:constructor|function) arguments\. The following argument "
+                     r"types are supported")
 # An exception class built to re-raise another (vLLM 0.6's model_runner_base.py "raise type(err)(...)"): its
 # constructor's signature is the exception's, not a library's API (rocm_sdk_builder #248, BackendCompilerFailed).
 _EXCEPTION_CLASS = re.compile(r"(?:Error|Exception|Failed|Warning|Interrupt|Exit)$")
@@ -162,6 +166,13 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
         return Diagnosis("version_mismatch", BEFORE_START, {}, called, signal, "python_package", ctx,
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
+    if not ready(lines):
+        bound = next((line for line in lines if "incompatible" in line.text and _PYBIND.search(line.text)), None)
+        if bound is not None:
+            # the Python side (vLLM, a platform plugin) and the compiled library it calls are at different releases
+            return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(bound.text), *last_errors(lines, tbs, 2)),
+                             signal, "python_package", ctx, confidence="medium",
+                             template=SUPPORT_SOURCES["pybind_signature"], stage_from=certainty.MESSAGE)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),

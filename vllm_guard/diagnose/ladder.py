@@ -111,6 +111,7 @@ NOT_RELAXABLE_DETAIL = {
     "mm_budget": "one multimodal item needs more tokens than --max-num-batched-tokens: raise it in the profile",
     "tool_parser": "the tool-call or reasoning parser options are refused: fix the profile",
     "chat_template": "--chat-template names no file vLLM can read: fix the profile",
+    "ranks_missing": "some ranks never joined the rendezvous: their own error comes first, no setting here helps",
     "unknown_method": "this vLLM does not know the quantization method named: fix --quantization",
     "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
     "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",

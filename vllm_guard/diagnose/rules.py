@@ -241,6 +241,10 @@ RULES: tuple[Rule, ...] = (
          detail="nccl", source=SOURCES["nccl"]),
     Rule("network", re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/\w{1,32}\.cc:\d{1,6}\] "
                                r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo", source=SOURCES["gloo"]),
+    # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
+    Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
+                               r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",
+         numbers=lambda m: numbers_of(m, "waited_s", "joined", "ranks"), source=SOURCES["ranks_missing"]),
     # Not a bare DistNetworkError: a busy local port (EADDRINUSE) raises it too, and that is no network's fault.
     Rule("network", re.compile(r"(?:DistNetworkError|DistStoreError): .{0,300}?(?:[Tt]imed out|Connection refused"
                                r"|No route to host)"), detail="rendezvous", source=SOURCES["rendezvous"]),
