@@ -219,6 +219,11 @@ WHY: dict[tuple[str, str], str] = {
         "GB10 (SM 12.1, NGC 26.01 build): 13.72 GiB loaded for a 12.82 GiB MXFP4 checkpoint; the log names no "
         "MoE kernel (line 96 only \"TRITON_ATTN\"), so the padding or dequantized copy behind the +0.9 GiB is not "
         "shown",
+    ("066-gemma-4-26b-a4b-it-nvfp4.log", "weights_gib"):
+        "RedHat's NVFP4 planned with nvidia's config of the same model, whose ignore list keeps every layer's dense "
+        "MLP (model.language_model.layers.N.mlp*) and attention in bf16: RedHat's checkpoint, 1.3 GiB lighter, "
+        "quantizes some of them; since the dense MLP beside each MoE block is counted (vLLM gemma4.py runs it "
+        "unconditionally), those 535M parameters weigh 1 GiB in nvidia's bf16",
     ("065-gemma-4-26b-a4b-it-qat-awq-int4.log", "weights_gib"):
         "cyankiwi's QAT AWQ INT4 (line 27: \"Using MarlinLinearKernel for CompressedTensorsWNA16\") planned as if "
         "every linear layer were 4-bit; its config, with the modules it keeps in 16 bits, was not found",

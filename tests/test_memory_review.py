@@ -171,20 +171,35 @@ def test_which_layers_hold_experts(text: dict, flags: tuple[bool, ...]) -> None:
 
 # --- expert parallel over data-parallel ranks -----------------------------------------------------------------------
 
-def test_expert_parallel_splits_the_experts_over_data_parallel_ranks_too() -> None:
+def test_data_parallel_splits_the_experts_with_or_without_expert_parallel() -> None:
     # startups/042 (vLLM 0.10.0): Qwen3-235B-A22B-FP8 at TP 8 with --enable-expert-parallel, "Model loading took
-    # 27.6656 GiB" on each of 8 GPUs. With TP 4 x DP 2 the 8 ranks still share the experts (ep_size = tp x dp),
-    # but each DP rank keeps the attention and embeddings whole over its 4 GPUs; without EP each DP rank is a whole
-    # TP-4 replica (the review: experts were never divided over DP ranks).
+    # 27.6656 GiB" on each of 8 GPUs. At TP 4 x DP 2 the 8 ranks still share the experts: vLLM's fused_moe/config.py
+    # FusedMoEParallelConfig.make gives ep_size = tp x dp with expert parallel, and without it flattens the MoE
+    # layers' tensor parallel across the data-parallel ranks ("When TP = 1, DP = 2 and EP = False ... the tensors
+    # are sharded across 2 devices"); each DP rank keeps the attention and embeddings whole over its 4 GPUs. The
+    # first review saw experts never divided over DP ranks, the second saw them divided only under EP.
     model = bundled("Qwen/Qwen3-235B-A22B-FP8")
     loaded = loaded_weights(model, Params())
     assert loaded.bytes is not None and loaded.expert_bytes is not None
     rest = loaded.bytes - loaded.expert_bytes
     tp8 = loaded.per_gpu(Params(tensor_parallel_size=8, enable_expert_parallel=True))
     assert tp8 is not None and abs(tp8 / GIB / loaded_gib("042-qwen3-235b-a22b-fp8.log") - 1) < 0.03
-    ep = loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2, enable_expert_parallel=True))
-    assert ep == int(rest / 4 + loaded.expert_bytes / 8)
-    assert loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2)) == int(loaded.bytes / 4)
+    for ep in (True, False):
+        split = loaded.per_gpu(Params(tensor_parallel_size=4, data_parallel_size=2, enable_expert_parallel=ep))
+        assert split == int(rest / 4 + loaded.expert_bytes / 8)
+    dense = loaded_weights(bundled("meta-llama/Llama-3.1-8B-Instruct"), Params())
+    assert dense.per_gpu(Params(data_parallel_size=4)) == dense.bytes  # a dense model: a whole copy per DP rank
+
+
+def test_gemma4_runs_its_dense_mlp_beside_the_experts_in_every_layer() -> None:
+    # vLLM gemma4.py / transformers Gemma4TextDecoderLayer: with enable_moe_block the layer's MLP runs unconditionally
+    # and the experts are added beside it. startups/080 (vLLM 0.20.0, gemma-4-26B-A4B-it): "Model loading took 48.5
+    # GiB"; without the 30 MLPs (535M parameters) the estimate was 46.78 GiB, 3.5% low
+    model = bundled("google/gemma-4-26B-A4B")
+    assert model.weights_bytes is not None
+    logged = float(re.search(r"Model loading took ([0-9.]+) GiB",
+                             (STARTUPS / "080-gemma-4-26b-a4b-it.log").read_text()).group(1))
+    assert abs(model.weights_bytes / GIB / logged - 1) < 0.02
 
 
 # --- sparse MLA: DeepSeek-V3.2's indexer cache and custom fp8 format -----------------------------------------------
@@ -248,3 +263,47 @@ def test_an_expert_share_never_exceeds_the_checkpoint() -> None:
 def test_which_mlps_have_a_gate(act: str, model_type: str, matrices: int) -> None:
     # vLLM phi.py fc1/fc2 and starcoder2.py c_fc/c_proj have no gate; gemma*.py's GeGLU has gate_up_proj
     assert _mlp_matrices({"hidden_act": act, "model_type": model_type}) == matrices
+
+
+def test_an_experts_only_scheme_on_a_dense_model_says_it_changes_nothing() -> None:
+    dense = bundled("meta-llama/Llama-3.1-8B-Instruct")
+    loaded = loaded_weights(dense, Params(quantization="experts_int8"))
+    assert loaded.bytes == dense.weights_bytes
+    assert any("has none" in n for n in loaded.notes) and not any("quantizes" in n for n in loaded.notes)
+
+
+def test_a_quantized_checkpoint_labelled_float32_keeps_its_size() -> None:
+    awq = dataclasses.replace(bundled("Qwen/Qwen2.5-14B-AWQ"), torch_dtype="float32")
+    loaded = loaded_weights(awq, Params())
+    assert loaded.bytes == awq.weights_bytes and loaded.notes == ()
+
+
+def test_a_float32_label_over_16_bit_moe_files_keeps_the_experts_at_16_bits() -> None:
+    # expert_bytes are counted at the config's dtype: a float32 label over bf16 files must not leave them at 4 bytes
+    # the bf16 model's size read as a measured one (2 bytes a parameter, as its safetensors hold)
+    moe = dataclasses.replace(bundled("Qwen/Qwen3-235B-A22B"), weights_source="index")
+    assert moe.weights_bytes is not None and moe.expert_bytes is not None
+    mislabelled = dataclasses.replace(moe, torch_dtype="float32", expert_bytes=2 * moe.expert_bytes)
+    params = Params(tensor_parallel_size=4, data_parallel_size=2, enable_expert_parallel=True)
+    assert loaded_weights(mislabelled, params).per_gpu(params) == loaded_weights(moe, params).per_gpu(params)
+
+
+def test_float32_activations_with_online_fp8_fail_with_the_dtype_that_mends_them(tmp_path: Path) -> None:
+    # vLLM checks quant_config.get_supported_act_dtypes() before loading (Fp8Config and the online schemes:
+    # bfloat16 and half): "torch.float32 is not supported for quantization method fp8"
+    report, _ = check(tmp_path, "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192",
+                         "--quantization", "fp8", "--dtype", "float32")
+    dtype = next(f for f in report["checks"] if f["id"] == "gpu.dtype")
+    assert dtype["status"] == "fail" and "--dtype auto" in dtype["fix"]
+    assert report["fix"]["vllm"] == {"dtype": "auto"}
+
+
+def test_float32_weights_that_do_not_fit_are_offered_the_models_own_16_bits(tmp_path: Path) -> None:
+    # Llama-3.1-8B in float32 is 29.92 GiB on a 22.49 GiB L4; its own bf16 (14.96 GiB) fits, and no fix ends in a
+    # dangling "or" when the tensor-parallel alternative cannot be had on one GPU
+    report, _ = check(tmp_path, "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--dtype", "float32")
+    weights = next(f for f in report["checks"] if f["id"] == "model.weights_fit")
+    assert weights["status"] == "fail" and weights["fix"].startswith("--dtype auto")
+    report, _ = check(tmp_path, "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "8192")
+    weights = next(f for f in report["checks"] if f["id"] == "model.weights_fit")
+    assert weights["status"] == "fail" and not weights["fix"].startswith("or ")

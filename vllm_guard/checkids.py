@@ -28,7 +28,8 @@ DESCRIPTIONS: dict[str, str] = {
     "model.kv_fit": "the KV cache holds one request of max-model-len (and min-concurrency of them)",
     "model.max_len": "max-model-len is within the model's own maximum",
     "model.tp_divisible": "the attention heads (and KV heads, quantization groups) split over tensor parallel",
-    "gpu.dtype": "the dtype runs on the GPU's compute capability (bfloat16 needs 8.0)",
+    "gpu.dtype": "the dtype runs on the GPU's compute capability (bfloat16 needs 8.0) and with the weight "
+                 "quantization (fp8 and the online schemes take 16-bit activations only)",
     "gpu.kv_cache_dtype": "an fp8 KV cache runs on the GPU (native from 8.9)",
     "gpu.quantization": "the weight quantization method runs on the GPU's compute capability",
     "gpu.p2p": "GPU peer-to-peer between every pair of the layout (vLLM's custom all-reduce needs it)",

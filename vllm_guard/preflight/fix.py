@@ -16,6 +16,7 @@ from typing import Any
 
 from vllm_guard.facts.machine import Facts
 from vllm_guard.preflight.findings import FAIL
+from vllm_guard.preflight.gpu_checks import FLOAT32, HALF_ACTIVATIONS_ONLY
 from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, GIB, MIB
 from vllm_guard.preflight.run import Preflight, available_utilization, preflight
 from vllm_guard.profile.model import Profile, world_size
@@ -127,6 +128,10 @@ def _candidates(profile: Profile, facts: Facts, *, first_only: bool) -> Iterator
     kv = str(profile.value("kv_cache_dtype") or "auto")
     if kv.startswith("fp8") and cc is not None and cc < (8, 0):
         base["kv_cache_dtype"] = "auto"
+    float32 = profile.value("dtype") in FLOAT32
+    method = str(profile.value("quantization") or facts.model.quant_method or "").lower()
+    if float32 and method in HALF_ACTIVATIONS_ONLY:
+        base["dtype"] = "auto"  # vLLM refuses float32 activations with this quantization (gpu.dtype)
     yield base
     if first_only:
         return
@@ -134,6 +139,8 @@ def _candidates(profile: Profile, facts: Facts, *, first_only: bool) -> Iterator
         and profile.value("kv_cache_memory_bytes") is None
     seqs = profile.value("max_num_seqs") if profile.is_set("max_num_seqs") else None
     variants: list[dict[str, Any]] = [{}]
+    if float32 and "dtype" not in base:
+        variants.append({"dtype": "auto"})  # the model's own 16 bits: half the weights and the KV cache
     if fp8_native:
         variants.append({"kv_cache_dtype": "fp8"})
     variants.append({"max_num_seqs": min(int(seqs or 256), 64)})  # fewer graph sizes, a smaller sampler
@@ -194,8 +201,9 @@ def _describe(profile: Profile, facts: Facts, changes: dict[str, Any], guard: di
     if "tensor_parallel_size" in changes:
         parts.append(f"tensor parallel size {changes['tensor_parallel_size']} fits the {len(facts.gpus)} visible "
                      "GPU(s) and splits the heads evenly")
+    dtype_why = "the model's own 16 bits" if changes.get("dtype") == "auto" else "float16 on this GPU"
     for dest, why in (("kv_cache_dtype", "KV cache dtype"), ("max_num_seqs", "a smaller batch"),
-                      ("enforce_eager", "no CUDA graphs"), ("dtype", "float16 on this GPU")):
+                      ("enforce_eager", "no CUDA graphs"), ("dtype", dtype_why)):
         if dest in changes and dest != "max_model_len":
             parts.append(f"{why} ({dest.replace('_', '-')} {changes[dest]})")
     return "; ".join(parts) or "these values pass every check"
@@ -254,8 +262,8 @@ def verify_alternatives(pre: Preflight, facts: Facts) -> Preflight:
         # leaves another failing is no fix to apply on its own.
         kept = (whole or kept)[:MAX_ALTERNATIVES]
         text = "; or ".join(_flags(values) + (f" ({why})" if why else "") for values, why in kept)
-        if f.advice:
-            text = f"{text}; {f.advice}" if text else f.advice
+        if f.advice:  # an advice written to follow the values ("or ...") stands alone when none is kept
+            text = f"{text}; {f.advice}" if text else f.advice.removeprefix("or ")
         findings.append(replace(f, fix=text or "no single value mends this on its own: see the verdict's fix",
                                 options=tuple(kept)))
     return replace(pre, findings=findings)

@@ -123,6 +123,14 @@ def check_gpu_free_memory(c: Context) -> Finding:
 
 
 def check_gpu_dtype(c: Context) -> Finding:
+    method = str(c.profile.value("quantization") or c.facts.model.quant_method or "").lower()
+    if c.params.dtype in FLOAT32 and method in HALF_ACTIVATIONS_ONLY:
+        # vLLM checks quant_config.get_supported_act_dtypes() before loading: "torch.float32 is not supported for
+        # quantization method fp8. Supported dtypes: [torch.bfloat16, torch.float16]"
+        return Finding("gpu.dtype", FAIL, f"{method} runs with bfloat16 or float16 activations only; vLLM refuses "
+                       f"--dtype {c.params.dtype} with it", "drop --dtype float32 (the model's own 16 bits)",
+                       {"method": method, "dtype": c.params.dtype}, {"dtype": "bfloat16 or float16"},
+                       options=(({"dtype": "auto"}, "the model's own 16 bits"),))
     cc = min_capability(c)
     if cc is None:
         return Finding("gpu.dtype", SKIP, "compute capability unknown")
@@ -198,6 +206,13 @@ def check_gpu_quantization(c: Context) -> Finding:
     return Finding("gpu.quantization", FAIL, f"{method} needs compute capability {shown_min}; this GPU has "
                    f"{shown_have}",
                    "use a checkpoint in a format this GPU supports (e.g. GPTQ on older GPUs)", measured, required)
+
+
+# Weight quantizations whose config answers get_supported_act_dtypes() with bfloat16 and half only (vLLM 0.33:
+# Fp8Config, ExpertsInt8Config and the online shorthands' OnlineQuantizationConfig, online/base.py).
+HALF_ACTIVATIONS_ONLY = frozenset(("fp8", "experts_int8", "online", "fp8_per_tensor", "fp8_per_block",
+                                   "fp8_per_channel", "int8_per_channel_weight_only", "mxfp8", "nvfp4_per_token"))
+FLOAT32 = ("float32", "float")
 
 
 def min_capability(c: Context) -> tuple[int, int] | None:

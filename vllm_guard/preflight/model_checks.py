@@ -46,15 +46,22 @@ def check_model_weights_fit(c: Context) -> Finding:
     if e.weights_bytes_per_gpu < room:
         return Finding("model.weights_fit", PASS, f"weights take {gib(e.weights_bytes_per_gpu)} of the "
                        f"{gib(e.budget_bytes)} budget per GPU", None, measured, required)
-    total = loaded_weights(c.facts.model, c.params).bytes or 0  # as the GPUs hold them (preflight/weights.py)
-    tp_needed = next((t for t in (2, 4, 8) if total / t < room and t <= len(c.facts.gpus)), None)
-    fix = "use a quantized checkpoint (AWQ, GPTQ or FP8)"
+    loaded = loaded_weights(c.facts.model, c.params)  # as the GPUs hold them (preflight/weights.py)
+    # more tensor parallel on the visible GPUs, each data-parallel rank keeping its own copy
+    copies = max(int(c.profile.value("data_parallel_size") or 1), 1) * c.params.pipeline_parallel_size
+    tp_needed = next((t for t in (2, 4, 8) if t > c.params.tensor_parallel_size and t * copies <= len(c.facts.gpus)
+                      and (loaded.per_gpu(replace(c.params, tensor_parallel_size=t)) or 0) < room), None)
+    options: list[tuple[dict[str, Any], str]] = []
+    if c.params.dtype in ("float32", "float"):
+        options.append(({"dtype": "auto"}, "the model's own 16 bits halve them"))
     if tp_needed:
-        fix += f", or spread it over {tp_needed} GPUs with --tensor-parallel-size {tp_needed}"
+        options.append(({"tensor_parallel_size": tp_needed}, f"spreads them over {tp_needed} GPUs"))
+    # verify_alternatives keeps the options that mend this check and rewrites the fix from them
+    smaller = ("use a smaller model or more GPUs" if c.facts.model.quant_method
+               else "use a quantized checkpoint (AWQ, GPTQ or FP8)")
     return Finding("model.weights_fit", FAIL, f"weights alone need {gib(e.weights_bytes_per_gpu)} per GPU; the "
-                   f"budget is {gib(e.budget_bytes)}", fix, measured, required,
-                   options=(({"tensor_parallel_size": tp_needed}, f"spreads them over {tp_needed} GPUs"),)
-                   if tp_needed else (), advice="or use a quantized checkpoint (AWQ, GPTQ or FP8)")
+                   f"budget is {gib(e.budget_bytes)}", smaller, measured, required, options=tuple(options),
+                   advice=f"or {smaller.removeprefix('use ')}")
 
 
 def check_model_kv_fit(c: Context) -> Finding:

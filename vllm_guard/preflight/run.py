@@ -96,9 +96,11 @@ def preflight(profile: Profile, facts: Facts) -> Preflight:
         profile, params, est, note = _resolve_auto(profile, facts, params, est, gpu)
         notes.append(note)
     params = replace(params, utilization=requested)
-    if est is not None:  # what the memory model could not know, or changed from the checkpoint (weights.py)
-        notes += [n for n in est.notes if n not in notes]
-    return Preflight(profile, params, est, run_checks(profile, facts, params, est), tuple(notes))
+    findings = run_checks(profile, facts, params, est)
+    if est is not None:  # what the memory model could not know, or changed from the checkpoint (weights.py),
+        # unless a check's finding says it already
+        notes += [n for n in est.notes if n not in notes and not any(n in f.message for f in findings)]
+    return Preflight(profile, params, est, findings, tuple(notes))
 
 
 def available_utilization(gpus: tuple[Gpu, ...], margin_bytes: int) -> float | None:

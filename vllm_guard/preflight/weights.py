@@ -37,25 +37,24 @@ ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0, "int8_per_channel_weight_only": 1.0,
 
 @dataclass(frozen=True)
 class Loaded:
-    """The weights the GPUs hold in all (before tensor or pipeline parallel splits them), the routed experts'
-    share of them (None: a dense model or not known), and how it was found."""
+    """The weights the GPUs hold in all (before any parallelism splits them), the routed experts' share of them
+    (None: a dense model or not known), and how it was found."""
 
     bytes: int | None
     expert_bytes: int | None = None
     notes: tuple[str, ...] = ()
 
     def per_gpu(self, params: Params) -> int | None:
-        """One GPU's share. Tensor and pipeline parallel split everything; with --enable-expert-parallel the
-        routed experts split over tensor x data parallel ranks too (vLLM FusedMoEParallelConfig.make: ep_size =
-        tp_size x dp_size), while each data-parallel rank keeps its own copy of the rest."""
+        """One GPU's share. Tensor and pipeline parallel split everything. Data parallel copies all but the routed
+        experts: vLLM shards an MoE layer over tensor x data parallel ranks, with --enable-expert-parallel (ep_size =
+        tp_size x dp_size) and without it (its tensor parallel flattened across the data-parallel ranks:
+        fused_moe/config.py FusedMoEParallelConfig.make, flatten_tp_across_dp)."""
         if self.bytes is None:
             return None
         split = params.tensor_parallel_size * params.pipeline_parallel_size
-        share = self.bytes / split
-        if params.enable_expert_parallel and params.data_parallel_size > 1 and self.expert_bytes:
-            experts = min(self.expert_bytes, self.bytes)  # never more experts than the checkpoint holds
-            share -= experts / split * (1 - 1 / params.data_parallel_size)
-        return int(share)
+        experts = min(self.expert_bytes or 0, self.bytes)  # never more experts than the checkpoint holds
+        rest = self.bytes - experts
+        return int(rest / split + experts / (split * params.data_parallel_size))
 
 
 def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
@@ -66,52 +65,65 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
     size, experts = model.weights_bytes, model.expert_bytes
     if model.weights_source != "estimate" and model.mtp_bytes:
         size -= model.mtp_bytes  # a checkpoint's index counts the MTP layers; an estimate from config does not
+    if model.quant_method:  # a quantized checkpoint loads as it is stored: --dtype sets its activations only
+        return Loaded(size, experts)
     notes: list[str] = []
-    quantized = bool(model.quant_method)
-    checkpoint_fp32 = _float32_files(model, notes)
-    if not quantized and checkpoint_fp32 and params.dtype not in FLOAT32:
-        size, experts = size // 2, experts // 2 if experts else experts
-        notes.append(f"a float32 checkpoint served in 16 bits (--dtype {params.dtype}): weights {_gib(size)}")
-    elif not quantized and not checkpoint_fp32 and params.dtype in FLOAT32:
-        size, experts = size * 2, experts * 2 if experts else experts
-        notes.append(f"--dtype {params.dtype} doubles the 16-bit checkpoint: weights {_gib(size)}")
-    method = params.quantization
-    if method is None or quantized:
+    # bytes a weight: as config.json says (expert_bytes were counted so), as the files hold, as vLLM serves them
+    said = 4 if str(model.torch_dtype or "").lower() in FLOAT32 else 2
+    files = 2 if said == 4 and _sixteen_bit_files(model) else said
+    served = 4 if params.dtype in FLOAT32 else 2
+    if said != files:
+        notes.append("config.json says float32, but the checkpoint holds about 2 bytes a parameter: sized as 16-bit")
+    size = size * served // files
+    experts = experts * served // said if experts else experts
+    if served != files:
+        why = (f"a float32 checkpoint served in 16 bits (--dtype {params.dtype})" if files == 4
+               else f"--dtype {params.dtype} doubles the 16-bit checkpoint")
+        notes.append(f"{why}: weights {_gib(size)}")
+    if params.quantization is None:
         return Loaded(size, experts, tuple(notes))
-    element = 4 if params.dtype in FLOAT32 else 2
+    size, experts = _online(model, params, size, experts, served, notes)
+    return Loaded(size, experts, tuple(notes))
+
+
+def _online(model: ModelFacts, params: Params, size: int, experts: int | None, served: int,
+            notes: list[str]) -> tuple[int, int | None]:
+    """The weights after an online --quantization of the unquantized checkpoint, each converted weight going from
+    ``served`` bytes to the scheme's (vLLM refuses float32 activations with these schemes; gpu.quantization says
+    so)."""
+    method = str(params.quantization)
     if method in ONLINE_BYTES_PER_WEIGHT:
         converted, per_weight = model.linear_params, ONLINE_BYTES_PER_WEIGHT[method]
     elif method in ONLINE_EXPERTS_ONLY:
         converted, per_weight = model.expert_params, ONLINE_EXPERTS_ONLY[method]
+        if not model.num_experts:
+            notes.append(f"--quantization {method} converts routed experts only; this model has none, so its "
+                         "weights stay as they are")
+            return size, experts
     else:
         notes.append(f"--quantization {method} on a 16-bit checkpoint: its size after loading is not modelled, the "
                      "checkpoint's is used")
-        return Loaded(size, experts, tuple(notes))
+        return size, experts
     if converted is None:
         notes.append(f"--quantization {method}: the model's linear layers are not known from its config, so the "
                      "checkpoint's size is used")
-        return Loaded(size, experts, tuple(notes))
+        return size, experts
     # a config's parameter count can outrun its checkpoint (a config that does not describe the files): never
     # convert more than the checkpoint holds
-    held = min(converted * element, size)
-    size = int(size - held + held / element * per_weight)
+    held = min(served * converted, size)
+    size = int(size - held + held / served * per_weight)
     if experts and model.expert_params:
-        experts = int(min(model.expert_params * element, experts) / element * per_weight)
+        experts = int(min(served * model.expert_params, experts) / served * per_weight)
     notes.append(f"--quantization {method} quantizes the 16-bit checkpoint as it loads: weights {_gib(size)}")
-    return Loaded(size, experts, tuple(notes))
+    return size, experts
 
 
-def _float32_files(model: ModelFacts, notes: list[str]) -> bool:
-    """Whether the checkpoint's files hold float32 weights: its config says so, and where the files' own size is
-    known, it is about 4 bytes a parameter, not 2 (a config left at float32 over bf16 files would otherwise have
-    them halved)."""
-    if str(model.torch_dtype or "").lower() not in FLOAT32:
-        return False
+def _sixteen_bit_files(model: ModelFacts) -> bool:
+    """Whether the checkpoint's files, where their size is known, hold about 2 bytes a parameter (under 3) whatever
+    config.json's torch_dtype says."""
     files, parameters = model.weights_bytes, model.parameters
-    if model.weights_source not in (None, "estimate") and files and parameters and files < 3 * parameters:
-        notes.append("config.json says float32, but the checkpoint holds about 2 bytes a parameter: sized as 16-bit")
-        return False
-    return True
+    measured = model.weights_source not in (None, "estimate")
+    return bool(measured and files and parameters and files < 3 * parameters)
 
 
 def _gib(n: int) -> str:

@@ -59,27 +59,17 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
         global_attn = (_attention_params(text, hidden, heads, g_kv, g_dim, k_eq_v=bool(text.get("attention_k_eq_v")))
                        if isinstance(g_dim, int) else attn)
     gated = _mlp_matrices(text)
-    dense_mlp = gated * hidden * inter
-    n_experts = model_arch.experts(text)[0]
-    pattern = text.get("hybrid_override_pattern")
-    pattern = pattern if isinstance(pattern, str) and len(pattern) == layers else None
-    # Nemotron-H's blocks are one thing each: "M" a Mamba mixer, "*" attention, "-" an MLP, "E" an MoE
-    dense_layers = pattern.count("-") if pattern else layers
-    mlp = experts = shared = 0
-    if n_experts:
+    mlp, experts, shared = gated * hidden * inter * _dense_mlp_layers(text, layers), 0, 0
+    if n_experts := model_arch.experts(text)[0]:
         moe_layers = sum(model_arch.moe_layer_flags(text, layers))
-        if not pattern:
-            dense_layers = layers - moe_layers
         moe_inter = int_field(text, "moe_intermediate_size") or inter
         # Llama-4's dense layers have their own width (intermediate_size_mlp; intermediate_size is an expert's)
-        mlp = dense_layers * gated * hidden * (int_field(text, "intermediate_size_mlp") or inter)
+        mlp = gated * hidden * (int_field(text, "intermediate_size_mlp") or inter) * _dense_mlp_layers(text, layers)
         experts = moe_layers * (gated * hidden * moe_inter * n_experts + hidden * n_experts)  # + router
         shared = moe_layers * gated * hidden * _shared_expert_width(text, moe_inter)
         # Qwen2-MoE / Qwen3-Next: the shared expert's sigmoid gate
         if int_field(text, "shared_expert_intermediate_size"):
             shared += moe_layers * hidden
-    else:
-        mlp = dense_layers * dense_mlp
     state_layers = sum(1 for k in kinds if k == model_arch.STATE)
     no_mixer = sum(1 for k in kinds if k == model_arch.NONE)
     full_layers = sum(1 for k in kinds if k.startswith(model_arch.FULL)) if kinds else layers
@@ -108,6 +98,19 @@ def _mlp_matrices(text: Mapping[str, Any]) -> int:
     if str(text.get("model_type") or "").startswith("gemma"):
         return 3
     return 2 if act in UNGATED_ACTIVATIONS or act.startswith("gelu") else 3
+
+
+def _dense_mlp_layers(text: Mapping[str, Any], layers: int) -> int:
+    """The layers that hold a dense MLP: Nemotron-H's "-" blocks (its blocks are one thing each: "M" a Mamba mixer,
+    "*" attention, "-" an MLP, "E" an MoE); every layer of Gemma 4's MoE, whose decoder layer runs its MLP beside the
+    experts (enable_moe_block: vLLM gemma4.py, transformers Gemma4TextDecoderLayer); else the layers without experts.
+    """
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and len(pattern) == layers:
+        return pattern.count("-")
+    if text.get("enable_moe_block"):
+        return layers
+    return layers - sum(model_arch.moe_layer_flags(text, layers))
 
 
 def _shared_expert_width(text: Mapping[str, Any], moe_inter: int) -> int:
