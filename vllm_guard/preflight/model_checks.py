@@ -70,7 +70,8 @@ def check_model_kv_fit(c: Context) -> Finding:
     e = c.estimate
     m = c.facts.model
     if e is None or e.kv_budget_bytes is None or e.kv_bytes_per_token is None or e.max_model_len is None:
-        return Finding("model.kv_fit", SKIP, "KV budget unknown: " + ("; ".join(e.notes) if e else "no GPU"))
+        unknown = [n for n in e.notes if "unknown" in n] if e else ["no GPU"]
+        return Finding("model.kv_fit", SKIP, "KV cache not judged: " + ("; ".join(unknown) or "its budget is unknown"))
     need = e.kv_needed_bytes(m, c.params, e.max_model_len) or 0
     layer_page = need / max(math.ceil(e.max_model_len / e.block_size), 1)
     available = e.kv_budget_bytes - layer_page  # vLLM keeps one block back (the null block)
