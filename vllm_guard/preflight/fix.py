@@ -16,8 +16,9 @@ from typing import Any
 
 from vllm_guard.facts.machine import Facts
 from vllm_guard.preflight.findings import FAIL
-from vllm_guard.preflight.gpu_checks import FLOAT32, HALF_ACTIVATIONS_ONLY
+from vllm_guard.preflight.gpu_checks import refuses_float32
 from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, GIB, MIB
+from vllm_guard.preflight.memory_params import FLOAT32
 from vllm_guard.preflight.run import Preflight, available_utilization, preflight
 from vllm_guard.profile.model import Profile, world_size
 from vllm_guard.suggest import flag, toml_line
@@ -128,9 +129,8 @@ def _candidates(profile: Profile, facts: Facts, *, first_only: bool) -> Iterator
     kv = str(profile.value("kv_cache_dtype") or "auto")
     if kv.startswith("fp8") and cc is not None and cc < (8, 0):
         base["kv_cache_dtype"] = "auto"
-    float32 = profile.value("dtype") in FLOAT32
-    method = str(profile.value("quantization") or facts.model.quant_method or "").lower()
-    if float32 and method in HALF_ACTIVATIONS_ONLY:
+    dtype = str(profile.value("dtype") or "auto")
+    if refuses_float32(dtype, profile.value("quantization") or facts.model.quant_method):
         base["dtype"] = "auto"  # vLLM refuses float32 activations with this quantization (gpu.dtype)
     yield base
     if first_only:
@@ -139,7 +139,7 @@ def _candidates(profile: Profile, facts: Facts, *, first_only: bool) -> Iterator
         and profile.value("kv_cache_memory_bytes") is None
     seqs = profile.value("max_num_seqs") if profile.is_set("max_num_seqs") else None
     variants: list[dict[str, Any]] = [{}]
-    if float32 and "dtype" not in base:
+    if dtype in FLOAT32 and "dtype" not in base:
         variants.append({"dtype": "auto"})  # the model's own 16 bits: half the weights and the KV cache
     if fp8_native:
         variants.append({"kv_cache_dtype": "fp8"})

@@ -8,6 +8,7 @@ from typing import Any
 from vllm_guard.facts.machine import Gpu
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Context, Finding, gib, mib
 from vllm_guard.preflight.memory import DEFAULT_UTILIZATION, MIB
+from vllm_guard.preflight.memory_params import FLOAT32
 from vllm_guard.proctitles import PRELOAD_NAME
 
 # Minimum compute capability of weight quantization methods, vLLM 0.33
@@ -123,8 +124,8 @@ def check_gpu_free_memory(c: Context) -> Finding:
 
 
 def check_gpu_dtype(c: Context) -> Finding:
-    method = str(c.profile.value("quantization") or c.facts.model.quant_method or "").lower()
-    if c.params.dtype in FLOAT32 and method in HALF_ACTIVATIONS_ONLY:
+    method = c.params.quantization or c.facts.model.quant_method
+    if refuses_float32(c.params.dtype, method):
         # vLLM checks quant_config.get_supported_act_dtypes() before loading: "torch.float32 is not supported for
         # quantization method fp8. Supported dtypes: [torch.bfloat16, torch.float16]"
         return Finding("gpu.dtype", FAIL, f"{method} runs with bfloat16 or float16 activations only; vLLM refuses "
@@ -212,7 +213,11 @@ def check_gpu_quantization(c: Context) -> Finding:
 # Fp8Config, ExpertsInt8Config and the online shorthands' OnlineQuantizationConfig, online/base.py).
 HALF_ACTIVATIONS_ONLY = frozenset(("fp8", "experts_int8", "online", "fp8_per_tensor", "fp8_per_block",
                                    "fp8_per_channel", "int8_per_channel_weight_only", "mxfp8", "nvfp4_per_token"))
-FLOAT32 = ("float32", "float")
+
+
+def refuses_float32(dtype: str, method: str | None) -> bool:
+    """Whether vLLM refuses this --dtype with this weight quantization (float32 activations: see above)."""
+    return dtype in FLOAT32 and str(method or "").lower() in HALF_ACTIVATIONS_ONLY
 
 
 def min_capability(c: Context) -> tuple[int, int] | None:

@@ -19,6 +19,7 @@ KV_DTYPE_BYTES: dict[str, float] = {
 }
 MODEL_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 2, "float": 2, "auto": 2}
 # float32 checkpoints are served in 16-bit by vLLM unless --dtype float32 is explicit.
+FLOAT32 = ("float32", "float")  # --dtype's spellings of it
 EXPLICIT_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 4, "float": 4}
 
 
@@ -36,7 +37,7 @@ class Params:
     quantization: str | None = None  # --quantization: None reads the checkpoint's own (preflight/weights.py)
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
-    data_parallel_size: int = 1  # with --enable-expert-parallel the experts split over TP x DP (preflight/weights.py)
+    data_parallel_size: int = 1  # the routed experts split over TP x DP, the rest is copied (preflight/weights.py)
     block_size: int | None = None
     kv_cache_memory_bytes: int | None = None
     cpu_offload_gb: float = 0.0
@@ -74,7 +75,7 @@ class Params:
             enforce_eager=bool(get("enforce_eager")),
             kv_cache_dtype=str(get("kv_cache_dtype") or "auto"),
             dtype=str(get("dtype") or "auto"),
-            quantization=str(get("quantization")) if get("quantization") else None,
+            quantization=opt("quantization"),
             tensor_parallel_size=int(get("tensor_parallel_size") or 1),
             pipeline_parallel_size=int(get("pipeline_parallel_size") or 1),
             data_parallel_size=max(int(get("data_parallel_size") or 1), 1),

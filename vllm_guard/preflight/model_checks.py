@@ -8,6 +8,7 @@ from typing import Any
 
 from vllm_guard.preflight.findings import FAIL, PASS, SKIP, WARN, Context, Finding, gib
 from vllm_guard.preflight.gpu_checks import min_capability
+from vllm_guard.preflight.memory_params import FLOAT32
 from vllm_guard.preflight.weights import loaded_weights
 
 # --- the model ----------------------------------------------------------------
@@ -48,11 +49,11 @@ def check_model_weights_fit(c: Context) -> Finding:
                        f"{gib(e.budget_bytes)} budget per GPU", None, measured, required)
     loaded = loaded_weights(c.facts.model, c.params)  # as the GPUs hold them (preflight/weights.py)
     # more tensor parallel on the visible GPUs, each data-parallel rank keeping its own copy
-    copies = max(int(c.profile.value("data_parallel_size") or 1), 1) * c.params.pipeline_parallel_size
+    copies = c.params.data_parallel_size * c.params.pipeline_parallel_size
     tp_needed = next((t for t in (2, 4, 8) if t > c.params.tensor_parallel_size and t * copies <= len(c.facts.gpus)
                       and (loaded.per_gpu(replace(c.params, tensor_parallel_size=t)) or 0) < room), None)
     options: list[tuple[dict[str, Any], str]] = []
-    if c.params.dtype in ("float32", "float"):
+    if c.params.dtype in FLOAT32:
         options.append(({"dtype": "auto"}, "the model's own 16 bits halve them"))
     if tp_needed:
         options.append(({"tensor_parallel_size": tp_needed}, f"spreads them over {tp_needed} GPUs"))

@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vllm_guard.facts.model import ModelFacts
-from vllm_guard.preflight.memory_params import Params
+from vllm_guard.preflight.memory_params import FLOAT32, Params
 
-FLOAT32 = ("float32", "float")
 # Online weight schemes of --quantization (vLLM 0.33 model_executor/layers/quantization/__init__.py) -> bytes per
 # weight of the linear layers they convert; scales are a fraction of a percent (one per tensor, channel or block
 # of 128 x 128) except for the micro-scaled formats, whose 8-bit scale per block is counted.

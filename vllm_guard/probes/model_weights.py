@@ -59,12 +59,12 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
         global_attn = (_attention_params(text, hidden, heads, g_kv, g_dim, k_eq_v=bool(text.get("attention_k_eq_v")))
                        if isinstance(g_dim, int) else attn)
     gated = _mlp_matrices(text)
-    mlp, experts, shared = gated * hidden * inter * _dense_mlp_layers(text, layers), 0, 0
+    moe_layers = sum(model_arch.moe_layer_flags(text, layers))
+    # Llama-4's dense layers have their own width (intermediate_size_mlp; intermediate_size is an expert's)
+    dense_inter = int_field(text, "intermediate_size_mlp") or inter
+    mlp, experts, shared = gated * hidden * dense_inter * _dense_mlp_layers(text, layers, moe_layers), 0, 0
     if n_experts := model_arch.experts(text)[0]:
-        moe_layers = sum(model_arch.moe_layer_flags(text, layers))
         moe_inter = int_field(text, "moe_intermediate_size") or inter
-        # Llama-4's dense layers have their own width (intermediate_size_mlp; intermediate_size is an expert's)
-        mlp = gated * hidden * (int_field(text, "intermediate_size_mlp") or inter) * _dense_mlp_layers(text, layers)
         experts = moe_layers * (gated * hidden * moe_inter * n_experts + hidden * n_experts)  # + router
         shared = moe_layers * gated * hidden * _shared_expert_width(text, moe_inter)
         # Qwen2-MoE / Qwen3-Next: the shared expert's sigmoid gate
@@ -100,7 +100,7 @@ def _mlp_matrices(text: Mapping[str, Any]) -> int:
     return 2 if act in UNGATED_ACTIVATIONS or act.startswith("gelu") else 3
 
 
-def _dense_mlp_layers(text: Mapping[str, Any], layers: int) -> int:
+def _dense_mlp_layers(text: Mapping[str, Any], layers: int, moe_layers: int) -> int:
     """The layers that hold a dense MLP: Nemotron-H's "-" blocks (its blocks are one thing each: "M" a Mamba mixer,
     "*" attention, "-" an MLP, "E" an MoE); every layer of Gemma 4's MoE, whose decoder layer runs its MLP beside the
     experts (enable_moe_block: vLLM gemma4.py, transformers Gemma4TextDecoderLayer); else the layers without experts.
@@ -110,7 +110,7 @@ def _dense_mlp_layers(text: Mapping[str, Any], layers: int) -> int:
         return pattern.count("-")
     if text.get("enable_moe_block"):
         return layers
-    return layers - sum(model_arch.moe_layer_flags(text, layers))
+    return layers - moe_layers
 
 
 def _shared_expert_width(text: Mapping[str, Any], moe_inter: int) -> int:
