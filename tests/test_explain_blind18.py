@@ -39,3 +39,20 @@ def test_ranks_that_never_joined_the_store_say_so() -> None:
     assert (d.cls, d.detail, d.numbers) == ("network", "ranks_missing", {"waited_s": 601, "joined": 1, "ranks": 4})
     assert any("other ranks" in helps for helps in advice_for(d).helps)
     assert isinstance(next_step(d, Settings()), Stop)
+
+
+def test_a_bare_multiple_values_binding_error_is_a_version_mismatch() -> None:
+    # After blind18: Python's "got multiple values for argument" is what a caller written for the callee's other
+    # release gets. b10-024 is the paste's one line (GLM-4.1V's processor under another transformers), b9-003 its
+    # prose summary and a cut traceback, b9-020 a platform plugin calling vLLM's get_attn_backend, typed "typeError".
+    for folder, name in (("blind10", "b10-024"), ("blind9", "b9-003"), ("blind9", "b9-020")):
+        d = classify(blind_log(folder, name))
+        assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "python_package", "medium"), name
+        assert any("multiple values for argument" in line for line in d.evidence), name
+
+
+def test_a_multiple_values_error_in_a_start_that_got_ready_is_no_failure() -> None:
+    ready = (DATA / "real-logs" / "startups" / "013-llama-3.1-8b-instruct.log").read_text()
+    line = "TypeError: Glm4vProcessor.__init__() got multiple values for argument 'tokenizer'"
+    assert classify(line + "\n" + ready).cls == "unknown"
+    assert classify(line).cls == "version_mismatch"

@@ -292,6 +292,11 @@ SUPPORT_SOURCES: dict[str, str] = {
                          "given', 'missing 1 required positional argument', 'got an unexpected keyword argument') on a "
                          "call from vLLM's own code: the callee is a library vLLM depends on (transformers, torch) at "
                          "another release than the one this vLLM was written for",
+    "multiple_values": "the Python interpreter's TypeError 'f() got multiple values for argument 'x'', read where the "
+                       "start never got ready: a caller passes positionally an argument its callee's installed "
+                       "release moved or renamed (transformers' processors' __init__ under vLLM 0.9's "
+                       "Qwen2_5_VLProcessor and GLM-4.1V, vLLM's own get_attn_backend under a platform plugin written "
+                       "for another vLLM); no such message comes from a settings or memory check",
     "pybind_signature": "pybind11 (pybind11.h, its dispatcher's TypeError): 'f(): incompatible function arguments. "
                         "The following argument types are supported: ... Invoked with: ...' ('incompatible "
                         "constructor arguments' for __init__), read where the start never got ready: the Python "

@@ -127,6 +127,11 @@ _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\)
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
                         r"(?:positional|keyword-only) arguments?|got an unexpected keyword argument|got multiple "
                         r"values for argument)")
+# The same binding error with no traceback kept (a paste of its last line, or a Ray worker's relayed one): among
+# Python's binding errors the one a caller written for the callee's other release gives, never a settings mistake
+# (every real report of it in tests/data/real-logs is labelled version_mismatch; blind9/b9-020 spells it "typeError").
+_MULTIPLE_VALUES = re.compile(r"(?i:typeerror): (?:[\w.]{1,128}\.)?\w{1,128}\(\) got multiple values for argument "
+                              r"'\w{1,128}'")
 # pybind11's binding error (pybind11.h, the dispatcher's TypeError): a compiled library's function called with
 # arguments none of its overloads takes.
 _PYBIND = re.compile(r"[\w.]{0,128}\(\): incompatible (?:constructor|function) arguments\. The following argument "
@@ -167,6 +172,12 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
     if not ready(lines):
+        both = next((line for line in lines if "multiple values" in line.text and _MULTIPLE_VALUES.search(line.text)),
+                    None)
+        if both is not None:
+            return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(both.text), *last_errors(lines, tbs, 2)),
+                             signal, "python_package", ctx, confidence="medium",
+                             template=SUPPORT_SOURCES["multiple_values"], stage_from=certainty.MESSAGE)
         bound = next((line for line in lines if "incompatible" in line.text and _PYBIND.search(line.text)), None)
         if bound is not None:
             # the Python side (vLLM, a platform plugin) and the compiled library it calls are at different releases
