@@ -97,5 +97,23 @@ class Params:
         )
 
 
+def media_off(params: Params, *modalities: str) -> bool:
+    """Whether vLLM accepts none of these media: --language-model-only, or --limit-mm-per-prompt giving each of them
+    0 (a modality left out keeps vLLM's default limit, 999). vLLM 0.33 then builds no tower for them
+    (models/interfaces.py SupportsMultiModal._mark_tower_model: "Tower model components are automatically skipped
+    when --limit-mm-per-prompt is set to zero for all of their modalities"; Qwen3-VL already so in 0.11)."""
+    if params.language_model_only:
+        return True
+    limits = params.limit_mm_per_prompt or {}
+    return all(m in limits and limit_count(limits[m]) == 0 for m in modalities)
+
+
+def limit_count(value: Any) -> int:
+    """One modality's --limit-mm-per-prompt count: a number, or {"count": N, ...} (vLLM 0.11+)."""
+    if isinstance(value, Mapping):
+        value = value.get("count", 1)
+    return int(value) if isinstance(value, (int, float)) else 1
+
+
 def _mapping(value: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, Mapping) and value else None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.facts.model import ModelFacts
+from vllm_guard.preflight.memory_params import limit_count
 
 IN_WEIGHTS, IN_KV, IN_ACTIVATION = "weights", "kv", "activation"
 # --speculative-config methods that load no model and keep no KV: n-gram / suffix matching over the prompt
@@ -117,7 +118,7 @@ def encoder_cache(model: ModelFacts, limits: Mapping[str, Any] | None, language_
     --language-model-only (vLLM then profiles no encoder)."""
     if not model.is_multimodal:
         return None
-    if language_only or (limits and all(_count(v) == 0 for v in limits.values())):
+    if language_only or (limits and all(limit_count(v) == 0 for v in limits.values())):
         return Term("encoder cache", 0, IN_ACTIVATION, "no images or other media accepted: no encoder profiled")
     if model.hidden_size is None:
         return Term("encoder cache", None, IN_ACTIVATION, "the model's hidden size is not known")
@@ -126,11 +127,6 @@ def encoder_cache(model: ModelFacts, limits: Mapping[str, Any] | None, language_
            + ("" if model.mm_tokens_per_item else " (one item's most tokens come from its processor, not config)"))
     return Term("encoder cache", int(budget * model.hidden_size * element_bytes), IN_ACTIVATION, how)
 
-
-def _count(value: Any) -> int:
-    if isinstance(value, Mapping):  # {"image": {"count": 2, "width": ...}} (vLLM 0.11+)
-        value = value.get("count", 1)
-    return int(value) if isinstance(value, (int, float)) else 1
 
 
 # --- hybrid state layers -----------------------------------------------------------------------------------------

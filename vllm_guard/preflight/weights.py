@@ -11,6 +11,7 @@ Three things change it, each as vLLM 0.33 loads a model:
   scheme's bytes while the embeddings, norms and lm_head (a VocabParallelEmbedding, no LinearBase) stay 16-bit.
   startups/014 (Qwen3-30B-A3B, --quantization fp8, vLLM 0.22.1): "Model loading took 29.08 GiB" of a
   56.87 GiB bf16 checkpoint.
+- the vision tower of a Qwen VL model that no request can send images or videos to (VISION_SKIPPED_TYPES).
 The host's RAM and disk checks keep the checkpoint's own size: that is what is read from disk.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vllm_guard.facts.model import ModelFacts
-from vllm_guard.preflight.memory_params import FLOAT32, Params
+from vllm_guard.preflight.memory_params import FLOAT32, Params, media_off
 
 # Online weight schemes of --quantization (vLLM 0.33 model_executor/layers/quantization/__init__.py) -> bytes per
 # weight of the linear layers they convert; scales are a fraction of a percent (one per tensor, channel or block
@@ -32,6 +33,10 @@ ONLINE_BYTES_PER_WEIGHT = {"fp8": 1.0, "fp8_per_tensor": 1.0, "fp8_per_channel":
 # shorthands with a moe QuantSpec and no linear one (int8_per_channel_weight_only, nvfp4_per_token); on a dense
 # model they change nothing.
 ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0, "int8_per_channel_weight_only": 1.0, "nvfp4_per_token": 0.5625}
+
+
+# The multimodal wrappers whose vLLM model builds no vision tower when images and videos are limited to 0.
+VISION_SKIPPED_TYPES = frozenset(("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"))
 
 
 @dataclass(frozen=True)
@@ -64,9 +69,10 @@ def loaded_weights(model: ModelFacts, params: Params) -> Loaded:
     size, experts = model.weights_bytes, model.expert_bytes
     if model.weights_source != "estimate" and model.mtp_bytes:
         size -= model.mtp_bytes  # a checkpoint's index counts the MTP layers; an estimate from config does not
-    if model.quant_method:  # a quantized checkpoint loads as it is stored: --dtype sets its activations only
-        return Loaded(size, experts)
     notes: list[str] = []
+    size -= _towers_skipped(model, params, notes)
+    if model.quant_method:  # a quantized checkpoint loads as it is stored: --dtype sets its activations only
+        return Loaded(size, experts, tuple(notes))
     # bytes a weight: as config.json says (expert_bytes were counted so), as the files hold, as vLLM serves them
     said = 4 if str(model.torch_dtype or "").lower() in FLOAT32 else 2
     files = 2 if said == 4 and _sixteen_bit_files(model) else said
@@ -115,6 +121,23 @@ def _online(model: ModelFacts, params: Params, size: int, experts: int | None, s
         experts = int(min(served * model.expert_params, experts) / served * per_weight)
     notes.append(f"--quantization {method} quantizes the 16-bit checkpoint as it loads: weights {_gib(size)}")
     return size, experts
+
+
+def _towers_skipped(model: ModelFacts, params: Params, notes: list[str]) -> int:
+    """The checkpoint's bytes of a vision tower vLLM does not build: Qwen's VL models set ``self.visual = None``
+    when images and videos are both limited to 0 (qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py, qwen3_5.py since
+    vLLM 0.11; --language-model-only sets every limit to 0). startups/054 (Qwen3-VL-Embedding-2B, vLLM 0.11.0:
+    "running in text-only mode") loaded 3.46 GiB where the tower would add 0.8, and 078 (Qwen3.6-35B-A3B,
+    --language-model-only) 64.69 where 65.39 counts it. Other families are not assumed to: Gemma 3 and 4 under
+    --language-model-only loaded their towers' weight (startups/072: 22.62 GiB, 22.69 with the tower, 21.92
+    without; gemma-4-31B 57.91, 57.96 and 57.18). A tower is held in 16 bits (modelopt's and AWQ's recipes leave it
+    out), 2 bytes a parameter as the estimate counts it."""
+    if not (model.vision_params and model.model_type in VISION_SKIPPED_TYPES and media_off(params, "image", "video")):
+        return 0
+    size = min(2 * model.vision_params, model.weights_bytes or 0)
+    notes.append(f"no request can send images or videos, so vLLM builds no vision tower: weights {_gib(size)} "
+                 "lighter")
+    return size
 
 
 def _sixteen_bit_files(model: ModelFacts) -> bool:

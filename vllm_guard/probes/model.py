@@ -269,16 +269,19 @@ def _bundled_data() -> dict[str, Any]:
 
 @cache
 def _bundled() -> dict[str, Any]:
-    """Bundled ids -> {config, source, weights_bytes?}; an alias (an -Instruct model of a bundled base's shapes)
-    gets its base's config with its own max_position_embeddings, as its entry under "aliases" records."""
+    """Bundled ids -> {config, source, weights_bytes?}; an alias (a model of a bundled base's shapes: an -Instruct
+    model, or DiffusionGemma's one Gemma 4 backbone) gets its base's config with what its entry under "aliases"
+    records as its own: max_position_embeddings, its architectures and model_type, its checkpoint's size."""
     data = _bundled_data()
     models = dict(data["models"])
     for alias, spec in (data.get("aliases") or {}).items():
         base = models[spec["base"]]
         config = dict(base["config"])
-        if "max_position_embeddings" in spec:
-            config["max_position_embeddings"] = spec["max_position_embeddings"]
-        models[alias] = {"config": config, "source": spec["source"], "weights_bytes": base.get("weights_bytes")}
+        for key in ("max_position_embeddings", "architectures", "model_type"):
+            if key in spec:
+                config[key] = spec[key]
+        models[alias] = {"config": config, "source": spec["source"],
+                         "weights_bytes": spec.get("weights_bytes", base.get("weights_bytes"))}
     return models
 
 

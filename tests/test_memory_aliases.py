@@ -1,0 +1,76 @@
+"""Models planned as a bundled model of the same shapes (issue 27), and a tower vLLM does not build.
+
+DiffusionGemma runs one Gemma 4 backbone (vLLM's diffusion_gemma.py); Qwen3-VL-Embedding-2B is Qwen3-VL-2B's shapes;
+a Qwen VL model limited to no images and no videos loads no vision tower. Each is checked against the start-up log
+that printed it (tests/data/real-logs/startups; index.json names each source).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vllm_guard.facts.model import ModelFacts
+from vllm_guard.preflight.memory_params import Params
+from vllm_guard.preflight.weights import loaded_weights
+from vllm_guard.probes import model_config
+from vllm_guard.probes.model import _bundled
+
+STARTUPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "real-logs" / "startups"
+GIB = 2**30
+
+
+def facts(model_id: str) -> ModelFacts:
+    entry = _bundled()[model_id]
+    fields = model_config.normalize(entry["config"])
+    weights = model_config.estimate_weights_bytes(fields, entry["config"])
+    return ModelFacts(model=model_id, source="bundled", weights_bytes=weights, weights_source="estimate", **fields)
+
+
+def printed(log: str, pattern: str) -> float:
+    m = re.search(pattern, (STARTUPS / log).read_text(errors="replace"))
+    assert m, (log, pattern)
+    return float(m.group(1).replace(",", ""))
+
+
+def test_an_alias_is_its_base_under_its_own_architecture() -> None:
+    diffusion, gemma = facts("google/diffusiongemma-26B-A4B-it"), facts("google/gemma-4-26B-A4B-it")
+    assert (diffusion.architecture, diffusion.model_type) == ("DiffusionGemmaForBlockDiffusion", "diffusion_gemma")
+    assert diffusion.weights_bytes == gemma.weights_bytes
+    assert (diffusion.num_layers, diffusion.hidden_size, diffusion.num_experts) == (30, 2816, 128)
+
+
+def test_diffusiongemmas_weights_are_gemma_4s_within_two_percent() -> None:
+    loaded = printed("101-diffusiongemma-26b-a4b-it.log", r"Model loading took ([0-9.]+) GiB")
+    planned = loaded_weights(facts("google/diffusiongemma-26B-A4B-it"), Params()).per_gpu(Params())
+    assert planned is not None
+    assert planned / GIB == pytest.approx(loaded, rel=0.02)  # 47.78 of 48.58: the 0.03 GiB self-conditioning left out
+
+
+def test_a_qwen_vl_model_with_no_images_or_videos_loads_no_vision_tower() -> None:
+    # startups/054: Qwen3-VL-Embedding-2B, images and videos 0, float16: "running in text-only mode", 3.46 GiB loaded
+    model = facts("Qwen/Qwen3-VL-Embedding-2B")
+    assert model.vision_params
+    both = Params(limit_mm_per_prompt={"image": 0, "video": 0})
+    full, text = loaded_weights(model, Params()), loaded_weights(model, both)
+    assert full.bytes is not None and text.bytes is not None
+    assert full.bytes - text.bytes == 2 * model.vision_params
+    assert any("no vision tower" in n for n in text.notes)
+    assert text.bytes / GIB == pytest.approx(printed("054-qwen3-vl-embedding-2b.log",
+                                                     r"Model loading took ([0-9.]+) GiB"), rel=0.08)
+    # a video still accepted keeps the tower; --language-model-only sets every limit to 0
+    assert loaded_weights(model, Params(limit_mm_per_prompt={"image": 0})).bytes == full.bytes
+    assert loaded_weights(model, Params(language_model_only=True)).bytes == text.bytes
+
+
+def test_gemma_keeps_its_tower_under_language_model_only() -> None:
+    # startups/073 (gemma-4-31B-it, --language-model-only, vLLM 0.22.1rc1) loaded 57.91 GiB: 57.96 with the tower
+    model = facts("google/gemma-4-31B-it")
+    assert model.vision_params
+    kept = loaded_weights(model, Params(language_model_only=True))
+    assert kept.bytes == loaded_weights(model, Params()).bytes
+    assert kept.bytes is not None
+    assert kept.bytes / GIB == pytest.approx(printed("073-gemma-4-31b-it.log", r"Model loading took ([0-9.]+) GiB"),
+                                             rel=0.005)
