@@ -224,6 +224,11 @@ WHY: dict[tuple[str, str], str] = {
         "GB10 (SM 12.1, NGC 26.01 build): 13.72 GiB loaded for a 12.82 GiB MXFP4 checkpoint; the log names no "
         "MoE kernel (line 96 only \"TRITON_ATTN\"), so the padding or dequantized copy behind the +0.9 GiB is not "
         "shown",
+    ("072-gemma-3-12b-it.log", "weights_gib"):
+        "22.62 GiB loaded under --language-model-only, where the plan leaves out Gemma 3's 0.42B-parameter SigLIP "
+        "tower (vLLM 0.33 builds no tower whose media are all at 0): 21.92, or 22.69 with the tower; the log does "
+        "not say whether this 2026 source build kept it, and Gemma 3 loads above its parameters in other builds too "
+        "(079)",
     ("054-qwen3-vl-embedding-2b.log", "weights_gib"):
         "3.46 GiB loaded where Qwen3-VL-2B's language model is 3.20 (1.72B parameters in float16; vLLM 0.11's "
         "qwen3_vl.py builds no vision tower with images and videos limited to 0, and the log says 'running in "

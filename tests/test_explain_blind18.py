@@ -56,3 +56,21 @@ def test_a_multiple_values_error_in_a_start_that_got_ready_is_no_failure() -> No
     line = "TypeError: Glm4vProcessor.__init__() got multiple values for argument 'tokenizer'"
     assert classify(line + "\n" + ready).cls == "unknown"
     assert classify(line).cls == "version_mismatch"
+
+
+USER_SCRIPT = """Traceback (most recent call last):
+  File "/home/me/serve.py", line 12, in <module>
+    main(args, args=args)
+TypeError: main() got multiple values for argument 'args'
+"""
+
+
+def test_a_users_own_script_calling_its_function_wrongly_is_not_a_version() -> None:
+    # the traceback's last frame is the user's file: a bug there, not two releases apart (a newcomer's review)
+    assert classify(USER_SCRIPT).cls == "unknown"
+    installed = USER_SCRIPT.replace("/home/me/serve.py", "/usr/lib/python3.12/site-packages/vllm/entrypoints/llm.py")
+    d = classify(installed)
+    assert (d.cls, d.confidence) == ("version_mismatch", "medium")
+    assert len(d.evidence) == len(set(d.evidence))
+    keyword = "TypeError: Processor.__init__() got multiple values for keyword argument 'tokenizer'"
+    assert classify(keyword).cls == "version_mismatch"

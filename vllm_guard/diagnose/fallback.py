@@ -130,8 +130,10 @@ _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\)
 # The same binding error with no traceback kept (a paste of its last line, or a Ray worker's relayed one): among
 # Python's binding errors the one a caller written for the callee's other release gives, never a settings mistake
 # (every real report of it in tests/data/real-logs is labelled version_mismatch; blind9/b9-020 spells it "typeError").
-_MULTIPLE_VALUES = re.compile(r"(?i:typeerror): (?:[\w.]{1,128}\.)?\w{1,128}\(\) got multiple values for argument "
-                              r"'\w{1,128}'")
+_MULTIPLE_VALUES = re.compile(r"(?i:typeerror): (?:[\w.]{1,128}\.)?\w{1,128}\(\) got multiple values for "
+                              r"(?:keyword )?argument '\w{1,128}'")
+# Where an installed package's code raised it: a user's own script calling its own function wrongly is a bug there.
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 # pybind11's binding error (pybind11.h, the dispatcher's TypeError): a compiled library's function called with
 # arguments none of its overloads takes.
 _PYBIND = re.compile(r"[\w.]{0,128}\(\): incompatible (?:constructor|function) arguments\. The following argument "
@@ -160,6 +162,19 @@ def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> lo
     return None
 
 
+def _multiple_values(lines: list[LogLine], tbs: list[logread.Traceback]) -> LogLine | None:
+    """Python's "got multiple values for argument" where it says a version: the line alone (a paste of it, a
+    Ray worker's relayed one), or a traceback whose last frame is an installed package's (vLLM's, a plugin's,
+    transformers'), not a user's own script calling its own function wrongly."""
+    raised_at = {tb.exception: tb for tb in tbs if tb.exception is not None and tb.frames}
+    for i, line in enumerate(lines):
+        if "multiple values" in line.text and _MULTIPLE_VALUES.search(line.text):
+            tb = raised_at.get(i)
+            if tb is None or _INSTALLED.search(tb.frames[-1].path) or _IN_VLLM.search(tb.frames[-1].path):
+                return line
+    return None
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
@@ -172,12 +187,12 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
     if not ready(lines):
-        both = next((line for line in lines if "multiple values" in line.text and _MULTIPLE_VALUES.search(line.text)),
-                    None)
+        both = _multiple_values(lines, tbs)
         if both is not None:
-            return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(both.text), *last_errors(lines, tbs, 2)),
-                             signal, "python_package", ctx, confidence="medium",
-                             template=SUPPORT_SOURCES["multiple_values"], stage_from=certainty.MESSAGE)
+            shown = tuple(dict.fromkeys((cut(both.text), *last_errors(lines, tbs, 2))))
+            return Diagnosis("version_mismatch", BEFORE_START, {}, shown, signal, "python_package", ctx,
+                             confidence="medium", template=SUPPORT_SOURCES["multiple_values"],
+                             stage_from=certainty.MESSAGE)
         bound = next((line for line in lines if "incompatible" in line.text and _PYBIND.search(line.text)), None)
         if bound is not None:
             # the Python side (vLLM, a platform plugin) and the compiled library it calls are at different releases

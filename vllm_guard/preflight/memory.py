@@ -295,8 +295,7 @@ def extra_terms(model: ModelFacts, params: Params, tokens: int) -> tuple[Term, .
     spec = memory_terms.speculative(model, params.speculative_config, params.draft, parallel)
     if spec is not None:
         terms.append(spec.weights)
-    encoder = memory_terms.encoder_cache(model, params.limit_mm_per_prompt, params.language_model_only, tokens,
-                                         element)
+    encoder = memory_terms.encoder_cache(model, params, tokens, element)
     if encoder is not None:
         terms.append(encoder)
     return tuple(terms)

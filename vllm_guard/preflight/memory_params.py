@@ -109,9 +109,10 @@ def media_off(params: Params, *modalities: str) -> bool:
 
 
 def limit_count(value: Any) -> int:
-    """One modality's --limit-mm-per-prompt count: a number, or {"count": N, ...} (vLLM 0.11+)."""
+    """One modality's --limit-mm-per-prompt count: a number, or {"count": N, ...} (vLLM 0.11+; without a count,
+    vLLM's default of 999)."""
     if isinstance(value, Mapping):
-        value = value.get("count", 1)
+        value = value.get("count", 999)
     return int(value) if isinstance(value, (int, float)) else 1
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.facts.model import ModelFacts
-from vllm_guard.preflight.memory_params import limit_count
+from vllm_guard.preflight.memory_params import Params, media_off
 
 IN_WEIGHTS, IN_KV, IN_ACTIVATION = "weights", "kv", "activation"
 # --speculative-config methods that load no model and keep no KV: n-gram / suffix matching over the prompt
@@ -110,15 +110,15 @@ def speculative(model: ModelFacts, config: Mapping[str, Any] | None, draft: Mode
 # --- multimodal encoder cache ------------------------------------------------------------------------------------
 
 
-def encoder_cache(model: ModelFacts, limits: Mapping[str, Any] | None, language_only: bool, batched_tokens: int,
-                  element_bytes: float) -> Term | None:
+def encoder_cache(model: ModelFacts, params: Params, batched_tokens: int, element_bytes: float) -> Term | None:
     """The encoder cache vLLM sizes at start (v1/core/encoder_cache_manager.py compute_encoder_budget: the larger
     of max-num-batched-tokens and one item's most tokens) and fills with dummy items in the profile run: that many
-    language-model embeddings, held at the activation peak. Zero when every modality's limit is 0 or with
-    --language-model-only (vLLM then profiles no encoder)."""
+    language-model embeddings, held at the activation peak. Zero when no medium the model may read is accepted
+    (--language-model-only, or images, videos and, where it has an audio encoder, audio all limited to 0: a
+    modality left out keeps vLLM's default of 999); then vLLM profiles no encoder."""
     if not model.is_multimodal:
         return None
-    if language_only or (limits and all(limit_count(v) == 0 for v in limits.values())):
+    if media_off(params, "image", "video", *(("audio",) if model.audio_params else ())):
         return Term("encoder cache", 0, IN_ACTIVATION, "no images or other media accepted: no encoder profiled")
     if model.hidden_size is None:
         return Term("encoder cache", None, IN_ACTIVATION, "the model's hidden size is not known")

@@ -11,7 +11,7 @@ Three things change it, each as vLLM 0.33 loads a model:
   scheme's bytes while the embeddings, norms and lm_head (a VocabParallelEmbedding, no LinearBase) stay 16-bit.
   startups/014 (Qwen3-30B-A3B, --quantization fp8, vLLM 0.22.1): "Model loading took 29.08 GiB" of a
   56.87 GiB bf16 checkpoint.
-- the vision tower of a Qwen VL model that no request can send images or videos to (VISION_SKIPPED_TYPES).
+- a multimodal model's towers that no request can use (_towers_skipped).
 The host's RAM and disk checks keep the checkpoint's own size: that is what is read from disk.
 """
 
@@ -33,10 +33,6 @@ ONLINE_BYTES_PER_WEIGHT = {"fp8": 1.0, "fp8_per_tensor": 1.0, "fp8_per_channel":
 # shorthands with a moe QuantSpec and no linear one (int8_per_channel_weight_only, nvfp4_per_token); on a dense
 # model they change nothing.
 ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0, "int8_per_channel_weight_only": 1.0, "nvfp4_per_token": 0.5625}
-
-
-# The multimodal wrappers whose vLLM model builds no vision tower when images and videos are limited to 0.
-VISION_SKIPPED_TYPES = frozenset(("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"))
 
 
 @dataclass(frozen=True)
@@ -124,19 +120,25 @@ def _online(model: ModelFacts, params: Params, size: int, experts: int | None, s
 
 
 def _towers_skipped(model: ModelFacts, params: Params, notes: list[str]) -> int:
-    """The checkpoint's bytes of a vision tower vLLM does not build: Qwen's VL models set ``self.visual = None``
-    when images and videos are both limited to 0 (qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py, qwen3_5.py since
-    vLLM 0.11; --language-model-only sets every limit to 0). startups/054 (Qwen3-VL-Embedding-2B, vLLM 0.11.0:
-    "running in text-only mode") loaded 3.46 GiB where the tower would add 0.8, and 078 (Qwen3.6-35B-A3B,
-    --language-model-only) 64.69 where 65.39 counts it. Other families are not assumed to: Gemma 3 and 4 under
-    --language-model-only loaded their towers' weight (startups/072: 22.62 GiB, 22.69 with the tower, 21.92
-    without; gemma-4-31B 57.91, 57.96 and 57.18). A tower is held in 16 bits (modelopt's and AWQ's recipes leave it
-    out), 2 bytes a parameter as the estimate counts it."""
-    if not (model.vision_params and model.model_type in VISION_SKIPPED_TYPES and media_off(params, "image", "video")):
+    """The checkpoint's bytes of the towers vLLM does not build: in vLLM 0.33 a multimodal model builds each tower
+    inside SupportsMultiModal._mark_tower_model, which leaves it on the meta device "when --limit-mm-per-prompt is
+    set to zero for all of their modalities" (models/interfaces.py; --language-model-only sets every limit to 0,
+    config/multimodal.py); Qwen's VL models set ``visual = None`` so since 0.11. The vision tower goes with images
+    and videos both at 0, the audio encoder with audio at 0 (an image-only tower, Gemma 3's, also goes with images
+    alone at 0: not modelled, the tower is kept). Real start-ups: gemma-4-31B-it loaded 58.99 GiB with its tower
+    (startups/119, 120) and 57.91 under --language-model-only (073, 107-117); gemma-4-E4B-it 15.16 (011) and 14.28
+    (108, 109); Qwen3-VL-Embedding-2B 3.46 with images and videos at 0 (054, "running in text-only mode"). A tower
+    is held in 16 bits (modelopt's and AWQ's recipes leave it out): 2 bytes a parameter, as the estimate counts."""
+    skipped = []
+    if model.vision_params and media_off(params, "image", "video"):
+        skipped.append(("vision tower", model.vision_params))
+    if model.audio_params and media_off(params, "audio"):
+        skipped.append(("audio encoder", model.audio_params))
+    if not skipped:
         return 0
-    size = min(2 * model.vision_params, model.weights_bytes or 0)
-    notes.append(f"no request can send images or videos, so vLLM builds no vision tower: weights {_gib(size)} "
-                 "lighter")
+    size = min(2 * sum(n for _, n in skipped), model.weights_bytes or 0)
+    names = " and ".join(name for name, _ in skipped)
+    notes.append(f"no request can send the media it reads, so vLLM builds no {names}: weights {_gib(size)} lighter")
     return size
 
 

@@ -45,6 +45,11 @@ NESTED_TEXT_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
                     "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131_072,
                     "tie_word_embeddings": True, "query_pre_attn_scalar": 256, "sliding_window": 4096,
                     "sliding_window_pattern": 6},
+    # DiffusionGemma's text config omits the two flags its Gemma 4 backbone needs, which vLLM sets itself:
+    # diffusion_gemma.py (text_config.attention_k_eq_v = True: its full-attention layers have no v_proj) and
+    # gemma4.py (enable_moe_block from num_experts: the dense MLP runs beside the experts); lablup/mlxcel's parser
+    # of the real checkpoint config forces the same two (src/models/diffusion_gemma/tests.rs).
+    "diffusion_gemma_text": {"attention_k_eq_v": True, "enable_moe_block": True},
 }
 
 

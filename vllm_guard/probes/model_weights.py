@@ -87,7 +87,7 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
 # MLP activations without a gate (two matrices, up and down): Nemotron's and Nemotron-H's squared ReLU (vLLM
 # nemotron_h.py NemotronHMLP, and its experts' "relu2_no_mul"), OPT's relu, and every gelu variant (Falcon's gelu,
 # GPT-2 and Phi's gelu_new: phi.py fc1/fc2, StarCoder2's gelu_pytorch_tanh: starcoder2.py c_fc/c_proj) except in
-# the Gemma family, whose GeGLU is gated (gemma*.py gate_up_proj)
+# the Gemma family (DiffusionGemma's backbone is Gemma 4's), whose GeGLU is gated (gemma*.py gate_up_proj)
 UNGATED_ACTIVATIONS = ("relu2", "relu")
 
 
@@ -95,7 +95,7 @@ def _mlp_matrices(text: Mapping[str, Any]) -> int:
     """3 for a gated MLP (gate, up, down), 2 for an ungated one."""
     act = str(text.get("mlp_hidden_act") or text.get("hidden_act") or text.get("activation_function")
               or text.get("hidden_activation") or ("gelu" if text.get("model_type") == "falcon" else "silu"))
-    if str(text.get("model_type") or "").startswith("gemma"):
+    if str(text.get("model_type") or "").startswith(("gemma", "diffusion_gemma")):
         return 3
     return 2 if act in UNGATED_ACTIVATIONS or act.startswith("gelu") else 3
 
