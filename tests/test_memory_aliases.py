@@ -104,3 +104,25 @@ def test_diffusiongemmas_own_config_plans_as_the_alias_does() -> None:
     planned = [(model_config.estimate_weights_bytes(f, c), f["expert_bytes"])
                for c in (alias, real) for f in [model_config.normalize(c)]]
     assert planned[0] == planned[1]
+
+
+def test_an_image_only_tower_goes_with_images_at_zero() -> None:
+    # Gemma 3's tower reads images only (vLLM 0.32 gemma3_mm.py: _mark_tower_model(vllm_config, "image")), so
+    # {"image": 0} alone leaves it unbuilt, and profiles no encoder; Qwen3-VL's also reads videos and keeps it
+    from vllm_guard.preflight import memory_terms
+    gemma = facts("google/gemma-3-4b-it")
+    images_off = Params(limit_mm_per_prompt={"image": 0})
+    full, text = loaded_weights(gemma, Params()), loaded_weights(gemma, images_off)
+    assert full.bytes is not None and text.bytes is not None and gemma.vision_params
+    assert full.bytes - text.bytes == 2 * gemma.vision_params
+    encoder = memory_terms.encoder_cache(gemma, images_off, 8192, 2)
+    assert encoder is not None and encoder.bytes_per_gpu == 0
+    qwen = facts("Qwen/Qwen3-VL-2B-Instruct")
+    assert loaded_weights(qwen, images_off).bytes == loaded_weights(qwen, Params()).bytes
+
+
+def test_a_tower_built_whatever_the_limits_is_kept() -> None:
+    # GLM-4.1V builds its tower unconditionally in vLLM 0.32 (glm4v.py has no _mark_tower_model)
+    import dataclasses
+    glm = dataclasses.replace(facts("Qwen/Qwen3-VL-2B-Instruct"), model_type="glm4v")
+    assert loaded_weights(glm, Params(language_model_only=True)).bytes == loaded_weights(glm, Params()).bytes

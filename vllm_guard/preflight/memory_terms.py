@@ -18,6 +18,7 @@ from typing import Any
 
 from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.memory_params import Params, media_off
+from vllm_guard.preflight.weights import VISION_TOWER_MEDIA
 
 IN_WEIGHTS, IN_KV, IN_ACTIVATION = "weights", "kv", "activation"
 # --speculative-config methods that load no model and keep no KV: n-gram / suffix matching over the prompt
@@ -118,7 +119,8 @@ def encoder_cache(model: ModelFacts, params: Params, batched_tokens: int, elemen
     modality left out keeps vLLM's default of 999); then vLLM profiles no encoder."""
     if not model.is_multimodal:
         return None
-    if media_off(params, "image", "video", *(("audio",) if model.audio_params else ())):
+    vision = VISION_TOWER_MEDIA.get(str(model.model_type), ("image", "video")) or ("image", "video")
+    if media_off(params, *vision, *(("audio",) if model.audio_params else ())):
         return Term("encoder cache", 0, IN_ACTIVATION, "no images or other media accepted: no encoder profiled")
     if model.hidden_size is None:
         return Term("encoder cache", None, IN_ACTIVATION, "the model's hidden size is not known")

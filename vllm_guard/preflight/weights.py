@@ -35,6 +35,16 @@ ONLINE_BYTES_PER_WEIGHT = {"fp8": 1.0, "fp8_per_tensor": 1.0, "fp8_per_channel":
 ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0, "int8_per_channel_weight_only": 1.0, "nvfp4_per_token": 0.5625}
 
 
+# The media a vision tower reads, where not images and videos both (vLLM 0.32 model files: the modalities each
+# passes to _mark_tower_model); () for a model that builds its tower whatever the limits (no _mark_tower_model).
+VISION_TOWER_MEDIA: dict[str, tuple[str, ...]] = {
+    **{t: ("image",) for t in ("gemma3", "llava", "llava_next", "mistral3", "pixtral", "llama4", "dots_ocr",
+                               "phi4-siglip")},
+    "kimi_k25": ("vision_chunk",),
+    **{t: () for t in ("glm4v", "glm4v_moe", "idefics3")},
+}
+
+
 @dataclass(frozen=True)
 class Loaded:
     """The weights the GPUs hold in all (before any parallelism splits them), the routed experts' share of them
@@ -120,17 +130,19 @@ def _online(model: ModelFacts, params: Params, size: int, experts: int | None, s
 
 
 def _towers_skipped(model: ModelFacts, params: Params, notes: list[str]) -> int:
-    """The checkpoint's bytes of the towers vLLM does not build: in vLLM 0.33 a multimodal model builds each tower
-    inside SupportsMultiModal._mark_tower_model, which leaves it on the meta device "when --limit-mm-per-prompt is
-    set to zero for all of their modalities" (models/interfaces.py; --language-model-only sets every limit to 0,
-    config/multimodal.py); Qwen's VL models set ``visual = None`` so since 0.11. The vision tower goes with images
-    and videos both at 0, the audio encoder with audio at 0 (an image-only tower, Gemma 3's, also goes with images
-    alone at 0: not modelled, the tower is kept). Real start-ups: gemma-4-31B-it loaded 58.99 GiB with its tower
-    (startups/119, 120) and 57.91 under --language-model-only (073, 107-117); gemma-4-E4B-it 15.16 (011) and 14.28
-    (108, 109); Qwen3-VL-Embedding-2B 3.46 with images and videos at 0 (054, "running in text-only mode"). A tower
-    is held in 16 bits (modelopt's and AWQ's recipes leave it out): 2 bytes a parameter, as the estimate counts."""
+    """The checkpoint's bytes of the towers vLLM does not build: in vLLM 0.32 (read) and 0.33 a multimodal model
+    builds each tower inside SupportsMultiModal._mark_tower_model, which leaves it on the meta device "when
+    --limit-mm-per-prompt is set to zero for all of their modalities" (models/interfaces.py; --language-model-only
+    sets every limit to 0, config/multimodal.py); Qwen's VL models set ``visual = None`` so since 0.11. A vision
+    tower goes when the media it reads are all at 0 (images and videos, or images alone for Gemma 3 and the others
+    in VISION_TOWER_MEDIA), the audio encoder with audio at 0. Real start-ups: gemma-4-31B-it loaded 58.99 GiB with
+    its tower (startups/119, 120) and 57.91 under --language-model-only (073, 107-117); gemma-4-E4B-it 15.16 (011)
+    and 14.28 (108, 109); Qwen3-VL-Embedding-2B 3.46 with images and videos at 0 (054, "running in text-only
+    mode"). A tower is held in 16 bits (modelopt's and AWQ's recipes leave it out): 2 bytes a parameter, as the
+    estimate counts."""
     skipped = []
-    if model.vision_params and media_off(params, "image", "video"):
+    media = VISION_TOWER_MEDIA.get(str(model.model_type), ("image", "video"))
+    if model.vision_params and media and media_off(params, *media):
         skipped.append(("vision tower", model.vision_params))
     if model.audio_params and media_off(params, "audio"):
         skipped.append(("audio encoder", model.audio_params))
