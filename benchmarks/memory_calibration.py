@@ -38,8 +38,7 @@ sys.path.insert(0, str(ROOT))
 from vllm_guard.facts.machine import Gpu  # noqa: E402
 from vllm_guard.facts.model import ModelFacts  # noqa: E402
 from vllm_guard.preflight import kv_cache, memory, memory_params  # noqa: E402
-from vllm_guard.probes import model_config  # noqa: E402
-from vllm_guard.probes.model import _bundled  # noqa: E402
+from vllm_guard.probes import bundled, model_config  # noqa: E402
 
 GIB = 2**30
 STARTUPS = ROOT / "tests" / "data" / "real-logs" / "startups"
@@ -326,7 +325,7 @@ def version_tuple(version: str) -> tuple[int, int]:
 def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
     """The bundled facts, with the weight size of the checkpoint that start-up really loaded ("unknown": a
     checkpoint whose format is not known, so only its shapes are planned)."""
-    entry = _bundled()[model_id]
+    entry = bundled.entries()[model_id]
     if weight_format == "unknown":
         config = dict(entry["config"])
         config.pop("quantization_config", None)
@@ -458,7 +457,7 @@ def resolve(entry: dict[str, Any]) -> tuple[str, str, str | None] | None:
         return MODELS[name]
     if name in NEW_MODELS:
         return NEW_MODELS[name]
-    by_lower = {m.lower(): m for m, e in _bundled().items() if "config" in e}  # configs, not aliases
+    by_lower = {m.lower(): m for m, e in bundled.entries().items() if "config" in e}  # configs, not aliases
     model_id = by_lower.get(str(entry.get("hf_id") or "").lower())
     return (model_id, "the model itself (its Hub id)", None) if model_id else None
 

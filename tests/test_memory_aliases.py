@@ -15,15 +15,14 @@ import pytest
 from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.weights import loaded_weights
-from vllm_guard.probes import model_config
-from vllm_guard.probes.model import _bundled
+from vllm_guard.probes import bundled, model_config
 
 STARTUPS = Path(__file__).resolve().parents[1] / "tests" / "data" / "real-logs" / "startups"
 GIB = 2**30
 
 
 def facts(model_id: str) -> ModelFacts:
-    entry = _bundled()[model_id]
+    entry = bundled.entries()[model_id]
     fields = model_config.normalize(entry["config"])
     weights = model_config.estimate_weights_bytes(fields, entry["config"])
     return ModelFacts(model=model_id, source="bundled", weights_bytes=weights, weights_source="estimate", **fields)
@@ -96,7 +95,7 @@ def test_diffusiongemmas_own_config_plans_as_the_alias_does() -> None:
     # the real text_config (lablup/mlxcel's literal snippet): model_type diffusion_gemma_text, without the two flags
     # vLLM sets itself (attention_k_eq_v, enable_moe_block); read from a local folder or the Hub it must plan alike
     import copy
-    alias = _bundled()["google/diffusiongemma-26B-A4B-it"]["config"]
+    alias = bundled.entries()["google/diffusiongemma-26B-A4B-it"]["config"]
     real = copy.deepcopy(alias)
     real["text_config"]["model_type"] = "diffusion_gemma_text"
     for flag in ("attention_k_eq_v", "enable_moe_block"):

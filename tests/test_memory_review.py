@@ -17,7 +17,8 @@ from vllm_guard.preflight.kv_cache import kv_bytes_per_token
 from vllm_guard.preflight.memory_params import Params
 from vllm_guard.preflight.weights import loaded_weights
 from vllm_guard.probes import model_arch
-from vllm_guard.probes.model import _bundled, probe_model
+from vllm_guard.probes.bundled import entries as bundled_entries
+from vllm_guard.probes.model import probe_model
 from vllm_guard.probes.model_config import estimate_parameters, normalize
 from vllm_guard.probes.model_weights import _mlp_matrices
 
@@ -31,7 +32,7 @@ def bundled(model_id: str) -> ModelFacts:
 
 
 def text_config(model_id: str) -> dict:
-    config = _bundled()[model_id]["config"]
+    config = bundled_entries()[model_id]["config"]
     return dict(config.get("text_config") or config)
 
 

@@ -19,8 +19,7 @@ import pytest
 from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight import kv_cache, memory_terms
 from vllm_guard.preflight.memory_params import Params
-from vllm_guard.probes import model_config
-from vllm_guard.probes.model import _bundled
+from vllm_guard.probes import bundled, model_config
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUPS = ROOT / "tests" / "data" / "real-logs" / "startups"
@@ -28,7 +27,7 @@ GIB = 2**30
 
 
 def facts(model_id: str, *, drop_quantization: bool = False) -> ModelFacts:
-    entry = _bundled()[model_id]
+    entry = bundled.entries()[model_id]
     config = dict(entry["config"])
     if drop_quantization:
         config.pop("quantization_config", None)
@@ -124,7 +123,7 @@ def test_a_multimodal_model_shows_its_encoder_cache_at_the_budget_vllm_printed(t
                          "--max-model-len", "32768")
     encoder = terms(report)["encoder cache"]
     assert encoder["where"] == "activation"
-    hidden = _bundled()["Qwen/Qwen3.5-27B"]["config"]["text_config"]["hidden_size"]
+    hidden = bundled.entries()["Qwen/Qwen3.5-27B"]["config"]["text_config"]["hidden_size"]
     assert encoder["bytes_per_gpu"] == budget * hidden * 2
     assert f"a budget of {budget:,} tokens" in text
     # text only: no encoder is profiled, and the term says so

@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import DATA
 from vllm_guard.preflight.kv_cache import kv_bytes_for_length, kv_bytes_per_token
 from vllm_guard.preflight.memory_params import Params
-from vllm_guard.probes.model import bundled_models, probe_model
+from vllm_guard.probes import bundled
+from vllm_guard.probes.model import probe_model
 from vllm_guard.probes.model_config import normalize
 
 MODELS = DATA / "models"
@@ -164,7 +165,7 @@ def test_hf_cache_is_read_offline(tmp_path: Path) -> None:
 
 
 def test_bundled_facts_work_offline() -> None:
-    for model in bundled_models():
+    for model in bundled.models():
         f = probe_model(model, revision=None, environ={"HF_HUB_OFFLINE": "1"}, cache_dir="/nonexistent")
         assert f.source == "bundled" and f.weights_bytes and f.derived_max_len, model
         assert kv_bytes_per_token(f, Params()), model

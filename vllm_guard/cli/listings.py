@@ -14,9 +14,9 @@ from vllm_guard.exit_codes import ExitCode
 
 def models(args: argparse.Namespace, *, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
     """The bundled model facts: what `check` and `init` know about with no Hub and no local copy."""
-    from vllm_guard.probes.model import bundled_summary
+    from vllm_guard.probes import bundled
 
-    rows = bundled_summary()
+    rows = bundled.summary()
     if args.json:
         import json
 

@@ -8,12 +8,9 @@ popular models. The result says which source answered.
 
 from __future__ import annotations
 
-import difflib
 import json
 import struct
 from collections.abc import Mapping
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -21,7 +18,7 @@ from urllib.parse import urlparse
 from vllm_guard.errors import GuardError
 from vllm_guard.exit_codes import ExitCode
 from vllm_guard.facts.model import ModelFacts
-from vllm_guard.probes import model_config
+from vllm_guard.probes import bundled, model_config
 from vllm_guard.safefile import MODEL_JSON_MAX_BYTES, FileProblem, open_regular, read_limited
 
 INDEX_FILE = "model.safetensors.index.json"
@@ -86,9 +83,9 @@ def unknown_model_notes(model: str, offline: bool, hub_notes: list[str]) -> list
         where += hub_notes
     where.append("not among the bundled models")
     notes = ["model facts unknown: " + ", ".join(where)]
-    close = difflib.get_close_matches(model.lower(), list(_bundled_by_lower_name()), n=1, cutoff=0.8)
+    close = bundled.closest(model)
     if close:
-        notes.append(f"did you mean {_bundled_by_lower_name()[close[0]]}?")
+        notes.append(f"did you mean {close}?")
     notes.append("without the Hub, a directory holding just the model's config.json (and "
                  "model.safetensors.index.json, for the weight size) works as MODEL; `vllm-guard models` lists "
                  "the bundled models")
@@ -262,92 +259,12 @@ def _from_hub(model: str, revision: str | None, environ: Mapping[str, str], cach
     return "hub", config, weights, "hub-metadata" if weights else None, False
 
 
-@cache
-def _bundled_data() -> dict[str, Any]:
-    return dict(json.loads(resources.files("vllm_guard").joinpath("data").joinpath("bundled-models.json").read_text()))
-
-
-@cache
-def _bundled() -> dict[str, Any]:
-    """Bundled ids -> {config, source, weights_bytes?}; an alias (a model of a bundled base's shapes: an -Instruct
-    model, or DiffusionGemma's one Gemma 4 backbone) gets its base's config with what its entry under "aliases"
-    records as its own: max_position_embeddings, its architectures and model_type, its checkpoint's size."""
-    data = _bundled_data()
-    models = dict(data["models"])
-    for alias, spec in (data.get("aliases") or {}).items():
-        base = models[spec["base"]]
-        config = dict(base["config"])
-        for key in ("max_position_embeddings", "architectures", "model_type"):
-            if key in spec:
-                config[key] = spec[key]
-        models[alias] = {"config": config, "source": spec["source"],
-                         "weights_bytes": spec.get("weights_bytes", base.get("weights_bytes"))}
-    return models
-
-
-# Suffixes of common pre-quantized checkpoints (lower case) -> the quantization_config their config.json
-# carries: Qwen's own -AWQ and -GPTQ-Int4/Int8 (4 or 8 bits, group 128), FP8 (Qwen, RedHatAI -FP8-dynamic),
-# RedHatAI's compressed-tensors -quantized.w4a16 / -w8a16 (group 128). The variant keeps its base's
-# architecture; its weight size is estimated in its own format (model_config.estimate_weights_bytes).
-QUANTIZED_SUFFIXES: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("-awq", {"quant_method": "awq", "bits": 4, "group_size": 128}),
-    ("-gptq-int4", {"quant_method": "gptq", "bits": 4, "group_size": 128}),
-    ("-gptq-int8", {"quant_method": "gptq", "bits": 8, "group_size": 128}),
-    ("-fp8-dynamic", {"quant_method": "fp8"}),
-    ("-fp8", {"quant_method": "fp8"}),
-    ("-quantized.w4a16", {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}),
-    ("-quantized.w8a16", {"quant_method": "compressed-tensors", "bits": 8, "group_size": 128}),
-)
-
-
-@cache
-def _bundled_by_lower_name() -> dict[str, str]:
-    """Lower-cased ids and bare names (after the owner) -> the bundled id; a name two owners share is left out."""
-    index: dict[str, str] = {}
-    names: dict[str, list[str]] = {}
-    for model_id in _bundled():
-        index[model_id.lower()] = model_id
-        names.setdefault(model_id.lower().rsplit("/", 1)[-1], []).append(model_id)
-    for name, ids in names.items():
-        if len(ids) == 1:
-            index.setdefault(name, ids[0])
-    return index
-
-
 def _from_bundled(model: str) -> _Found | None:
-    """A bundled model by its id in any case; a quantized variant of one by its base plus its own format."""
-    wanted = model.rstrip("/").lower()
-    index = _bundled_by_lower_name()
-    found = index.get(wanted)
-    if found is not None:
-        entry = _bundled()[found]
-        weights = entry.get("weights_bytes")
-        return "bundled", entry["config"], weights, "index" if weights else None, None
-    for suffix, quant in QUANTIZED_SUFFIXES:
-        if wanted.endswith(suffix):
-            base = wanted[: -len(suffix)]
-            base_id = index.get(base) or index.get(base.rsplit("/", 1)[-1])
-            if base_id is None:
-                return None
-            config = dict(_bundled()[base_id]["config"])
-            config["quantization_config"] = dict(quant)
-            return "bundled", config, None, None, None  # weights: estimated in the variant's own format
-    return None
-
-
-def bundled_models() -> list[str]:
-    return sorted(_bundled())
-
-
-def bundled_summary() -> list[tuple[str, str]]:
-    """(id, what it is) for `vllm-guard models`: the architecture and, where bundled, the weight size."""
-    out = []
-    for model_id in bundled_models():
-        entry = _bundled()[model_id]
-        arch = ", ".join(entry["config"].get("architectures") or []) or entry["config"].get("model_type") or "?"
-        weights = entry.get("weights_bytes")
-        out.append((model_id, arch + (f", weights {weights / 2**30:,.2f} GiB" if weights else "")))
-    return out
+    found = bundled.find(model)
+    if found is None:
+        return None
+    config, weights = found
+    return "bundled", config, weights, "index" if weights else None, None
 
 
 def readable_here(model: str, revision: str | None, cache_dir: str, *, offline: bool) -> tuple[bool | None, str]:
