@@ -21,7 +21,8 @@ errors, 16 labelled `unknown`), `blind14/` (26, at commit c5a14df: 19 right, no 
 `unknown`), `blind15/` (13, at commit 5fe5eb5: 7 right, 1 confident error, 6 labelled `unknown`), `blind16/`
 (12, at commit 916eb97: 9 right, no confident error, 3 labelled `unknown`), `blind17/` (13, logs committed to
 repositories, at commit e8fa4b3: 12 right, no confident error, 4 labelled `unknown`) and `blind18/` (12, at commit
-3705a68: 9 right, 1 confident error, 8 labelled `unknown`). The successful start-ups in
+3705a68: 9 right, 1 confident error, 8 labelled `unknown`) and `blind19/` (17 copied byte-exact from committed logs, at
+commit 260091a: 11 right, 2 confident errors, 2 labelled `unknown`). The successful start-ups in
 `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -43,7 +44,8 @@ from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 REAL = ROOT / "tests" / "data" / "real-logs"
 SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
-        "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18")
+        "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
+        "blind19")
 BLIND_SETS = ("collected", "hangs")
 
 
