@@ -105,6 +105,11 @@ SOURCES: dict[str, str] = {
     "extension_abi": "the dynamic loader, importing a compiled extension (vllm._C, flash_attn_2_cuda, xformers) "
                      "built for another torch ('ImportError: ....so: undefined symbol: _ZN3c10...') or another "
                      "CUDA ('ImportError: libcudart.so.12: cannot open shared object file'), any release",
+    "vllm_fa_missing": "vLLM 0.2x-0.33 vllm_flash_attn/__init__.py: 'ImportError: vllm.vllm_flash_attn requires the "
+                       "CUDA flash attention extensions (_vllm_fa2_C or _vllm_fa3_C)' (a build without them)",
+    "no_kernel": "vLLM 0.6-0.33 choose_*_linear_kernel (model_executor/kernels/linear/__init__.py at 0.32): 'Failed to "
+                 "find a kernel that can implement the ScaledMM|WNA16|NVFP4|MXFP4 linear layer. Reasons: ...'; "
+                 "fused_moe/oracle/mxfp4.py: 'Unsupported mxfp4_backend for Mxfp4MoEMethod: ...'",
     "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
                        "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
                        "capability: sm_120 under a cu12.6 wheel), any release",
@@ -292,6 +297,9 @@ SUPPORT_SOURCES: dict[str, str] = {
                          "given', 'missing 1 required positional argument', 'got an unexpected keyword argument') on a "
                          "call from vLLM's own code: the callee is a library vLLM depends on (transformers, torch) at "
                          "another release than the one this vLLM was written for",
+    "hub_stalled": "vLLM 0.4-0.33 entrypoints/openai/api_server.py signal_handler: 'KeyboardInterrupt: terminated' "
+                   "(SIGTERM), its traceback inside a socket read (ssl.py, httpcore, urllib3) under a huggingface_hub "
+                   "or transformers call: the start waited for the Hub until it was stopped",
     "multiple_values": "the Python interpreter's TypeError 'f() got multiple values for argument 'x'', read where the "
                        "start never got ready: a caller passes positionally an argument its callee's installed "
                        "release moved or renamed (transformers' processors' __init__ under vLLM 0.9's "

@@ -61,3 +61,20 @@ def assertion_raised(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any
         if not _CARETS.match(text):
             return False
     return False
+
+
+# The prefixes of a multimodal model's towers in vLLM's classes (qwen*_vl.py's visual, gemma3_mm.py's
+# vision_tower, llava's vision_tower and multi_modal_projector, gemma4_mm.py's embed_vision and audio_tower, mllama4's
+# vision_model).
+_TOWER_WEIGHT = re.compile(r"(?:model\.)?(?:visual|vision_tower|vision_model|multi_modal_projector|embed_vision|"
+                           r"audio_tower|audio_model|embed_audio)\.")
+_MISSING_NAMES = re.compile(r"'([\w.]{1,300})'")
+
+
+def only_tower_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """vLLM's 'Following weights were not initialized from checkpoint: {...}' lists only a vision or audio tower's
+    weights: a checkpoint without the tower (a text-only export of a multimodal architecture)."""
+    listed = line[line.find("checkpoint: {"):]
+    names = _MISSING_NAMES.findall(listed)
+    return bool(names) and all(_TOWER_WEIGHT.match(n) for n in names)
+

@@ -238,6 +238,20 @@ NOT_MULTIMODAL = Advice(
     ("a vLLM release that lists the model among its multimodal models", "drop --limit-mm-per-prompt for a text-only "
      "model"), ("changing memory settings",),
 )
+TOWER_WEIGHTS_MISSING = Advice(
+    "The checkpoint has no vision (or audio) tower, while vLLM's class for its architecture builds one: a text-only "
+    "export of a multimodal model. vLLM builds a tower while any medium it reads is accepted, and a medium left out "
+    "of --limit-mm-per-prompt keeps a limit of 999.",
+    ("--language-model-only, or --limit-mm-per-prompt with every medium at 0 (images and videos for most models)",
+     "a text-only architecture for the checkpoint (--hf-overrides), where vLLM has one"),
+    ("downloading the model again", "changing memory settings"),
+)
+NO_KERNEL = Advice(
+    "This vLLM build has no kernel for the checkpoint's weight format on this GPU; its message lists why each "
+    "candidate refused.",
+    ("a checkpoint in a format this GPU has kernels for (or the unquantized model)", "a vLLM build that has the "
+     "kernel, or the environment override the message names"), ("changing memory settings", "retrying unchanged"),
+)
 WEIGHTS_MISSING = Advice(
     "The checkpoint lacks weights its config declares: a shard missing from the download, or an export that left a "
     "tensor out (an lm_head with tie_word_embeddings false).",
@@ -287,6 +301,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
     "checkpoint_layout": CHECKPOINT_LAYOUT, "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
+    "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL,
     "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
     "startup_probe": STARTUP_PROBE,
 }

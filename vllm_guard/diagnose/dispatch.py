@@ -48,7 +48,7 @@ _WORDS = (
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus", "with CUDA capability sm_",
     "is already used by a Transformers config", "memory reserved for KV Cache",
-    "failed startup probe",
+    "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -120,8 +120,10 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
 # symbol or a CUDA library of the build's own that is not there (libcudart, libcublas: a CUDA build on a machine
 # without that CUDA); not macOS's "symbol not found in flat namespace" of a local build, a platform's missing
 # module, nor the driver's libcuda.so.1 (no GPU given to the process: read above).
-_C_UNDEFINED = re.compile(r"Failed to import (?:from vllm\._C with ImportError\(|vllm_ascend_C:).{0,1000}?(?:undefined "
-                          r"symbol|lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.\d{1,3}: cannot open shared object file)")
+_C_UNDEFINED = re.compile(r"Failed to import (?:from vllm\._(?:core_)?C with ImportError\(|vllm_ascend_C:).{0,1000}?"
+                          r"(?:undefined symbol|lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.\d{1,3}: cannot open shared "
+                          # torch's own GPU library: a ROCm build of vLLM under a CUDA torch or the reverse (b19-001)
+                          r"object file|lib(?:torch|c10)_(?:hip|cuda)\.so: cannot open shared object file)")
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
 _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\) (?:takes (?:from \d{1,3} to )?\d{1,3} "
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
@@ -175,6 +177,27 @@ def _multiple_values(lines: list[LogLine], tbs: list[logread.Traceback]) -> LogL
     return None
 
 
+# vLLM's API server turns SIGTERM into KeyboardInterrupt("terminated") (entrypoints/openai/api_server.py
+# signal_handler, 0.4-0.33): the traceback shows where the start was when it was stopped.
+_TERMINATED = re.compile(r"KeyboardInterrupt: terminated")
+_HUB_CALL = re.compile(r"[/\\](?:huggingface_hub|transformers)[/\\]")
+# A read from a socket: Python's ssl and socket, httpcore's and urllib3's streams.
+_NETWORK_READ = re.compile(r"[/\\](?:ssl|socket)\.py$|[/\\](?:httpcore|urllib3|h11|anyio)[/\\]")
+
+
+def _stopped_on_the_hub(lines: list[LogLine], tbs: list[logread.Traceback]) -> logread.Traceback | None:
+    """A start stopped from outside (SIGTERM) while it waited for a Hugging Face Hub answer: the frames just
+    inside vLLM's signal handler are a socket read under a huggingface_hub or transformers call (blind19/b19-003,
+    a tokenizer's list_repo_tree blocked in an SSL read)."""
+    for tb in reversed(tbs):
+        if tb.exception is None or len(tb.frames) < 3 or not _TERMINATED.search(lines[tb.exception].text):
+            continue
+        inner = [f for f in tb.frames if f.func != "signal_handler"][-4:]
+        if any(_NETWORK_READ.search(f.path) for f in inner) and any(_HUB_CALL.search(f.path) for f in tb.frames):
+            return tb
+    return None
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
@@ -204,6 +227,12 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
                              signal, "vllm_api", ctx, confidence="medium", template=SUPPORT_SOURCES["vllm_api"],
                              stage_from=certainty.MESSAGE)
+    if not ready(lines) and (stopped := _stopped_on_the_hub(lines, tbs)) is not None:
+        hub = next(f for f in stopped.frames if _HUB_CALL.search(f.path))
+        waited = (f"stopped (SIGTERM) while waiting for the Hugging Face Hub: {hub.func} ({cut(hub.path)})",
+                  f"last frame: {stopped.frames[-2].func} ({cut(stopped.frames[-2].path)})")
+        return Diagnosis("network", BEFORE_START, {}, waited, signal, "hub", ctx, confidence="medium",
+                         template=SUPPORT_SOURCES["hub_stalled"], stage_from=certainty.FRAMES)
     for line in lines:
         if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
             # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output

@@ -135,6 +135,9 @@ NOT_RELAXABLE_DETAIL = {
     "checkpoint_layout": "the checkpoint has weights vLLM's class for its architecture does not define",
     "not_multimodal": "this vLLM does not treat the model as multimodal: a newer vLLM, or no multimodal option",
     "weights_missing": "the checkpoint lacks weights its config declares: download it whole",
+    "tower_weights_missing": "the checkpoint has no tower for the media still accepted: --language-model-only or "
+                             "every medium at 0 in the profile",
+    "no_kernel": "this build has no kernel for the checkpoint's format on this GPU: another checkpoint or build",
     "rope_format": "this vLLM (or the transformers beside it) does not know the model's rope_scaling: install a "
                    "matching pair",
 }

@@ -178,6 +178,12 @@ RULES: tuple[Rule, ...] = (
     # matches the checkpoint's quantization_config.
     Rule("quant_unsupported", re.compile(r"No compressed-tensors compatible scheme was found"), LOADING,
          source=SOURCES["compressed_tensors_scheme"]),
+    # vLLM 0.6-0.33 choose_*_linear_kernel (model_executor/kernels/linear/__init__.py at 0.32) and the MXFP4 MoE
+    # oracle (fused_moe/oracle/mxfp4.py): no kernel of this build implements the checkpoint's weight format on this
+    # GPU (blind19/b19-011: FP8 linear layers on a GB10; b19-006: an MXFP4 MoE backend without its conversion).
+    Rule("quant_unsupported", re.compile(r"Failed to find a kernel that can implement the (?P<layer>[\w ]{1,40}?) "
+                                         r"linear layer|Unsupported mxfp4_backend(?: for Mxfp4MoEMethod)?: "),
+         LOADING, detail="no_kernel", source=SOURCES["no_kernel"]),
     Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{1,64})\. Must be one of"),
          BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "

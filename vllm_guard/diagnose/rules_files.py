@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
@@ -48,6 +49,11 @@ FILE_RULES: tuple[Rule, ...] = (
     Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
                                 r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
          numbers=lambda m: numbers_of(m, "mmap_bytes"), source=SOURCES["mmap_enomem"]),
+    # The same check when every weight it lists is a vision or audio tower's: a text-only checkpoint of a multimodal
+    # architecture (blind19/b19-012: Qwen3_5MoeForConditionalGeneration with images and audio at 0 but videos
+    # still accepted, so vLLM built the tower, _mark_tower_model, and found none of its weights).
+    Rule("usage_error", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
+         detail="tower_weights_missing", when=conditions.only_tower_weights, source=SOURCES["weights_missing"]),
     # vLLM 0.6.4-0.33 DefaultModelLoader.load_weights (strict): the checkpoint lacks weights the model's config
     # declares (an export without lm_head while tie_word_embeddings is false, a shard missing).
     Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,

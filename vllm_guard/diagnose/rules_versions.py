@@ -19,6 +19,10 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
                                         r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
          detail="extension_abi", source=SOURCES["extension_abi"]),
+    # vLLM's own FlashAttention package without its compiled extensions (vllm_flash_attn/__init__.py, 0.2x-0.33): a
+    # build or overlay that did not compile them (blind19/b19-013, read in the registry's inspection subprocess).
+    Rule("version_mismatch", re.compile(r"vllm\.vllm_flash_attn requires the CUDA flash attention extensions"),
+         BEFORE_START, detail="extension_abi", source=SOURCES["vllm_fa_missing"]),
     Rule("version_mismatch", re.compile(r"Torch not compiled with CUDA enabled"), BEFORE_START, detail="extension_abi",
          source=SOURCES["cpu_torch"]),
     Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
