@@ -74,11 +74,6 @@ MODELS: dict[str, tuple[str, str, str | None]] = {
 # bundled, matched by hand to a bundled config of the same shapes, with the evidence.
 MEDGEMMA = ("MedGemma 27B is Gemma 3 27B trained further (its card), and its config has gemma-3-27b's shapes: 62 "
             "layers of 5,376, 32 query / 16 KV heads of 128, MLP 21,504, vocab 262,208, window 1,024")
-# DiffusionGemma runs one Gemma 4 backbone (vLLM's diffusion_gemma.py): the bundled aliases record the evidence.
-DIFFUSIONGEMMA = ("the bundled alias: gemma-4-26B-A4B-it's shapes, which a literal snippet of DiffusionGemma's "
-                  "config gives field for field; its self-conditioning MLP (0.03 GiB) is left out")
-DIFFUSIONGEMMA_NVFP4 = ("the bundled alias: nvidia's NVFP4 recipe of gemma-4-26B-A4B (experts only in 4 bits), as "
-                        "the checkpoint's own hf_quant_config says")
 NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
     "041-qwen3-coder-30b-a3b-instruct.log": ("Qwen/Qwen3-30B-A3B", "Qwen3-Coder-30B-A3B's card gives its shapes: "
                                              "48 layers, 32 query / 4 KV heads, 128 experts, 8 active", None),
@@ -130,10 +125,6 @@ NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
                                      "modules stay 16-bit is not known", "w4a16"),
     "069-qwen3.8-27b-nvfp4-mtp.log": ("Qwen/Qwen3.8-27B", "unsloth's NVFP4 of it: its own config was not found, so "
                                       "which modules stay 16-bit is not known", "nvfp4"),
-    "101-diffusiongemma-26b-a4b-it.log": ("google/diffusiongemma-26B-A4B-it", DIFFUSIONGEMMA, None),
-    "113-diffusiongemma-26b-a4b-it.log": ("google/diffusiongemma-26B-A4B-it", DIFFUSIONGEMMA, None),
-    "123-diffusiongemma-26b-a4b-it-nvfp4.log": ("nvidia/diffusiongemma-26B-A4B-it-NVFP4", DIFFUSIONGEMMA_NVFP4, None),
-    "124-diffusiongemma-26b-a4b-it-nvfp4.log": ("nvidia/diffusiongemma-26B-A4B-it-NVFP4", DIFFUSIONGEMMA_NVFP4, None),
     "054-qwen3-vl-embedding-2b.log": ("Qwen/Qwen3-VL-Embedding-2B", "the bundled alias: Qwen3-VL-2B-Instruct's "
                                       "shapes, the base the embedding model was trained from", None),
     "072-gemma-3-12b-it.log": ("google/gemma-3-12b-it-qat-q4_0-unquantized", "Google's QAT checkpoint of "
@@ -457,7 +448,8 @@ def resolve(entry: dict[str, Any]) -> tuple[str, str, str | None] | None:
         return MODELS[name]
     if name in NEW_MODELS:
         return NEW_MODELS[name]
-    by_lower = {m.lower(): m for m, e in bundled.entries().items() if "config" in e}  # configs, not aliases
+    # bundled configs and aliases (DiffusionGemma's, whose evidence the alias's source records)
+    by_lower = {m.lower(): m for m in bundled.entries()}
     model_id = by_lower.get(str(entry.get("hf_id") or "").lower())
     return (model_id, "the model itself (its Hub id)", None) if model_id else None
 

@@ -77,4 +77,3 @@ def only_tower_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, A
     listed = line[line.find("checkpoint: {"):]
     names = _MISSING_NAMES.findall(listed)
     return bool(names) and all(_TOWER_WEIGHT.match(n) for n in names)
-

@@ -209,7 +209,8 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
         return Diagnosis("version_mismatch", BEFORE_START, {}, called, signal, "python_package", ctx,
                          confidence="medium", template=SUPPORT_SOURCES["library_signature"],
                          stage_from=certainty.FRAMES)
-    if not ready(lines):
+    started = ready(lines)
+    if not started:
         both = _multiple_values(lines, tbs)
         if both is not None:
             shown = tuple(dict.fromkeys((cut(both.text), *last_errors(lines, tbs, 2))))
@@ -227,7 +228,7 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
                              signal, "vllm_api", ctx, confidence="medium", template=SUPPORT_SOURCES["vllm_api"],
                              stage_from=certainty.MESSAGE)
-    if not ready(lines) and (stopped := _stopped_on_the_hub(lines, tbs)) is not None:
+    if not started and (stopped := _stopped_on_the_hub(lines, tbs)) is not None:
         hub = next(f for f in stopped.frames if _HUB_CALL.search(f.path))
         waited = (f"stopped (SIGTERM) while waiting for the Hugging Face Hub: {hub.func} ({cut(hub.path)})",
                   f"last frame: {stopped.frames[-2].func} ({cut(stopped.frames[-2].path)})")
@@ -251,13 +252,13 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                 # Without the download's traceback, only a file that cannot fit in a start that never got
                 # ready: huggingface_hub warns (and goes on) when statvfs may be wrong (llm-d #857).
                 short = numbers.get("free_disk_mb", 1.0) < numbers.get("expected_file_mb", 0.0)
-                if not download and (not short or ready(lines)):
+                if not download and (not short or started):
                     continue
                 evidence = (*last_errors(lines, tbs, 3), f"supporting: {cut(line.text)}")
                 return Diagnosis("disk_full", LOADING, numbers, evidence, signal, "download_warning", ctx,
                                  confidence="medium", template=certainty.DISK_WARNING_SOURCE,
                                  stage_from=certainty.FRAMES)
-    if not ready(lines):
+    if not started:
         no_platform = next((line for line in lines if "No platform detected" in line.text), None)
         no_driver = next((line for line in lines if "libcuda.so.1: cannot open shared object" in line.text), None)
         if no_platform is not None and no_driver is not None:

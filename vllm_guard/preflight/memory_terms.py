@@ -18,7 +18,7 @@ from typing import Any
 
 from vllm_guard.facts.model import ModelFacts
 from vllm_guard.preflight.memory_params import Params, media_off
-from vllm_guard.preflight.weights import VISION_TOWER_MEDIA
+from vllm_guard.preflight.weights import vision_media
 
 IN_WEIGHTS, IN_KV, IN_ACTIVATION = "weights", "kv", "activation"
 # --speculative-config methods that load no model and keep no KV: n-gram / suffix matching over the prompt
@@ -119,8 +119,7 @@ def encoder_cache(model: ModelFacts, params: Params, batched_tokens: int, elemen
     modality left out keeps vLLM's default of 999); then vLLM profiles no encoder."""
     if not model.is_multimodal:
         return None
-    vision = VISION_TOWER_MEDIA.get(str(model.model_type), ("image", "video")) or ("image", "video")
-    if media_off(params, *vision, *(("audio",) if model.audio_params else ())):
+    if media_off(params, *vision_media(model), *(("audio",) if model.audio_params else ())):
         return Term("encoder cache", 0, IN_ACTIVATION, "no images or other media accepted: no encoder profiled")
     if model.hidden_size is None:
         return Term("encoder cache", None, IN_ACTIVATION, "the model's hidden size is not known")
@@ -128,7 +127,6 @@ def encoder_cache(model: ModelFacts, params: Params, batched_tokens: int, elemen
     how = (f"a budget of {budget:,} tokens x hidden {model.hidden_size}; in the profile run's peak"
            + ("" if model.mm_tokens_per_item else " (one item's most tokens come from its processor, not config)"))
     return Term("encoder cache", int(budget * model.hidden_size * element_bytes), IN_ACTIVATION, how)
-
 
 
 # --- hybrid state layers -----------------------------------------------------------------------------------------

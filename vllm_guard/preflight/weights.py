@@ -36,13 +36,18 @@ ONLINE_EXPERTS_ONLY = {"experts_int8": 1.0, "int8_per_channel_weight_only": 1.0,
 
 
 # The media a vision tower reads, where not images and videos both (vLLM 0.32 model files: the modalities each
-# passes to _mark_tower_model); () for a model that builds its tower whatever the limits (no _mark_tower_model).
+# passes to _mark_tower_model), and the models that build their tower whatever the limits (no _mark_tower_model).
 VISION_TOWER_MEDIA: dict[str, tuple[str, ...]] = {
     **{t: ("image",) for t in ("gemma3", "llava", "llava_next", "mistral3", "pixtral", "llama4", "dots_ocr",
                                "phi4-siglip")},
     "kimi_k25": ("vision_chunk",),
-    **{t: () for t in ("glm4v", "glm4v_moe", "idefics3")},
 }
+TOWER_ALWAYS_BUILT = frozenset(("glm4v", "glm4v_moe", "idefics3"))
+
+
+def vision_media(model: ModelFacts) -> tuple[str, ...]:
+    """The media the model's vision tower (and its encoder) reads."""
+    return VISION_TOWER_MEDIA.get(str(model.model_type), ("image", "video"))
 
 
 @dataclass(frozen=True)
@@ -141,8 +146,8 @@ def _towers_skipped(model: ModelFacts, params: Params, notes: list[str]) -> int:
     mode"). A tower is held in 16 bits (modelopt's and AWQ's recipes leave it out): 2 bytes a parameter, as the
     estimate counts."""
     skipped = []
-    media = VISION_TOWER_MEDIA.get(str(model.model_type), ("image", "video"))
-    if model.vision_params and media and media_off(params, *media):
+    if (model.vision_params and model.model_type not in TOWER_ALWAYS_BUILT
+            and media_off(params, *vision_media(model))):
         skipped.append(("vision tower", model.vision_params))
     if model.audio_params and media_off(params, "audio"):
         skipped.append(("audio encoder", model.audio_params))
