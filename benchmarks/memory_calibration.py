@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import dataclasses
 import json
 import re
@@ -111,6 +112,12 @@ NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
     "118-qwen3.6-35b-heretic.log": ("Qwen/Qwen3.6-35B-A3B", "the same /models/target as 075 (served as "
                                     "qwen36-35b-heretic, Qwen3_5MoeForConditionalGeneration, line 9), NVFP4 weights by "
                                     "vLLM's Marlin FP4 warning: which modules stay 16-bit is not known", "nvfp4"),
+    **{name: ("poolside/Laguna-S-2.1-FP8", "poolside's INT4 of the same model (the log's 'Using "
+              "CompressedTensorsWNA16MarlinMoEMethod'): its own config was not found, so it is planned as the FP8 "
+              "sibling's recipe at W4A16 (the same ignore list and FP8 KV scheme, int4 in groups of 128)",
+              "w4a16-sibling")
+       for name in ("067-laguna-s-2.1-int4-dflash.log", "121-laguna-s-2.1-int4-dflash.log",
+                    "122-laguna-s-2.1-int4-dflash.log")},
     "075-qwen3.6-dflash.log": ("Qwen/Qwen3.6-35B-A3B", "a compressed-tensors fine-tune of it at /models/target "
                                "(Qwen3_5MoeForConditionalGeneration, line 24); its format is not known, so only its "
                                "shapes are planned", "unknown"),
@@ -140,14 +147,12 @@ SKIPPED = {
     "037-qwen2-vl-7b-instruct-awq.log": "Qwen2-VL-7B AWQ: no config found; the vision tower is not in a text config",
     "046-qwen3-vl-30b-a3b-instruct.log": "Qwen3-VL-30B-A3B: only a trimmed copy of its config was found",
     "061-gemma-3-12b-it-qat-autoawq.log": "gemma-3-12b-it: no public copy of its config.json was found",
-    "067-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
-    "070-laguna-s-2.1-nvfp4-dflash.log": "Laguna-S-2.1 NVFP4 with a DFlash drafter whose size is not known",
     "074-gemma-4-26b-a4b-nvfp4-dflash.log": "a fine-tune at /models/target with a DFlash drafter: neither known",
-    "075-qwen3.6-dflash.log": "a model at /models/target with a DFlash drafter: neither known",
     "076-nemotron-3-nano-4b-bf16.log": "Nemotron-3-Nano-4B: no config found",
     "103-gemma-3-270m-it.log": "gemma-3-270m-it: no public copy of its config.json was found",
-    "121-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
-    "122-laguna-s-2.1-int4-dflash.log": "Laguna-S-2.1 INT4 with a DFlash drafter whose size is not known",
+    "070-laguna-s-2.1-nvfp4-dflash.log": "Laguna-S-2.1 NVFP4: a 92.85 GiB checkpoint (line 38) with MoE layers "
+                                         "left unquantized (line 36: the 'Unquantized MoE backend' beside the "
+                                         "NVFP4 one); which ones only its own config, not found, would say",
     "077-nemotron-3-super-120b-a12b-nvfp4-mtp.log": "Nemotron-3-Super NVFP4: only configs without their "
                                                     "quantization_config were found",
 }
@@ -204,6 +209,12 @@ WHY: dict[tuple[str, str], str] = {
         "a fine-tune at /models/target whose own config was not found, planned as NVFP4 on every linear layer of "
         "Qwen3.6-35B-A3B's shapes (vLLM's Marlin FP4 warning names the format): the modules it kept in 16 bits "
         "are not known",
+    **{(name, "weights_gib"): "poolside's INT4 planned as its FP8 sibling's recipe at W4A16 (attention, the dense "
+       "layer, shared experts and head in 16 bits, the routed experts int4 in groups of 128), its own config not "
+       "found: the checkpoint vLLM read is 66.97 GiB (line 33 of 067), 4.6 more than that plan's 62.37, which only "
+       "its config would place; the drafter is counted to 2.08 GiB, the size of its checkpoint (line 68)"
+       for name in ("067-laguna-s-2.1-int4-dflash.log", "121-laguna-s-2.1-int4-dflash.log",
+                    "122-laguna-s-2.1-int4-dflash.log")},
     ("069-qwen3.8-27b-nvfp4-mtp.log", "weights_gib"):
         "unsloth's NVFP4 planned as NVFP4 on every linear layer but the head (its own config was not found): 3 GiB "
         "more loaded than that: modules unsloth kept in 16 bits, which only its config would name",
@@ -326,6 +337,12 @@ def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
         config.pop("quantization_config", None)
     elif weight_format == "w4a16":  # compressed-tensors W4A16 (int4, group 128), as llm-compressor writes it
         config["quantization_config"] = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
+    elif weight_format == "w4a16-sibling":  # the bundled checkpoint's own recipe (ignore list, KV scheme), int4
+        quant = copy.deepcopy(config["quantization_config"])
+        for group in quant["config_groups"].values():
+            group["weights"] = {"num_bits": 4, "type": "int", "group_size": 128, "strategy": "group"}
+            group["input_activations"] = None
+        config["quantization_config"] = quant
     elif weight_format == "nvfp4":  # NVFP4 (4-bit, an FP8 scale per 16) on every linear layer but the head
         config["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
     if weight_format == "awq":  # AWQ 4-bit, group 128: the format of Qwen's own -AWQ checkpoints
@@ -333,7 +350,7 @@ def facts_for(model_id: str, weight_format: str | None) -> ModelFacts:
     elif weight_format == "fp8":  # a pre-quantized FP8 checkpoint (compressed-tensors FP8-dynamic)
         config["quantization_config"] = {"quant_method": "fp8"}
     fields = model_config.normalize(config)
-    weights = entry.get("weights_bytes") if weight_format not in ("bf16", "w4a16", "nvfp4") else None
+    weights = entry.get("weights_bytes") if weight_format not in ("bf16", "w4a16", "w4a16-sibling", "nvfp4") else None
     if weight_format in ("fp8", "fp8-online"):
         fields["quant_method"] = "fp8"
         weights = model_config.estimate_weights_bytes(fields, config)
@@ -438,7 +455,14 @@ def params_for(entry: dict[str, Any], log: str = "") -> memory_params.Params:
 
 
 # Start-up -> the draft model its --speculative-config loaded, where its config is bundled.
-DRAFTS = {"075-qwen3.6-dflash.log": "z-lab/Qwen3.6-35B-A3B-DFlash"}  # line 26: DFlashDraftModel at /models/drafter
+DRAFTS = {
+    "075-qwen3.6-dflash.log": "z-lab/Qwen3.6-35B-A3B-DFlash",  # line 26: DFlashDraftModel at /models/drafter
+    # poolside/Laguna-S-2.1-DFlash-INT4 (line 7): a bf16 drafter despite its name, 2.08 GiB of checkpoint (line 68)
+    # as the bundled poolside/Laguna-S-2.1-DFlash's 1,114,977,792 parameters in bf16 are
+    **{name: "poolside/Laguna-S-2.1-DFlash" for name in ("067-laguna-s-2.1-int4-dflash.log",
+                                                          "121-laguna-s-2.1-int4-dflash.log",
+                                                          "122-laguna-s-2.1-int4-dflash.log")},
+}
 
 
 def resolve(entry: dict[str, Any]) -> tuple[str, str, str | None] | None:

@@ -110,11 +110,13 @@ def test_cudagraph_error_fraction_rests_on_the_single_node_cuda_figures(
     # memory.CUDAGRAPH_ERROR_FRACTION is the 80th percentile of |error| over the "Graph capturing finished ...
     # took X GiB" figures of single-node CUDA start-ups (ROCm 017 and 053, Ray across nodes 004 and 005, and the
     # negative figures 046/047 print are left out: their logs say why; so is DiffusionGemma, 113, whose graphs
-    # are captured for its 256-token denoising canvases, which the CUDA-graph term does not model).
+    # are captured for its 256-token denoising canvases, which the CUDA-graph term does not model; and the three
+    # Laguna DFlash start-ups on one DGX Spark, 067, 121 and 122, whose identical capture sizes "took" 0.11, 1.02
+    # and 0.09 GiB against vLLM's own estimate of 0.86-0.93 GiB each time: there the figure measures no graphs).
     from vllm_guard.preflight import memory
     _, rows, _ = calibration
     graphs = sorted(abs(r.error_pct) for r in rows if r.quantity == "cudagraph_gib" and r.reported > 0
-                    and r.file[:3] not in ("017", "053", "004", "005", "113"))
+                    and r.file[:3] not in ("017", "053", "004", "005", "113", "067", "121", "122"))
     assert len(graphs) >= 30
     p80 = graphs[int(0.8 * len(graphs))]
     assert p80 <= memory.CUDAGRAPH_ERROR_FRACTION * 100, p80

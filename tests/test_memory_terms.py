@@ -150,6 +150,27 @@ def test_a_speculative_profile_shows_its_drafter_and_the_block_size_it_forces(tm
     assert report["memory"]["kv_bytes_per_token"] == plain["memory"]["kv_bytes_per_token"] * 11 // 10
 
 
+def test_a_dflash_drafter_is_its_checkpoint_and_holds_full_kv(tmp_path: Path) -> None:
+    # startups/067 (vLLM 0.25.1): poolside/Laguna-S-2.1-INT4 with poolside's DFlash drafter, "Checkpoint size:
+    # 2.08 GiB" for the drafter (a bf16 one despite its -INT4 name), which decodes with the target's embeddings and
+    # lm_head ("Sharing target model embedding weights with the draft model" in vLLM's DFlash runs: startups/075).
+    drafter_gib = float(re.findall(r"Checkpoint size: ([0-9.]+) GiB",
+                                   (STARTUPS / "067-laguna-s-2.1-int4-dflash.log").read_text())[1])
+    spec = '{"method": "dflash", "model": "poolside/Laguna-S-2.1-DFlash", "num_speculative_tokens": 15}'
+    report, text = check(tmp_path, 1, "poolside/Laguna-S-2.1-FP8", "--max-model-len", "8192",
+                         "--speculative-config", spec)
+    draft = terms(report)["draft model"]
+    assert draft["where"] == "weights"
+    assert abs(draft["bytes_per_gpu"] / GIB - drafter_gib) <= 0.005 + 1e-9  # the log prints two decimals
+    assert "draft model" in text and "with the target's embeddings and lm_head" in text
+    # its 6 sliding-window layers take full KV (vLLM clears a DFlash drafter's window), the target's full shape:
+    # 12 full + 6 drafter layers beside the target's 36 sliding ones
+    target = facts("poolside/Laguna-S-2.1-FP8")
+    params = Params(max_model_len=8192, speculative_config=json.loads(spec),
+                    draft=facts("poolside/Laguna-S-2.1-DFlash"))
+    assert kv_cache.layer_counts(target, params) == (18, 36, 0)
+
+
 # --- the pure terms -----------------------------------------------------------------------------------------------
 
 def test_lora_buffers_follow_vllms_shapes() -> None:

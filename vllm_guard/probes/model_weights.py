@@ -78,10 +78,26 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
         return None
     mixers = ((layers - state_layers - no_mixer - full_layers) * attn + full_layers * global_attn
               + state_layers * state_mixer)
+    per_layer_heads = text.get("num_attention_heads_per_layer")
+    if isinstance(per_layer_heads, list) and len(per_layer_heads) == layers and not state_layers:
+        # Laguna: a head count per layer (vLLM 0.32 laguna.py; Laguna-S-2.1: 48 on full layers, 72 on sliding)
+        mixers = sum(_attention_params(text, hidden, int(n), kv_heads, head_dim) for n in per_layer_heads)
     norms = layers * 2 * hidden + hidden
     per_layer_embed, per_layer_linear = _per_layer_inputs(text, hidden, layers)
+    mlp += _dflash_fc(text, hidden)
     return Parts(vocab * hidden + per_layer_embed, mixers, mlp + per_layer_linear, experts, shared, norms,
                  (f.get("vision_params") or 0) + (f.get("audio_params") or 0), 0 if tied else vocab * hidden)
+
+
+def _dflash_fc(text: Mapping[str, Any], hidden: int) -> int:
+    """A DFlash drafter's fc, which fuses the target's hidden states at its dflash_config.target_layer_ids into
+    one (vLLM 0.32 qwen3_dflash.py and laguna_dflash.py: ReplicatedLinear(target hidden x len(ids) -> hidden)).
+    The target's hidden size is taken as the drafter's, as in every DFlash config bundled (z-lab's, poolside's).
+    Without it poolside/Laguna-S-2.1-DFlash came to 1.97 GiB against the 2.08 GiB checkpoint vLLM read
+    (startups/067, line 68)."""
+    dflash = text.get("dflash_config")
+    ids = dflash.get("target_layer_ids") if isinstance(dflash, Mapping) else None
+    return len(ids) * hidden * hidden if isinstance(ids, list) else 0
 
 
 # MLP activations without a gate (two matrices, up and down): Nemotron's and Nemotron-H's squared ReLU (vLLM
@@ -131,6 +147,9 @@ def _attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads
     attn = hidden * q_out + (1 if k_eq_v else 2) * hidden * kv_heads * head_dim + heads * head_dim * hidden
     if text.get("attention_bias") or str(text.get("model_type", "")).startswith("qwen2"):
         attn += heads * head_dim + 2 * kv_heads * head_dim
+    gating = text.get("gating")
+    if gating:  # Laguna's softplus output gate, g_proj: one per head, or per channel (vLLM 0.32 laguna.py)
+        attn += hidden * heads * (1 if gating is True or gating == "per-head" else head_dim)
     return attn
 
 
