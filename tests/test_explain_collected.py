@@ -152,18 +152,19 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           "b10-029-startup_hang.log", "b12-006-usage_error.log",
                           "b13-015-unknown.log", "b15-009-unknown.log",
                           "b18-003-startup_hang.log",  # blind18's one, recorded at its score (README.md there)
-                          "b19-012-unsupported_architecture.log"}  # blind19's (its other, b19-013, is read since)
+                          "b19-012-unsupported_architecture.log",  # blind19's (its other, b19-013, is read since)
+                          "b20-003-gpu_oom.log"}  # blind20's: the collector named oom_cudagraph the closest reading
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (685 with blind2-19): no
-    fewer right than measured after blind19's rules (611, 89.2%; issue 26's bar of 95% and one confident
+    """After the blind parts were scored once (README.md there), all the real failures (697 with blind2-20): no
+    fewer right than measured after blind20's rules (619, 88.8%; issue 26's bar of 95% and one confident
     error is not met since blind5), no confident error beyond the known ones, and a success never gets a failure
     class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 668
-    assert sum(r.right for r in failures) >= 611, wrong
+    assert len(failures) >= 697
+    assert sum(r.right for r in failures) >= 619, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

@@ -89,6 +89,14 @@ SOURCES: dict[str, str] = {
     "cpython_bind": "CPython socket.bind in vLLM's API server (entrypoints/openai/api_server.py run_server / "
                     "launcher.py create_server_socket): 'OSError: [Errno 98] Address already in use'",
     "disk": "the OS: 'OSError: [Errno 28] No space left on device'",
+    "disk_quota": "the OS (Linux errno.h EDQUOT): 'OSError: [Errno 122] Disk quota exceeded', a write past the user's "
+                  "or project's quota on that filesystem",
+    "numa_bind": "vLLM 0.32 utils/numa_utils.py: 'NUMA binding was requested, but vLLM could not detect the "
+                 "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
+    "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
+                   "X or less. Got NumPy Y.' (or 'or greater')",
+    "no_c_compiler": "Triton 2.x-3.x runtime/build.py: 'RuntimeError: Failed to find C compiler. Please specify via CC "
+                     "environment variable.' (Triton compiles a small C launcher for each kernel at first use)",
     "hub_access": "huggingface_hub / transformers: GatedRepoError, 401/403 Client Error, RepositoryNotFoundError; "
                   "huggingface_hub 1.x's httpx wording (\"Client error '401 Unauthorized' for url 'https://"
                   "huggingface.co/...'\", httpx _models.py raise_for_status); vLLM 0.8+ 'Invalid repository ID or "

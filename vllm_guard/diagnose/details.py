@@ -289,6 +289,26 @@ STARTUP_PROBE = Advice(
     ("changing vLLM's memory settings", "a longer liveness or readiness delay: they wait for the startup probe"),
 )
 
+DISK_QUOTA = Advice(
+    "A write went past the quota of the user or project on that filesystem (EDQUOT), not a full disk: a cluster's "
+    "home directory, most often, where vLLM keeps its torch.compile cache (~/.cache/vllm) and the Hub's cache.",
+    ("VLLM_CACHE_ROOT and HF_HOME (or --download-dir) on a filesystem with room (scratch or project space)",
+     "`quota -s` (or the site's own tool) shows the limit; free space under it"),
+    ("retrying unchanged", "changing vLLM's memory settings"),
+)
+NUMA_BIND = Advice(
+    "--numa-bind asks vLLM to pin each GPU's worker to that GPU's NUMA node, and vLLM could not read which node "
+    "each GPU sits on here (no topology in sysfs, a container or VM that hides it).",
+    ("--numa-bind-nodes with the node of each GPU (`nvidia-smi topo -m` shows the NUMA affinity)",
+     "drop --numa-bind"), ("retrying unchanged",),
+)
+NO_C_COMPILER = Advice(
+    "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
+    "none was found: an image or environment without gcc.",
+    ("install a C compiler where vLLM runs (gcc: apt-get install build-essential, or the image's own)",
+     "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
@@ -303,7 +323,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "checkpoint_layout": CHECKPOINT_LAYOUT, "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
     "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL,
     "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
-    "startup_probe": STARTUP_PROBE,
+    "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
 }
 
 

@@ -49,6 +49,8 @@ _WORDS = (
     "device < num_gpus", "with CUDA capability sm_",
     "is already used by a Transformers config", "memory reserved for KV Cache",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
+    "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
+    "No module named 'compressed_tensors",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

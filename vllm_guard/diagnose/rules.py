@@ -287,6 +287,11 @@ RULES: tuple[Rule, ...] = (
                                    r"already in use\)"), BEFORE_START, detail="internal_port",
          source=SOURCES["tcpstore_bind"]),
     Rule("disk_full", re.compile(r"No space left on device|\[Errno 28\]"), source=SOURCES["disk"]),
+    # A quota, not the disk: the same failed write (torch.compile's cache under ~/.cache/vllm, the Hub's cache) on a
+    # cluster's home or project filesystem (blind20/b20-001)
+    Rule("disk_full", re.compile(r"Disk quota exceeded|\[Errno 122\]"), detail="quota", source=SOURCES["disk_quota"]),
+    Rule("usage_error", re.compile(r"NUMA binding was requested, but vLLM could not detect the GPU-to-NUMA topology"),
+         BEFORE_START, detail="numa_bind", source=SOURCES["numa_bind"]),
     *FILE_RULES,
     *VERSION_RULES,
     Rule("gpu_busy", re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), BEFORE_START,

@@ -92,6 +92,17 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
                                         r"(?:'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
                                         r"|'[\w.]{1,200}' \([^()]{0,1000}?[/\\](?:site|dist)-packages[/\\])"
-                                        r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"),
+                                        r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"
+                                        # a submodule of compressed-tensors, which vLLM pins (requirements/common.txt)
+                                        # and imports for compressed-tensors checkpoints: another release of it
+                                        # (blind20/b20-008)
+                                        r"|ModuleNotFoundError: No module named 'compressed_tensors\.[\w.]{1,200}'"),
          BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["python_package"]),
+    # numba (which vLLM's n-gram speculator and some kernels import) refuses a NumPy outside its range at import
+    Rule("version_mismatch", re.compile(r"Numba needs NumPy [\d.]{1,12} or (?:less|greater)\. Got NumPy [\d.]{1,12}"),
+         BEFORE_START, detail="python_package", source=SOURCES["numba_numpy"]),
+    # Triton builds a C launcher per kernel with the system's C compiler: an image or venv without one (gcc) fails
+    # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
+    Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
+         detail="no_c_compiler", source=SOURCES["no_c_compiler"]),
 )
