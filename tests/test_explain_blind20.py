@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import DISK_QUOTA, NO_C_COMPILER, NUMA_BIND, PYTHON_PACKAGE, advice_for
+from vllm_guard.diagnose.details import DISK_QUOTA, NO_C_COMPILER, NUMA_BIND, NUMBA_NUMPY, PYTHON_PACKAGE, advice_for
+from vllm_guard.diagnose.knowledge import Advice
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 
@@ -41,13 +42,26 @@ def test_triton_without_a_c_compiler_says_to_install_one() -> None:
     assert advice_for(d) is NO_C_COMPILER and any("gcc" in h for h in NO_C_COMPILER.helps)
 
 
-@pytest.mark.parametrize("name", ["b20-008", "b20-010"])
-def test_a_package_release_that_does_not_fit_is_a_version_mismatch(name: str) -> None:
-    # b20-008: "No module named 'compressed_tensors.compressors.pack_quantized'" (vLLM imports a module the installed
-    # compressed-tensors does not have); b20-010: numba's "Numba needs NumPy 2.2 or less. Got NumPy 2.4."
+@pytest.mark.parametrize(("name", "detail", "advice"), [
+    # "No module named 'compressed_tensors.compressors.pack_quantized'": vLLM imports a module the installed
+    # compressed-tensors does not have
+    ("b20-008", "python_package", PYTHON_PACKAGE),
+    # numba's import check: "Numba needs NumPy 2.2 or less. Got NumPy 2.4."
+    ("b20-010", "numba_numpy", NUMBA_NUMPY),
+])
+def test_a_package_release_that_does_not_fit_is_a_version_mismatch(name: str, detail: str, advice: Advice) -> None:
     d = classify(blind_log("blind20", name))
-    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "python_package", "high")
-    assert advice_for(d) is PYTHON_PACKAGE
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", detail, "high")
+    assert advice_for(d) is advice
+
+
+def test_a_start_that_got_ready_survived_the_warning() -> None:
+    # numba's refusal and Triton's missing compiler in a log whose server then came up: not the failure
+    for line in ("ImportError: Numba needs NumPy 2.2 or less. Got NumPy 2.3.",
+                 "RuntimeError: Failed to find C compiler. Please specify via CC environment variable."):
+        text = (f"INFO 08-15 03:11:40 [api_server.py:1] vLLM API server version 0.10.1\nWARNING 08-15 03:11:41 "
+                f"[utils.py:1] {line}\nINFO 08-15 03:11:52 [launcher.py:1] Application startup complete.\n")
+        assert classify(text).cls == "unknown", line
 
 
 def test_the_package_rules_stay_on_their_packages() -> None:

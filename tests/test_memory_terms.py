@@ -163,6 +163,12 @@ def test_a_dflash_drafter_is_its_checkpoint_and_holds_full_kv(tmp_path: Path) ->
     assert draft["where"] == "weights"
     assert abs(draft["bytes_per_gpu"] / GIB - drafter_gib) <= 0.005 + 1e-9  # the log prints two decimals
     assert "draft model" in text and "with the target's embeddings and lm_head" in text
+    # the logs' own --speculative-config names no method: vLLM reads "dflash" from the drafter's name
+    # (config/speculative.py), and so does the guard
+    spec_as_logged = '{"model": "poolside/Laguna-S-2.1-DFlash", "num_speculative_tokens": 15}'
+    logged, _ = check(tmp_path, 1, "poolside/Laguna-S-2.1-FP8", "--max-model-len", "8192",
+                      "--speculative-config", spec_as_logged)
+    assert terms(logged)["draft model"]["bytes_per_gpu"] == draft["bytes_per_gpu"]
     # its 6 sliding-window layers take full KV (vLLM clears a DFlash drafter's window), the target's full shape:
     # 12 full + 6 drafter layers beside the target's 36 sliding ones
     target = facts("poolside/Laguna-S-2.1-FP8")

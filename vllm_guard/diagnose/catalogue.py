@@ -96,7 +96,8 @@ SOURCES: dict[str, str] = {
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
                    "X or less. Got NumPy Y.' (or 'or greater')",
     "no_c_compiler": "Triton 2.x-3.x runtime/build.py: 'RuntimeError: Failed to find C compiler. Please specify via CC "
-                     "environment variable.' (Triton compiles a small C launcher for each kernel at first use)",
+                     "environment variable.' (3.9 adds 'or set triton.knobs.build.impl'; Triton compiles a small C "
+                     "launcher for each kernel at first use)",
     "hub_access": "huggingface_hub / transformers: GatedRepoError, 401/403 Client Error, RepositoryNotFoundError; "
                   "huggingface_hub 1.x's httpx wording (\"Client error '401 Unauthorized' for url 'https://"
                   "huggingface.co/...'\", httpx _models.py raise_for_status); vLLM 0.8+ 'Invalid repository ID or "

@@ -144,8 +144,8 @@ INSPECTION_FAILED = Advice(
     ("retrying unchanged", "changing vLLM's memory settings"),
 )
 PYTHON_PACKAGE = Advice(
-    "An installed Python package (transformers, torch or vLLM itself) lacks a name this vLLM or model imports: it "
-    "is older or newer than the one they were written for.",
+    "An installed Python package (transformers, torch, compressed-tensors or vLLM itself) lacks a name this vLLM or "
+    "model imports: it is older or newer than the one they were written for.",
     ("the versions vLLM pins (`pip install vllm==X` in a fresh virtual environment)",
      "a newer transformers for a model newer than it (`pip install -U transformers`)"),
     ("restarting", "changing vLLM's settings"),
@@ -292,15 +292,25 @@ STARTUP_PROBE = Advice(
 DISK_QUOTA = Advice(
     "A write went past the quota of the user or project on that filesystem (EDQUOT), not a full disk: a cluster's "
     "home directory, most often, where vLLM keeps its torch.compile cache (~/.cache/vllm) and the Hub's cache.",
-    ("VLLM_CACHE_ROOT and HF_HOME (or --download-dir) on a filesystem with room (scratch or project space)",
+    ("VLLM_CACHE_ROOT, TRITON_CACHE_DIR and HF_HOME (or --download-dir) on a filesystem with room (scratch or "
+     "project space)",
      "`quota -s` (or the site's own tool) shows the limit; free space under it"),
     ("retrying unchanged", "changing vLLM's memory settings"),
 )
 NUMA_BIND = Advice(
-    "--numa-bind asks vLLM to pin each GPU's worker to that GPU's NUMA node, and vLLM could not read which node "
-    "each GPU sits on here (no topology in sysfs, a container or VM that hides it).",
-    ("--numa-bind-nodes with the node of each GPU (`nvidia-smi topo -m` shows the NUMA affinity)",
-     "drop --numa-bind"), ("retrying unchanged",),
+    "--numa-bind asks vLLM to pin each GPU's worker to that GPU's NUMA node, and vLLM 0.32 (utils/numa_utils.py) "
+    "does not detect the nodes itself when the machine has one NUMA node, the process's CPU affinity is already "
+    "limited (Slurm, taskset: vLLM warns 'CPU affinity is already constrained'), or it may not set a memory policy "
+    "(Docker without --cap-add SYS_NICE); a warning just before the error, where vLLM logged one, says which.",
+    ("on a one-node machine, or under a scheduler that pins CPUs already: drop --numa-bind",
+     "--numa-bind-nodes with each GPU's node (`nvidia-smi topo -m` shows the NUMA affinity), where vLLM may pin",
+     "Docker: --cap-add SYS_NICE"), ("retrying unchanged",),
+)
+NUMBA_NUMPY = Advice(
+    "numba, which vLLM pins and imports, refuses the installed NumPy: it supports only the range its message names, "
+    "and another package (or a `pip install -U`) put a NumPy outside it.",
+    ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
+     "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
 NO_C_COMPILER = Advice(
     "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
@@ -324,6 +334,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL,
     "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
     "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
+    "numba_numpy": NUMBA_NUMPY,
 }
 
 

@@ -100,9 +100,9 @@ VERSION_RULES: tuple[Rule, ...] = (
          BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["python_package"]),
     # numba (which vLLM's n-gram speculator and some kernels import) refuses a NumPy outside its range at import
     Rule("version_mismatch", re.compile(r"Numba needs NumPy [\d.]{1,12} or (?:less|greater)\. Got NumPy [\d.]{1,12}"),
-         BEFORE_START, detail="python_package", source=SOURCES["numba_numpy"]),
+         BEFORE_START, detail="numba_numpy", when=conditions.never_ready, source=SOURCES["numba_numpy"]),
     # Triton builds a C launcher per kernel with the system's C compiler: an image or venv without one (gcc) fails
     # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
     Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
-         detail="no_c_compiler", source=SOURCES["no_c_compiler"]),
+         detail="no_c_compiler", when=conditions.never_ready, source=SOURCES["no_c_compiler"]),
 )

@@ -70,10 +70,12 @@ def layers_per_gpu(model: ModelFacts, params: Params) -> int | None:
 def draft_kv_layers(model: ModelFacts, params: Params) -> tuple[int, int | None]:
     """The drafter's attention layers in the KV pool and their bytes per token each: a known draft model's own
     heads and head size; None where they are the target's full-attention shape (MTP layers are the target's; an
-    EAGLE head of unknown shape is taken to copy it). They hold full KV whatever their config says: vLLM 0.32's
-    laguna_dflash.py clears a DFlash drafter's sliding window ("DFlash inserts verifier-context K/V at absolute
-    cache slots. Keep full KV allocation"), and poolside's 6 sliding-window drafter layers as 6 full ones give
-    startups/067's, 121's and 122's bytes per token to 0.02%."""
+    EAGLE head of unknown shape is taken to copy it). All are counted as full attention. For Laguna's DFlash
+    drafter that is what vLLM 0.32 does whatever its layer types say: laguna_dflash.py clears the sliding window
+    ("DFlash inserts verifier-context K/V at absolute cache slots. Keep full KV allocation"), and poolside's 6
+    sliding-window drafter layers as 6 full ones give startups/067's, 121's and 122's bytes per token to 0.02%.
+    qwen3_dflash.py keeps a drafter layer's window (_resolve_layer_attention): such a layer is over-counted here
+    (no bundled drafter has one)."""
     spec = memory_terms.speculative(model, params.speculative_config, params.draft, 1)
     if spec is None or not spec.kv_layers:
         return 0, None

@@ -78,12 +78,31 @@ class Speculative:
     weights: Term
 
 
+def method_of(config: Mapping[str, Any], draft: ModelFacts | None) -> str:
+    """The speculative method vLLM runs. Without one (or as "draft_model") vLLM 0.32 reads it from the draft
+    model's name and type (config/speculative.py): "eagle-" is EAGLE, "eagle3" EAGLE-3, "dflash" DFlash, a
+    medusa or mlp_speculator config type its own; a model named "ngram" is n-gram. startups/067, 121 and 122
+    give poolside/Laguna-S-2.1-DFlash-INT4 with no method, and vLLM ran it as DFlash."""
+    method = str(config.get("method") or "").lower()
+    name = str(config.get("model") or "").lower()
+    if method not in ("", "draft_model") or not name:
+        return method
+    if name in ("ngram", "[ngram]"):
+        return "ngram"
+    for word, found in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash")):
+        if word in name:
+            return found
+    if draft is not None and draft.model_type in ("medusa", "mlp_speculator"):
+        return draft.model_type
+    return "draft_model"
+
+
 def speculative(model: ModelFacts, config: Mapping[str, Any] | None, draft: ModelFacts | None,
                 parallel: int) -> Speculative | None:
     """What ``--speculative-config`` adds; None without one."""
     if not config:
         return None
-    method = str(config.get("method") or ("draft_model" if config.get("model") else "")).lower()
+    method = method_of(config, draft)
     tokens = int(config.get("num_speculative_tokens") or 1)
     if method in NO_MODEL_METHODS:
         return Speculative(method, tokens, 0, Term("draft model", 0, IN_WEIGHTS, f"{method}: no model, no KV"))

@@ -92,12 +92,13 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
 def _dflash_fc(text: Mapping[str, Any], hidden: int) -> int:
     """A DFlash drafter's fc, which fuses the target's hidden states at its dflash_config.target_layer_ids into
     one (vLLM 0.32 qwen3_dflash.py and laguna_dflash.py: ReplicatedLinear(target hidden x len(ids) -> hidden)).
-    The target's hidden size is taken as the drafter's, as in every DFlash config bundled (z-lab's, poolside's).
+    The target's hidden size is the config's target_hidden_size, else the drafter's own (z-lab's, poolside's).
     Without it poolside/Laguna-S-2.1-DFlash came to 1.97 GiB against the 2.08 GiB checkpoint vLLM read
     (startups/067, line 68)."""
     dflash = text.get("dflash_config")
     ids = dflash.get("target_layer_ids") if isinstance(dflash, Mapping) else None
-    return len(ids) * hidden * hidden if isinstance(ids, list) else 0
+    target_hidden = int_field(text, "target_hidden_size") or hidden  # qwen3_dflash.py reads it first where set
+    return len(ids) * target_hidden * hidden if isinstance(ids, list) else 0
 
 
 # MLP activations without a gate (two matrices, up and down): Nemotron's and Nemotron-H's squared ReLU (vLLM
