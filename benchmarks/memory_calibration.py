@@ -47,6 +47,9 @@ STARTUPS = ROOT / "tests" / "data" / "real-logs" / "startups"
 # Start-up -> (bundled facts, why that entry, weight format). Matched by hand from the index's `model`
 # field and the log's own lines; a start-up not listed is one the guard cannot model offline (SKIPPED).
 SAME_SHAPES = "same shapes as the bundled base (a fine-tune or instruct variant of it)"
+# poolside/Laguna-S-2.1-INT4 with its DFlash drafter (vLLM 0.25.1, one DGX Spark)
+LAGUNA_INT4_DFLASH = ("067-laguna-s-2.1-int4-dflash.log", "121-laguna-s-2.1-int4-dflash.log",
+                      "122-laguna-s-2.1-int4-dflash.log")
 MODELS: dict[str, tuple[str, str, str | None]] = {
     "001-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
     "002-qwen2-7b-instruct.log": ("Qwen/Qwen2-7B-Instruct", "the model itself", None),
@@ -116,8 +119,7 @@ NEW_MODELS: dict[str, tuple[str, str, str | None]] = {
               "CompressedTensorsWNA16MarlinMoEMethod'): its own config was not found, so it is planned as the FP8 "
               "sibling's recipe at W4A16 (the same ignore list and FP8 KV scheme, int4 in groups of 128)",
               "w4a16-sibling")
-       for name in ("067-laguna-s-2.1-int4-dflash.log", "121-laguna-s-2.1-int4-dflash.log",
-                    "122-laguna-s-2.1-int4-dflash.log")},
+       for name in LAGUNA_INT4_DFLASH},
     "075-qwen3.6-dflash.log": ("Qwen/Qwen3.6-35B-A3B", "a compressed-tensors fine-tune of it at /models/target "
                                "(Qwen3_5MoeForConditionalGeneration, line 24); its format is not known, so only its "
                                "shapes are planned", "unknown"),
@@ -213,8 +215,7 @@ WHY: dict[tuple[str, str], str] = {
        "layer, shared experts and head in 16 bits, the routed experts int4 in groups of 128), its own config not "
        "found: the checkpoint vLLM read is 66.97 GiB (line 33 of 067), 4.6 more than that plan's 62.37, which only "
        "its config would place; the drafter is counted to 2.08 GiB, the size of its checkpoint (line 68)"
-       for name in ("067-laguna-s-2.1-int4-dflash.log", "121-laguna-s-2.1-int4-dflash.log",
-                    "122-laguna-s-2.1-int4-dflash.log")},
+       for name in LAGUNA_INT4_DFLASH},
     ("069-qwen3.8-27b-nvfp4-mtp.log", "weights_gib"):
         "unsloth's NVFP4 planned as NVFP4 on every linear layer but the head (its own config was not found): 3 GiB "
         "more loaded than that: modules unsloth kept in 16 bits, which only its config would name",
@@ -459,9 +460,7 @@ DRAFTS = {
     "075-qwen3.6-dflash.log": "z-lab/Qwen3.6-35B-A3B-DFlash",  # line 26: DFlashDraftModel at /models/drafter
     # poolside/Laguna-S-2.1-DFlash-INT4 (line 7): a bf16 drafter despite its name, 2.08 GiB of checkpoint (line 68)
     # as the bundled poolside/Laguna-S-2.1-DFlash's 1,114,977,792 parameters in bf16 are
-    **{name: "poolside/Laguna-S-2.1-DFlash" for name in ("067-laguna-s-2.1-int4-dflash.log",
-                                                          "121-laguna-s-2.1-int4-dflash.log",
-                                                          "122-laguna-s-2.1-int4-dflash.log")},
+    **{name: "poolside/Laguna-S-2.1-DFlash" for name in LAGUNA_INT4_DFLASH},
 }
 
 

@@ -76,12 +76,13 @@ def parts(f: Mapping[str, Any], text: Mapping[str, Any], tied: bool) -> Parts | 
     state_mixer = model_arch.state_layer_params(text) if state_layers else 0
     if state_mixer is None:
         return None
-    mixers = ((layers - state_layers - no_mixer - full_layers) * attn + full_layers * global_attn
-              + state_layers * state_mixer)
     per_layer_heads = text.get("num_attention_heads_per_layer")
     if isinstance(per_layer_heads, list) and len(per_layer_heads) == layers and not state_layers:
         # Laguna: a head count per layer (vLLM 0.32 laguna.py; Laguna-S-2.1: 48 on full layers, 72 on sliding)
         mixers = sum(_attention_params(text, hidden, int(n), kv_heads, head_dim) for n in per_layer_heads)
+    else:
+        mixers = ((layers - state_layers - no_mixer - full_layers) * attn + full_layers * global_attn
+                  + state_layers * state_mixer)
     norms = layers * 2 * hidden + hidden
     per_layer_embed, per_layer_linear = _per_layer_inputs(text, hidden, layers)
     mlp += _dflash_fc(text, hidden)
