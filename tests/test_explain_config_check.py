@@ -97,3 +97,19 @@ def test_another_programs_config_class_is_not_vllms() -> None:
             "pydantic_core._pydantic_core.ValidationError: 1 validation error for LLMConfig\n"
             "  Value error, accelerator_type must be set\n")
     assert classify(text).cls == "unknown"
+
+
+def test_a_frameless_valueerror_naming_a_vllm_option_is_a_usage_error() -> None:
+    # blind6/b6-010: tt-inference-server's vLLM fork refusing a length on its device, the one line a CI issue quoted
+    d = classify(blind_log("blind6", "b6-010"))
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "config_check", "medium")
+    assert "--max_model_len" in d.evidence[1]
+
+
+@pytest.mark.parametrize("text", [
+    "ValueError: pass --my-own-flag to the trainer\n",  # not an option of vLLM's
+    "RuntimeError: Set --max-model-len lower\n",  # not a settings check's ValueError
+    "ValueError: Set --max-model-len lower\nINFO 01-01 00:00:01 [launcher.py:1] Application startup complete.\n",
+])
+def test_only_a_valueerror_naming_a_vllm_option_in_a_failed_start(text: str) -> None:
+    assert classify(text).cls == "unknown", text

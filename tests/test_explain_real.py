@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, run_cli
+from tests.conftest import DATA, blind_log, run_cli
 from vllm_guard.cli import main as cli
 from vllm_guard.diagnose import logread
 from vllm_guard.diagnose.classify import classify, starts
@@ -242,3 +242,11 @@ def test_exit_status_137_alone_is_a_kill_not_host_oom(tmp_path: Path) -> None:
     doc = json.loads(r.out)
     assert r.code == 7 and (doc["class"], doc["detail"], doc["exit_signal"]) == ("unknown", "sigkill", 9)
     assert "`docker kill`, a watchdog or a person" in doc["evidence"][0]
+
+
+@pytest.mark.parametrize(("name", "prefix", "max_seq_len"), [("blind6", "b6-024", 32768), ("blind9", "b9-002", 32768)])
+def test_vllms_v0_kv_message_retyped_into_an_issue(name: str, prefix: str, max_seq_len: int) -> None:
+    # "The model’s max sew len (32768) ..." and "the model's max seq len (32768) is larger than the maxinum number of
+    # tokens ...": the reporters retyped it; its second half is vLLM's own words
+    d = classify(blind_log(name, prefix))
+    assert (d.cls, d.numbers["max_seq_len"]) == ("kv_cache_too_small", max_seq_len)

@@ -312,6 +312,14 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+VLLM_MODULE = Advice(
+    "Code that imports vLLM asks for a module this vLLM does not have: it was written for another vLLM release "
+    "(a platform plugin such as vllm-ascend, unsloth, a model's own vLLM file), or a vLLM source tree was installed "
+    "without all its packages.",
+    ("the vLLM release the importing code pins (its requirements or release notes)",
+     "for a source tree: `pip install -e .` again from that checkout, so the installed packages match its code"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
 NO_C_COMPILER = Advice(
     "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
     "none was found: an image or environment without gcc.",
@@ -334,7 +342,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL,
     "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
     "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
-    "numba_numpy": NUMBA_NUMPY,
+    "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
 }
 
 

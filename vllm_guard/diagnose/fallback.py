@@ -15,6 +15,7 @@ from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors,
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.options.table import load_table, normalize_option_string
 
 # Supporting evidence: not a failure by itself, decisive only when the start failed where it points.
 _DISK_WARNING = re.compile(r"The expected file size is: (?P<expected_file_mb>[\d.]{1,20}) MB\..{0,1000}?only has "
@@ -35,7 +36,7 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             evidence = (f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})", *last_errors(lines, tbs, 2))
             return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
                              stage_from=certainty.FRAMES)
-    return _config_check(lines, tbs, signal, ctx)
+    return _config_check(lines, tbs, signal, ctx) or _flag_check(lines, signal, ctx)
 
 
 # vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33), engine/arg_utils.py's
@@ -77,6 +78,31 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
         return None
     return Diagnosis("usage_error", BEFORE_START, {}, shown, signal, "config_check", ctx, confidence="medium",
                      template=SUPPORT_SOURCES["config_check"], stage_from=certainty.FRAMES)
+
+
+# The last exception a paste shows, and a flag its message names.
+_LAST_EXCEPTION = re.compile(r"(?:^|[\s\]])(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): \S")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]{1,64}\b")
+
+
+def _flag_check(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:
+    """usage_error from a paste's last exception when it is a ValueError that names one of vLLM's own options: a
+    settings check telling the user which flag to change, with no frames to say where it was raised. vLLM 0.32's
+    config/*.py and engine/arg_utils.py raise 77 such ValueErrors ("Use --enforce-eager.", "set
+    `--allow-deprecated-quantization`"); platform forks do alike (tt-inference-server's "Set --max_model_len to
+    32768 or lower in vLLM.", blind6/b6-010). The flag must be in vLLM's option table, spelled whole."""
+    if ready(lines):
+        return None
+    last = next(((line, m) for line in reversed(lines) if (m := _LAST_EXCEPTION.search(line.text))), None)
+    if last is None or last[1].group("exc") != "ValueError":
+        return None
+    known = load_table().by_string
+    flag = next((f for f in _FLAG.findall(last[0].text) if normalize_option_string(f) in known), None)
+    if flag is None:
+        return None
+    return Diagnosis("usage_error", BEFORE_START, {}, (cut(last[0].text), f"names vLLM's option {flag}"), signal,
+                     "config_check", ctx, confidence="medium", template=SUPPORT_SOURCES["config_check"],
+                     stage_from=certainty.MESSAGE)
 
 
 _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architecture>[\w.-]{1,128})'"

@@ -98,6 +98,14 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         # (blind20/b20-008)
                                         r"|ModuleNotFoundError: No module named 'compressed_tensors\.[\w.]{1,200}'"),
          BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["python_package"]),
+    # A module two or more levels under vllm/ that the installed vLLM does not have: the code importing it (a
+    # platform plugin, unsloth, a model's vLLM file, or vLLM's own CLI in a source tree whose packages were not all
+    # installed) was written for another vLLM layout. vLLM moves modules between releases
+    # (vllm/transformers_utils/tokenizer.py is vllm/tokenizers/ in 0.32). Not one level down ('vllm.entrypoints',
+    # 'vllm.engine': in every release, so a broken install or a local file named vllm.py), not vllm._C (a warning
+    # vLLM's non-CUDA builds print and go on), and not "; 'vllm' is not a package" (that shadowing).
+    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?!_C\b)\w{1,64}\.[\w.]{1,200}(?![\w.])(?!'?; 'vllm' is not)"),
+         BEFORE_START, detail="vllm_module", when=conditions.never_ready, source=SOURCES["vllm_module"]),
     # numba (which vLLM's n-gram speculator and some kernels import) refuses a NumPy outside its range at import
     Rule("version_mismatch", re.compile(r"Numba needs NumPy [\d.]{1,12} or (?:less|greater)\. Got NumPy [\d.]{1,12}"),
          BEFORE_START, detail="numba_numpy", when=conditions.never_ready, source=SOURCES["numba_numpy"]),
