@@ -93,6 +93,9 @@ SOURCES: dict[str, str] = {
                   "or project's quota on that filesystem",
     "numa_bind": "vLLM 0.32 utils/numa_utils.py: 'NUMA binding was requested, but vLLM could not detect the "
                  "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
+    "sentencepiece_file": "sentencepiece/__init__.py SentencePieceProcessor.LoadFromFile: 'TypeError: not a string' "
+                          "for a model file of None, as transformers 4.x LlamaTokenizer.get_spm_processor passes "
+                          "it when the model has no tokenizer.model",
     "vllm_module": "the Python interpreter's import error for a module under vllm/ ('ModuleNotFoundError: No module "
                    "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
@@ -332,8 +335,9 @@ SUPPORT_SOURCES: dict[str, str] = {
     "config_check": "vLLM 0.4-0.33 settings checks: a ValueError raised in vllm/config.py (0.4-0.9), vllm/config/*.py "
                     "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like), "
                     "engine/arg_utils.py create_engine_config or a platform's checks (platforms/*.py), whose message "
-                    "no rule knows; or, with no frames, a paste's last exception a ValueError naming one of vLLM's "
-                    "options ('Set --max_model_len to 32768 or lower')",
+                    "no rule knows; a ModelConfig or VllmConfig refusal only when it names one of vLLM's settings "
+                    "('Value error, ... supports max_num_seqs 1 through 4'); or, with no frames, a paste's last "
+                    "exception a ValueError naming one of vLLM's options ('Set --max_model_len to 32768 or lower')",
     "inspection_failed": "vLLM 0.6.4-0.33 model_executor/models/registry.py _try_inspect_model_cls: 'Error in "
                          "inspecting model architecture 'X'' (the registry's subprocess could not import the model "
                          "class), then 'Model architectures [...] failed to be inspected' (0.7+) or '... are not "

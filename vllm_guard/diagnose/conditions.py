@@ -47,6 +47,11 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     return not ready(lines)
 
 
+def raised_in_sentencepiece(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The traceback just above ends in sentencepiece's LoadFromFile (its frame and source line come last)."""
+    return any("sentencepiece" in above.text and "LoadFromFile" in above.text for above in lines[max(0, i - 4):i])
+
+
 _BARE_ASSERTION = re.compile(r"(?:\w{1,64}\.)?AssertionError\s*$")
 _CARETS = re.compile(r"\s*[\^~]{1,400}\s*$")
 

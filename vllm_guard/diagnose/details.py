@@ -312,6 +312,13 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+TOKENIZER_MISSING = Advice(
+    "The model's tokenizer class reads a SentencePiece file (tokenizer.model) that its folder or repository does not "
+    "have, and there is no tokenizer.json to use instead: transformers handed sentencepiece no file at all.",
+    ("list the model's files: tokenizer.json or tokenizer.model must be there beside config.json",
+     "--tokenizer naming the repository the checkpoint was made from (a quantized copy often leaves them out)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
 VLLM_MODULE = Advice(
     "Code that imports vLLM asks for a module this vLLM does not have: it was written for another vLLM release "
     "(a platform plugin such as vllm-ascend, unsloth, a model's own vLLM file), or a vLLM source tree was installed "
@@ -343,6 +350,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
     "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
     "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
+    "tokenizer_missing": TOKENIZER_MISSING,
 }
 
 

@@ -12,7 +12,8 @@ from vllm_guard.diagnose.rules import RULES
 # a word that can swallow another's start ("HIP out of" over "out of memory") hides it, so none such is kept
 # (tests/test_explain_collected.py tries the words over every real log and the accelerators' OOM lines).
 _WORDS = (
-    "Free memory on device", "max seq len", "number of tokens that can be stored", "No available memory", "Cannot auto-fit", "Error in memory profiling",
+    "Free memory on device", "max seq len",
+    "number of tokens that can be stored", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
     "User-specified max_model_len", "World size", "DP adjusted", "Failed to infer device", "Errno 98", "No space left",
@@ -50,7 +51,7 @@ _WORDS = (
     "is already used by a Transformers config", "memory reserved for KV Cache",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
-    "No module named 'compressed_tensors", "No module named",
+    "No module named 'compressed_tensors", "No module named", "not a string",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -67,9 +67,16 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
     text = lines[tb.exception].text
     m = _VALIDATION.search(text) if "validation error" in text else None
     if m is not None:
-        if m.group("config") in _READS_THE_MODEL or not any(_IN_VLLM.search(f.path) for f in tb.frames):
-            return None  # another program's config class (Ray Serve's LLMConfig, a user's) says nothing of vLLM's
         shown = tuple(cut(line.text) for line in lines[tb.exception:tb.exception + 3] if line.text.strip())
+        if m.group("config") in _READS_THE_MODEL:
+            # its checks read the model's files too: a refusal that names one of vLLM's settings is about the
+            # settings ("Value error, Tiered MoE supports max_num_seqs 1 through 4", a patched vLLM's; blind21/b21-006)
+            setting = _setting_named(" ".join(shown[1:]))
+            if setting is None:
+                return None
+            shown = (*shown[:2], f"names vLLM's setting {setting}")
+        elif not any(_IN_VLLM.search(f.path) for f in tb.frames):
+            return None  # another program's config class (Ray Serve's LLMConfig, a user's) says nothing of vLLM's
     elif tb.frames and (_CONFIG_FILE.search(tb.frames[-1].path) or (_OLD_CONFIG_FILE.search(tb.frames[-1].path) and
                                                                      _CHECK_FUNCS.match(tb.frames[-1].func))) \
             and re.search(r"(?:^|[\s\]])ValueError: \S", text):
@@ -83,6 +90,15 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
 # The last exception a paste shows, and a flag its message names.
 _LAST_EXCEPTION = re.compile(r"(?:^|[\s\]])(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): \S")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]{1,64}\b")
+
+
+_SETTING = re.compile(r"(?<![\w.-])[a-z][a-z0-9]{1,30}(?:_[a-z0-9]{1,30}){1,6}(?![\w-])")
+
+
+def _setting_named(message: str) -> str | None:
+    """One of vLLM's settings a message names by its field name, two words or more (max_num_seqs, not model)."""
+    dests = load_table().by_dest
+    return next((w for w in _SETTING.findall(message.partition(" [type=")[0]) if w in dests), None)
 
 
 def _flag_check(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:

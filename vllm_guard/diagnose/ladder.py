@@ -117,6 +117,10 @@ NOT_RELAXABLE_DETAIL = {
     "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
     "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",
     "numba_numpy": "numba refuses the installed NumPy: install one in its range, no setting helps",
+    "vllm_module": "code importing vLLM asks for a module this vLLM does not have: install the vLLM it was written "
+                   "for",
+    "tokenizer_missing": "the model's files lack the tokenizer its class reads: add them, or point --tokenizer at "
+                         "the base model",
     "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",
     "numa_bind": "vLLM did not detect the GPUs' NUMA nodes for --numa-bind: drop it, or give --numa-bind-nodes",
     "quota": "the disk quota is full where vLLM writes its caches or the weights: move them or free space",

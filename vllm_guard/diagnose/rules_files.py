@@ -37,6 +37,12 @@ FILE_RULES: tuple[Rule, ...] = (
          detail="config_missing", source=SOURCES["transformers_files"]),
     Rule("model_access", re.compile(r"Incorrect path_or_model_id: '[^']{0,4096}'|Can't load tokenizer for "
                                     r"'[^']{0,4096}'"), BEFORE_START, source=SOURCES["transformers_files"]),
+    # sentencepiece's argument check (SentencePieceProcessor.LoadFromFile: "TypeError: not a string") when
+    # transformers hands it no file: a SentencePiece tokenizer class (LlamaTokenizer.get_spm_processor) whose
+    # tokenizer.model the model's files lack, reached also when the fast tokenizer has no tokenizer.json and is
+    # converted from the slow one (transformers 4.x tokenization_utils_base.py; blind21/b21-011)
+    Rule("model_access", re.compile(r"(?:^|\] )TypeError: not a string\s*$"), BEFORE_START, detail="tokenizer_missing",
+         when=conditions.raised_in_sentencepiece, source=SOURCES["sentencepiece_file"]),
     # vLLM 0.6.3-0.9 get_config: neither config.json nor params.json could be seen at the id, which a gated repo
     # without a token, a wrong id and a wrong path all give (file_or_path_exists answers False for each).
     Rule("model_access", re.compile(r"No supported config format found in \S"), BEFORE_START,

@@ -104,7 +104,8 @@ VERSION_RULES: tuple[Rule, ...] = (
     # (vllm/transformers_utils/tokenizer.py is vllm/tokenizers/ in 0.32). Not one level down ('vllm.entrypoints',
     # 'vllm.engine': in every release, so a broken install or a local file named vllm.py), not vllm._C (a warning
     # vLLM's non-CUDA builds print and go on), and not "; 'vllm' is not a package" (that shadowing).
-    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?!_C\b)\w{1,64}\.[\w.]{1,200}(?![\w.])(?!'?; 'vllm' is not)"),
+    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?!_C\b)\w{1,64}\.[\w.]{1,200}(?![\w.])"
+                                        r"(?!'?; 'vllm' is not)"),
          BEFORE_START, detail="vllm_module", when=conditions.never_ready, source=SOURCES["vllm_module"]),
     # numba (which vLLM's n-gram speculator and some kernels import) refuses a NumPy outside its range at import
     Rule("version_mismatch", re.compile(r"Numba needs NumPy [\d.]{1,12} or (?:less|greater)\. Got NumPy [\d.]{1,12}"),
