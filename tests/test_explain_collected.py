@@ -154,18 +154,19 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           "b18-003-startup_hang.log",  # blind18's one, recorded at its score (README.md there)
                           "b19-012-unsupported_architecture.log",  # blind19's (its other, b19-013, is read since)
                           "b20-003-gpu_oom.log",  # blind20's: the collector named oom_cudagraph the closest reading
-                          "b21-003-version_mismatch.log"}  # blind21's: transformers' architecture words, as b8-032
+                          "b21-003-version_mismatch.log",  # blind21's: transformers' architecture words, as b8-032
+                          "b22-011-unknown.log"}  # blind22's: a weight name vLLM's class lacks, labelled unknown
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (709 with blind2-21): no
-    fewer right than measured after blind21's rules (636, 89.7%; issue 26's bar of 95% and one confident
+    """After the blind parts were scored once (README.md there), all the real failures (724 with blind2-22): no
+    fewer right than measured after blind22's rules (649, 89.6%; issue 26's bar of 95% and one confident
     error is not met since blind5), no confident error beyond the known ones, and a success never gets a failure
     class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 709
-    assert sum(r.right for r in failures) >= 636, wrong
+    assert len(failures) >= 724
+    assert sum(r.right for r in failures) >= 649, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

@@ -93,6 +93,8 @@ SOURCES: dict[str, str] = {
                   "or project's quota on that filesystem",
     "numa_bind": "vLLM 0.32 utils/numa_utils.py: 'NUMA binding was requested, but vLLM could not detect the "
                  "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
+    "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "
+                 "CUDA with multiprocessing, you must use the 'spawn' start method'",
     "sentencepiece_file": "sentencepiece/__init__.py SentencePieceProcessor.LoadFromFile: 'TypeError: not a string' "
                           "for a model file of None, as transformers 4.x LlamaTokenizer.get_spm_processor passes "
                           "it when the model has no tokenizer.model",

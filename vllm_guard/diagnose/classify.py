@@ -55,7 +55,9 @@ _CONTEXT = (
 )
 _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}|exit code[: ]+(-?\d+)"
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
-_HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process \d+|Failed with result 'oom-kill'|\"?OOMKilled\"?:\s*true"
+# The kernel's "Out of memory: Killed process 4242 (python3)"; a reporter may elide the pid (blind22/b22-013).
+_HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed with result 'oom-kill'"
+                       r"|\"?OOMKilled\"?:\s*true"
                        r"|Memory cgroup out of memory|oom-kill:|oom_reaper|killed by the OOM killer"
                        r"|exceeds the memory usage threshold of [\d.]{1,10}\. Ray killed this worker"
                        # Ray's raylet (node_manager.cc): "N Workers (tasks / actors) killed due to memory pressure"
@@ -63,7 +65,7 @@ _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process \d+|Failed with resu
 # Ray's memory monitor: "... memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds ..."
 _RAY_OOM = re.compile(r"memory used=(?P<worker_rss_gb>[\d.]{1,20})GB\) was running was "
                       r"(?P<node_used_gb>[\d.]{1,20})GB / (?P<node_total_gb>[\d.]{1,20})GB")
-_KILLED = re.compile(r"Kill(?:ed)? process \d+ \((?P<process>[^)]{1,64})\)")
+_KILLED = re.compile(r"Kill(?:ed)? process (?:\d+ )?\((?P<process>[^)]{1,64})\)")
 
 
 def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:

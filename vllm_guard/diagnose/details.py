@@ -312,6 +312,14 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+FORK_CUDA = Advice(
+    "CUDA was already initialised in the process that started vLLM (the program touched the GPU before creating the "
+    "engine, or a library did at import), and vLLM's workers were forked from it: CUDA cannot be used in a forked "
+    "child.",
+    ("VLLM_WORKER_MULTIPROC_METHOD=spawn in the environment",
+     "create the engine before any CUDA call, under `if __name__ == \"__main__\":` in a script"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
 TOKENIZER_MISSING = Advice(
     "The model's tokenizer class reads a SentencePiece file (tokenizer.model) that its folder or repository does not "
     "have, and there is no tokenizer.json to use instead: transformers handed sentencepiece no file at all.",
@@ -350,7 +358,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
     "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
     "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
-    "tokenizer_missing": TOKENIZER_MISSING,
+    "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA,
 }
 
 

@@ -119,6 +119,8 @@ NOT_RELAXABLE_DETAIL = {
     "numba_numpy": "numba refuses the installed NumPy: install one in its range, no setting helps",
     "vllm_module": "code importing vLLM asks for a module this vLLM does not have: install the vLLM it was written "
                    "for",
+    "fork_cuda": "CUDA was initialised before vLLM forked its workers: VLLM_WORKER_MULTIPROC_METHOD=spawn, not a "
+                 "setting the ladder changes",
     "tokenizer_missing": "the model's files lack the tokenizer its class reads: add them, or point --tokenizer at "
                          "the base model",
     "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",
