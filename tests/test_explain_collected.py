@@ -190,6 +190,14 @@ def test_every_rule_is_dispatched_by_a_word_its_pattern_spells() -> None:
     assert [(RULES[i].cls, RULES[i].detail) for i in dispatch._ALWAYS] == []
 
 
+def test_no_dispatch_word_begins_another() -> None:
+    """The dispatch finds words by one alternation: a word that begins another can be found in its place and hide
+    it (dispatch.py's own rule)."""
+    from vllm_guard.diagnose.dispatch import _WORDS
+
+    assert [(a, b) for a in _WORDS for b in _WORDS if a != b and b.startswith(a)] == []
+
+
 def test_the_word_dispatch_never_hides_a_rule_that_matches() -> None:
     """rules_for() tries a rule only on lines holding a word its pattern spells: over every line of every
     fixture and real log (and each joined wrapped pair), no rule that matches is left out."""

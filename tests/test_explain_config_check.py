@@ -113,3 +113,37 @@ def test_a_frameless_valueerror_naming_a_vllm_option_is_a_usage_error() -> None:
 ])
 def test_only_a_valueerror_naming_a_vllm_option_in_a_failed_start(text: str) -> None:
     assert classify(text).cls == "unknown", text
+
+
+def test_another_programs_traceback_naming_a_vllm_flag_is_its_own() -> None:
+    # transformers' HfArgumentParser refusing arguments it was handed: --model is also vLLM's option
+    text = ("Traceback (most recent call last):\n  File \"/home/u/train.py\", line 9, in <module>\n"
+            "    args = parser.parse_args_into_dataclasses()\n  File \"/usr/lib/python3.11/site-packages/transformers/"
+            "hf_argparser.py\", line 348, in parse_args_into_dataclasses\n    raise ValueError(f\"Some specified "
+            "arguments are not used by the HfArgumentParser: {remaining_args}\")\nValueError: Some specified arguments "
+            "are not used by the HfArgumentParser: ['--model', 'llama']\n")
+    assert classify(text).cls == "unknown"
+
+
+def test_a_users_own_modelconfig_is_not_vllms() -> None:
+    text = ("Traceback (most recent call last):\n  File \"/srv/app/settings.py\", line 12, in <module>\n"
+            "    cfg = ModelConfig(**raw)\npydantic_core._pydantic_core.ValidationError: 1 validation error for "
+            "ModelConfig\n  Value error, api_key must be set [type=value_error, input_value={}, input_type=dict]\n")
+    assert classify(text).cls == "unknown"
+
+
+@pytest.mark.parametrize("message", ["Unable to read /models/llama/generation_config.json",
+                                     "quantization_config.targets is malformed"])
+def test_a_file_name_or_a_dotted_key_is_not_a_setting(message: str) -> None:
+    text = ("Traceback (most recent call last):\n  File \"/usr/lib/python3.12/site-packages/vllm/engine/arg_utils.py\", "
+            "line 1300, in create_engine_config\n    model_config = self.create_model_config()\n"
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+            f"  Value error, {message} [type=value_error, input_value=ArgsKwargs((), {{}}), input_type=ArgsKwargs]\n")
+    assert classify(text).cls == "unknown"
+
+
+def test_the_last_exception_may_be_module_qualified() -> None:
+    # a warning that quotes a ValueError naming a flag, then the start's real end: Triton's CompilationError
+    text = ("WARNING 01-01 00:00:00 [utils.py:1] ignored: ValueError: use --enforce-eager to skip graphs\n"
+            "triton.compiler.errors.CompilationError: at 12:4: unsupported operand\n")
+    assert classify(text).detail != "config_check"

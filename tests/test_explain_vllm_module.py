@@ -43,3 +43,32 @@ def test_a_start_that_got_ready_survived_it() -> None:
     text = ("ERROR 08-15 03:11:41 [__init__.py:1] ModuleNotFoundError: No module named 'vllm.v1.attention.backends'\n"
             "INFO 08-15 03:11:52 [launcher.py:1] Application startup complete.\n")
     assert classify(text).cls == "unknown"
+
+
+# A CUDA OOM in loading, the decisive failure after a line vLLM 0.32 logs and goes on from
+_OOM_AFTER = ("(EngineCore pid=9) ERROR 08-15 03:11:50 [core.py:1] Traceback (most recent call last):\n"
+              "(EngineCore pid=9) ERROR 08-15 03:11:50 [core.py:1]   File \"/usr/lib/python3.12/site-packages/vllm/"
+              "model_executor/model_loader/base_loader.py\", line 50, in load_model\n"
+              "(EngineCore pid=9) ERROR 08-15 03:11:50 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried "
+              "to allocate 2.00 GiB. GPU 0 has a total capacity of 23.54 GiB of which 1.02 GiB is free.\n"
+              "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n")
+
+
+@pytest.mark.parametrize("before", [
+    # v1/attention/backends/fa_utils.py: FA2's compiled part missing, vLLM goes on with another backend
+    "(EngineCore pid=9) ERROR 08-15 03:11:41 [fa_utils.py:211] Cannot use FA version 2 is not supported due to FA2 "
+    "is unavailable due to: No module named 'vllm.vllm_flash_attn._vllm_fa2_C'\n",
+    # plugins/__init__.py: a plugin that fails to import is logged and skipped
+    "ERROR 08-15 03:11:41 [__init__.py:72] ModuleNotFoundError: No module named 'vllm_ascend.worker.model_runner'\n"
+    "ERROR 08-15 03:11:41 [__init__.py:72] ModuleNotFoundError: No module named 'vllm.v1.worker.gpu_input_batch'\n",
+])
+def test_a_later_decisive_error_wins(before: str) -> None:
+    d = classify(before + _OOM_AFTER)
+    assert (d.cls, d.stage) == ("oom_loading", "weight_loading")
+
+
+def test_the_engines_wrapper_after_it_does_not_count() -> None:
+    text = ("(EngineCore pid=9) ERROR 08-15 03:11:41 [core.py:1] ModuleNotFoundError: No module named "
+            "'vllm.v1.attention.backends.mla'\n(EngineCore pid=9) ERROR 08-15 03:11:41 [core.py:1] EngineCore failed "
+            "to start.\n(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n")
+    assert (classify(text).cls, classify(text).detail) == ("version_mismatch", "vllm_module")

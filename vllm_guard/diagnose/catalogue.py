@@ -95,9 +95,10 @@ SOURCES: dict[str, str] = {
                  "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
     "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "
                  "CUDA with multiprocessing, you must use the 'spawn' start method'",
-    "sentencepiece_file": "sentencepiece/__init__.py SentencePieceProcessor.LoadFromFile: 'TypeError: not a string' "
-                          "for a model file of None, as transformers 4.x LlamaTokenizer.get_spm_processor passes "
-                          "it when the model has no tokenizer.model",
+    "sentencepiece_file": "sentencepiece's SWIG extension (_sentencepiece.SentencePieceProcessor_LoadFromFile, called "
+                          "from sentencepiece/__init__.py LoadFromFile): 'TypeError: not a string' for a model file of "
+                          "None, as transformers 4.x LlamaTokenizer.get_spm_processor passes it when the model has no "
+                          "tokenizer.model",
     "vllm_module": "the Python interpreter's import error for a module under vllm/ ('ModuleNotFoundError: No module "
                    "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "

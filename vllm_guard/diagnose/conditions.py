@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose import logread
-from vllm_guard.diagnose.diagnosis import ready
+from vllm_guard.diagnose.diagnosis import WRAPPERS, ready
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 
@@ -47,9 +47,24 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     return not ready(lines)
 
 
+# An exception line ("RuntimeError: ...", "torch.OutOfMemoryError: ..."), whatever logging prefix it carries.
+_LATER_ERROR = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception): \S")
+
+
+def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The start never got ready and no other error follows this line but vLLM's wrappers of it ("Engine core
+    initialization failed"): a warning-like import failure vLLM went on after is not the failure."""
+    if ready(lines):
+        return False
+    return not any(_LATER_ERROR.search(after.text) and not WRAPPERS.search(after.text)
+                   and line.strip() not in after.text for after in lines[i + 1:])
+
+
 def raised_in_sentencepiece(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-    """The traceback just above ends in sentencepiece's LoadFromFile (its frame and source line come last)."""
-    return any("sentencepiece" in above.text and "LoadFromFile" in above.text for above in lines[max(0, i - 4):i])
+    """The same process's traceback just above ends in sentencepiece's LoadFromFile (its frame and source line come
+    last)."""
+    return any("sentencepiece" in above.text and "LoadFromFile" in above.text and above.proc == lines[i].proc
+               for above in lines[max(0, i - 4):i])
 
 
 _BARE_ASSERTION = re.compile(r"(?:\w{1,64}\.)?AssertionError\s*$")

@@ -332,7 +332,8 @@ VLLM_MODULE = Advice(
     "(a platform plugin such as vllm-ascend, unsloth, a model's own vLLM file), or a vLLM source tree was installed "
     "without all its packages.",
     ("the vLLM release the importing code pins (its requirements or release notes)",
-     "for a source tree: `pip install -e .` again from that checkout, so the installed packages match its code"),
+     "for vLLM's own CLI missing a module of its own: install a release wheel, or build from a git clone of a "
+     "release tag (its .git present), so every package of it is installed"),
     ("changing vLLM's settings", "retrying unchanged"),
 )
 NO_C_COMPILER = Advice(

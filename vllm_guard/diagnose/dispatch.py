@@ -35,7 +35,7 @@ _WORDS = (
     "--tool-call-parser", "parser: ", "supplied chat template",
     "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs are available",
     "forward compatibility was attempted", "cannot import name",
-    "No module named 'transformers", "GGUF model with architecture", "Pipeline parallelism is not supported",
+    "GGUF model with architecture", "Pipeline parallelism is not supported",
     "max_lora_rank", "The input size is not aligned", "is not divisible by min_thread", "quantization is currently",
     "Server Error", "Read timed out", "No available node types", "HFValidationError", "use float16 instead",
     "invalid device ordinal", "rope_scaling", "TokenizersBackend", "unsupported toolchain",
@@ -51,7 +51,7 @@ _WORDS = (
     "is already used by a Transformers config", "memory reserved for KV Cache",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
-    "No module named 'compressed_tensors", "No module named", "not a string",
+    "No module named", "not a string",
     "re-initialize CUDA",
 )
 RULE_WORDS = any_of(_WORDS)

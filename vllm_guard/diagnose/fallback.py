@@ -7,6 +7,7 @@ extension that does not load, no platform and no driver library). Pure."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from vllm_guard.diagnose import certainty, logread
@@ -15,7 +16,7 @@ from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors,
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
-from vllm_guard.options.table import load_table, normalize_option_string
+from vllm_guard.options.table import load_table, normalize_option_string, table_versions
 
 # Supporting evidence: not a failure by itself, decisive only when the start failed where it points.
 _DISK_WARNING = re.compile(r"The expected file size is: (?P<expected_file_mb>[\d.]{1,20}) MB\..{0,1000}?only has "
@@ -36,7 +37,7 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             evidence = (f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})", *last_errors(lines, tbs, 2))
             return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
                              stage_from=certainty.FRAMES)
-    return _config_check(lines, tbs, signal, ctx) or _flag_check(lines, signal, ctx)
+    return _config_check(lines, tbs, signal, ctx) or _flag_check(lines, tbs, signal, ctx)
 
 
 # vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33), engine/arg_utils.py's
@@ -46,9 +47,9 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
 # pydantic re-raises a check's ValueError as "N validation error(s) for SchedulerConfig" with "Value error,
 # <message>" on the next line, and a Field(ge=1) bound as "Input should be greater than or equal to 1".
 # ModelConfig's and VllmConfig's checks also read the model's files and the platform (a JSON decode error of a
-# model's config, blind3/b3-037), so only the other classes' refusals say the settings are wrong: 0.10+ keeps those
-# two in config/model.py and config/vllm.py, left out here; 0.4-0.9's one config.py holds all the classes, so there
-# only the checks' own functions count.
+# model's config, blind3/b3-037), so only the other classes' refusals say the settings are wrong by where they
+# raise: 0.10+ keeps those two in config/model.py and config/vllm.py, read only when their refusal names one of
+# vLLM's settings; 0.4-0.9's one config.py holds all the classes, so there only the checks' own functions count.
 _CONFIG_FILE = re.compile(r"/vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py)\w{1,64}\.py|engine/arg_utils\.py|"
                           r"platforms/\w{1,64}\.py)$")
 _OLD_CONFIG_FILE = re.compile(r"/vllm/config\.py$")
@@ -67,6 +68,8 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
     text = lines[tb.exception].text
     m = _VALIDATION.search(text) if "validation error" in text else None
     if m is not None:
+        if not any(_IN_VLLM.search(f.path) for f in tb.frames):
+            return None  # another program's config class (Ray Serve's LLMConfig, a user's) says nothing of vLLM's
         shown = tuple(cut(line.text) for line in lines[tb.exception:tb.exception + 3] if line.text.strip())
         if m.group("config") in _READS_THE_MODEL:
             # its checks read the model's files too: a refusal that names one of vLLM's settings is about the
@@ -75,8 +78,6 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
             if setting is None:
                 return None
             shown = (*shown[:2], f"names vLLM's setting {setting}")
-        elif not any(_IN_VLLM.search(f.path) for f in tb.frames):
-            return None  # another program's config class (Ray Serve's LLMConfig, a user's) says nothing of vLLM's
     elif tb.frames and (_CONFIG_FILE.search(tb.frames[-1].path) or (_OLD_CONFIG_FILE.search(tb.frames[-1].path) and
                                                                      _CHECK_FUNCS.match(tb.frames[-1].func))) \
             and re.search(r"(?:^|[\s\]])ValueError: \S", text):
@@ -87,36 +88,49 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
                      template=SUPPORT_SOURCES["config_check"], stage_from=certainty.FRAMES)
 
 
-# The last exception a paste shows, and a flag its message names.
-_LAST_EXCEPTION = re.compile(r"(?:^|[\s\]])(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): \S")
+# The last exception a paste shows (its class may be module-qualified), and a flag its message names.
+_LAST_EXCEPTION = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): \S")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]{1,64}\b")
+# A setting by its field name: two words or more, not a file name (generation_config.json), a dotted key or a path.
+_SETTING = re.compile(r"(?<![\w./-])[a-z][a-z0-9]{1,30}(?:_[a-z0-9]{1,30}){1,6}(?![\w-]|\.\w)")
 
 
-_SETTING = re.compile(r"(?<![\w.-])[a-z][a-z0-9]{1,30}(?:_[a-z0-9]{1,30}){1,6}(?![\w-])")
+@cache
+def _known_options() -> tuple[frozenset[str], frozenset[str]]:
+    """Every option string and field name of the bundled option tables (an older log names an option since removed,
+    --num-scheduler-steps)."""
+    tables = [load_table(version) for version in table_versions()]
+    return (frozenset(s for t in tables for s in t.by_string), frozenset(d for t in tables for d in t.by_dest))
 
 
 def _setting_named(message: str) -> str | None:
     """One of vLLM's settings a message names by its field name, two words or more (max_num_seqs, not model)."""
-    dests = load_table().by_dest
+    dests = _known_options()[1]
     return next((w for w in _SETTING.findall(message.partition(" [type=")[0]) if w in dests), None)
 
 
-def _flag_check(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:
-    """usage_error from a paste's last exception when it is a ValueError that names one of vLLM's own options: a
-    settings check telling the user which flag to change, with no frames to say where it was raised. vLLM 0.32's
-    config/*.py and engine/arg_utils.py raise 77 such ValueErrors ("Use --enforce-eager.", "set
-    `--allow-deprecated-quantization`"); platform forks do alike (tt-inference-server's "Set --max_model_len to
-    32768 or lower in vLLM.", blind6/b6-010). The flag must be in vLLM's option table, spelled whole."""
+def _flag_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+                ctx: dict[str, Any]) -> Diagnosis | None:
+    """usage_error from a paste's last exception when it is a ValueError that names one of vLLM's own options, with
+    no frames, or vLLM's, to say where it was raised: a settings check telling the user which flag to change. vLLM
+    0.32's config/*.py, engine/arg_utils.py and platforms/*.py raise about 70 such ValueErrors ("Use
+    --enforce-eager.", "set `--allow-deprecated-quantization`"); platform forks do alike (tt-inference-server's "Set
+    --max_model_len to 32768 or lower in vLLM.", blind6/b6-010). The flag must be in an option table, spelled whole;
+    another program's traceback naming --model or --port is its own."""
     if ready(lines):
         return None
-    last = next(((line, m) for line in reversed(lines) if (m := _LAST_EXCEPTION.search(line.text))), None)
-    if last is None or last[1].group("exc") != "ValueError":
+    at, last = next(((i, m) for i in range(len(lines) - 1, -1, -1) if (m := _LAST_EXCEPTION.search(lines[i].text))),
+                    (None, None))
+    if at is None or last is None or last.group("exc") != "ValueError":
         return None
-    known = load_table().by_string
-    flag = next((f for f in _FLAG.findall(last[0].text) if normalize_option_string(f) in known), None)
+    frames = next((tb.frames for tb in tbs if tb.exception == at), ())
+    if frames and not _IN_VLLM.search(frames[-1].path):
+        return None
+    known = _known_options()[0]
+    flag = next((f for f in _FLAG.findall(lines[at].text) if normalize_option_string(f) in known), None)
     if flag is None:
         return None
-    return Diagnosis("usage_error", BEFORE_START, {}, (cut(last[0].text), f"names vLLM's option {flag}"), signal,
+    return Diagnosis("usage_error", BEFORE_START, {}, (cut(lines[at].text), f"names vLLM's option {flag}"), signal,
                      "config_check", ctx, confidence="medium", template=SUPPORT_SOURCES["config_check"],
                      stage_from=certainty.MESSAGE)
 

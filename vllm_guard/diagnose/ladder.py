@@ -117,8 +117,8 @@ NOT_RELAXABLE_DETAIL = {
     "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
     "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",
     "numba_numpy": "numba refuses the installed NumPy: install one in its range, no setting helps",
-    "vllm_module": "code importing vLLM asks for a module this vLLM does not have: install the vLLM it was written "
-                   "for",
+    "vllm_module": "code importing vLLM (or vLLM's own CLI, partly installed) asks for a module this vLLM does not "
+                   "have: install matching releases, no setting helps",
     "fork_cuda": "CUDA was initialised before vLLM forked its workers: VLLM_WORKER_MULTIPROC_METHOD=spawn, not a "
                  "setting the ladder changes",
     "tokenizer_missing": "the model's files lack the tokenizer its class reads: add them, or point --tokenizer at "

@@ -102,11 +102,13 @@ VERSION_RULES: tuple[Rule, ...] = (
     # platform plugin, unsloth, a model's vLLM file, or vLLM's own CLI in a source tree whose packages were not all
     # installed) was written for another vLLM layout. vLLM moves modules between releases
     # (vllm/transformers_utils/tokenizer.py is vllm/tokenizers/ in 0.32). Not one level down ('vllm.entrypoints',
-    # 'vllm.engine': in every release, so a broken install or a local file named vllm.py), not vllm._C (a warning
-    # vLLM's non-CUDA builds print and go on), and not "; 'vllm' is not a package" (that shadowing).
-    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?!_C\b)\w{1,64}\.[\w.]{1,200}(?![\w.])"
+    # 'vllm.engine': in every release, so a broken install or a local file named vllm.py), not a compiled part
+    # (vllm._C, vllm.vllm_flash_attn._vllm_fa2_C: vLLM 0.32 logs those at ERROR and goes on with another kernel,
+    # v1/attention/backends/fa_utils.py), not "; 'vllm' is not a package" (that shadowing), and only as the start's
+    # last error (vLLM logs a plugin that fails to import and goes on: plugins/__init__.py).
+    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?![\w.]*_C(?!\w))\w{1,64}\.[\w.]{1,200}(?![\w.])"
                                         r"(?!'?; 'vllm' is not)"),
-         BEFORE_START, detail="vllm_module", when=conditions.never_ready, source=SOURCES["vllm_module"]),
+         BEFORE_START, detail="vllm_module", when=conditions.last_error, source=SOURCES["vllm_module"]),
     # numba (which vLLM's n-gram speculator and some kernels import) refuses a NumPy outside its range at import
     Rule("version_mismatch", re.compile(r"Numba needs NumPy [\d.]{1,12} or (?:less|greater)\. Got NumPy [\d.]{1,12}"),
          BEFORE_START, detail="numba_numpy", when=conditions.never_ready, source=SOURCES["numba_numpy"]),
