@@ -135,8 +135,8 @@ def test_a_users_own_modelconfig_is_not_vllms() -> None:
 @pytest.mark.parametrize("message", ["Unable to read /models/llama/generation_config.json",
                                      "quantization_config.targets is malformed"])
 def test_a_file_name_or_a_dotted_key_is_not_a_setting(message: str) -> None:
-    text = ("Traceback (most recent call last):\n  File \"/usr/lib/python3.12/site-packages/vllm/engine/arg_utils.py\", "
-            "line 1300, in create_engine_config\n    model_config = self.create_model_config()\n"
+    text = ("Traceback (most recent call last):\n  File \"/usr/lib/python3.12/site-packages/vllm/engine/"
+            "arg_utils.py\", line 1300, in create_engine_config\n    model_config = self.create_model_config()\n"
             "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
             f"  Value error, {message} [type=value_error, input_value=ArgsKwargs((), {{}}), input_type=ArgsKwargs]\n")
     assert classify(text).cls == "unknown"
