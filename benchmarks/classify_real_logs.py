@@ -25,8 +25,10 @@ repositories, at commit e8fa4b3: 12 right, no confident error, 4 labelled `unkno
 commit 260091a: 11 right, 2 confident errors, 2 labelled `unknown`) and `blind20/` (12 copied byte-exact from
 committed logs, at commit 6e1f7de: 3 right, 1 confident error, 1 labelled `unknown`) and `blind21/` (12 copied
 byte-exact from committed logs, at commit 52da616: 8 right, 1 confident error, 3 labelled `unknown`) and `blind22/`
-(15 from issue threads, at commit ee58a63: 11 right, 1 confident error, 6 labelled `unknown`). The successful
-start-ups in `startups/` are read too: a success must never get a failure class.
+(15 from issue threads, at commit ee58a63: 11 right, 1 confident error, 6 labelled `unknown`), `blind23/` (25 from
+the vllm-project organisation's threads, at commit 9ca3efa: 15 right, no confident error, 5 labelled `unknown`) and
+`blind24/` (10 from other projects' threads, at commit e0f837c: 9 right, 1 confident error, 2 labelled `unknown`).
+The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
 """
@@ -48,7 +50,7 @@ from vllm_guard.diagnose.classify import classify  # noqa: E402
 REAL = ROOT / "tests" / "data" / "real-logs"
 SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
         "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
-        "blind19", "blind20", "blind21", "blind22")
+        "blind19", "blind20", "blind21", "blind22", "blind23", "blind24")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -143,6 +145,8 @@ def main() -> int:
     print(_score("  blind20/ (scored once before: 3 of 12)", [r for r in failures if r.part == "blind20"]))
     print(_score("  blind21/ (scored once before: 8 of 12)", [r for r in failures if r.part == "blind21"]))
     print(_score("  blind22/ (scored once before: 11 of 15)", [r for r in failures if r.part == "blind22"]))
+    print(_score("  blind23/ (scored once before: 15 of 25)", [r for r in failures if r.part == "blind23"]))
+    print(_score("  blind24/ (scored once before: 9 of 10)", [r for r in failures if r.part == "blind24"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):

@@ -36,7 +36,8 @@ SOURCES: dict[str, str] = {
     "torch_oom": "PyTorch's CUDA caching allocator: 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
                  "...' (2.1+; torch.cuda.OutOfMemoryError before), HIP on ROCm, the XPU allocator's 'XPU out of "
                  "memory. Tried to allocate' (Intel GPUs), torch_npu's 'NPU out of memory. Tried to allocate' (Ascend, "
-                 "vllm-ascend), CUBLAS_STATUS_ALLOC_FAILED",
+                 "vllm-ascend), CUBLAS_STATUS_ALLOC_FAILED, XLA's 'RESOURCE_EXHAUSTED: Out of memory while trying to "
+                 "allocate', 'Error loading program: Attempting to reserve' and 'CompileTimeHbmOom' (TPU)",
     "shm_vllm": "vLLM 0.33 distributed/device_communicators/shm_broadcast.py: 'Insufficient space in /dev/shm for "
                 "...'",
     "shm_other": "vLLM's worker bus-error handler ('Unexpected bus error encountered in worker'), NCCL shmutils.cc "
@@ -93,6 +94,8 @@ SOURCES: dict[str, str] = {
                   "or project's quota on that filesystem",
     "numa_bind": "vLLM 0.32 utils/numa_utils.py: 'NUMA binding was requested, but vLLM could not detect the "
                  "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
+    "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
+                    "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "
                  "CUDA with multiprocessing, you must use the 'spawn' start method'",
     "sentencepiece_file": "sentencepiece's SWIG extension (_sentencepiece.SentencePieceProcessor_LoadFromFile, called "
@@ -297,6 +300,11 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
     "_check_if_gpu_supports_dtype": ("dtype_unsupported", "before_start",
                                      "vLLM 0.2-0.6 (V0) worker/worker.py _check_if_gpu_supports_dtype: it raises only "
                                      "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'"),
+    "is_layer_skipped_ascend": ("quant_unsupported", "weight_loading",
+                                "vllm-ascend quantization/quant_config.py AscendQuantConfig.is_layer_skipped_ascend: "
+                                "it looks each layer's weight up in the checkpoint's quant_model_description.json "
+                                "and raises only KeyError, for a layer the description lacks: a checkpoint not "
+                                "quantized for this vllm-ascend's method"),
     "_check_scheme_supported": ("quant_unsupported", "weight_loading",
                                 "vLLM 0.5-0.33 compressed_tensors.py CompressedTensorsConfig._check_scheme_supported: "
                                 "it raises only 'Quantization scheme is not supported for the current GPU. Min "
@@ -306,6 +314,10 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
 # Readings said only when no decisive line follows (fallback.supported): vLLM's own line says that something
 # failed and which part, the cause is in another process's output.
 SUPPORT_SOURCES: dict[str, str] = {
+    "oom_other_process": "PyTorch 2.1+ CUDACachingAllocator's OOM message, which lists the GPU's processes ('Process "
+                         "N has X GiB memory in use') and this one's ('Including non-PyTorch memory, this process has "
+                         "Y GiB memory in use'): another holds half the GPU or more, and at least twice what this "
+                         "process holds",
     "vllm_api": "the Python interpreter, when a program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's "
                 "vllm backend, LLaMA-Factory) calls it as another release spelled it: \"AttributeError: 'LLMEngine' "
                 "object has no attribute 'model_executor'\" (V1's LLMEngine, 0.8+), \"TypeError: __init__() got an "

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose import certainty, fallback, guard_report, hang_log, logread, progress
+from vllm_guard.diagnose.catalogue import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
-from vllm_guard.diagnose.figures import numbers_of, placement_numbers
+from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
 from vllm_guard.diagnose.rule import Rule
@@ -286,6 +287,12 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
             placed, how = reached.oom_stage(lines, i, frame_stage)
+            held = held_by_another(text, numbers)
+            if held is not None:  # the OOM names who holds the GPU: that is the failure, at whatever stage
+                at = UNKNOWN_STAGE if placed == BEFORE_START else placed
+                return Diagnosis("gpu_busy", at, {**numbers, **held}, evidence(lines, i, text), signal,
+                                 "oom_other_process", ctx, template=SUPPORT_SOURCES["oom_other_process"],
+                                 stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how)
             cls, at = progress.oom_class(placed)
             if cls == "unknown":
                 # A CUDA OOM is an OOM wherever it happened; without its stage the ladder cannot pick the

@@ -312,6 +312,19 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+OOM_OTHER_PROCESS = Advice(
+    "Another process holds most of this GPU's memory: PyTorch's out-of-memory message names it and how much it "
+    "holds, against what vLLM's process had when it ran out.",
+    ("find who holds it (nvidia-smi, or `vllm-guard snapshot`) and free the GPU, or wait for it",
+     "give vLLM another GPU (CUDA_VISIBLE_DEVICES)", "stop orphaned VLLM::EngineCore processes you own"),
+    ("lowering vLLM's own memory settings while the other process holds the GPU",),
+)
+PLUGIN_VERSION = Advice(
+    "A vLLM plugin (vLLM-Omni) warns that its release does not match the installed vLLM's major.minor, and the "
+    "start then failed: the plugin is written against another vLLM.",
+    ("install the vLLM release the plugin pins (vLLM-Omni 0.X.y expects vllm==0.X.*)",),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
 FORK_CUDA = Advice(
     "CUDA was already initialised in the process that started vLLM (the program touched the GPU before creating the "
     "engine, or a library did at import), and vLLM's workers were forked from it: CUDA cannot be used in a forked "
@@ -360,6 +373,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
     "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA,
+    "oom_other_process": OOM_OTHER_PROCESS, "plugin_version": PLUGIN_VERSION,
 }
 
 

@@ -52,7 +52,8 @@ _WORDS = (
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
     "No module named", "not a string",
-    "re-initialize CUDA",
+    "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
+    "mismatched major/minor versions",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

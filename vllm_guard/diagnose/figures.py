@@ -49,7 +49,8 @@ _SIZE = r"([\d.]{1,20}) ?([GMK]i?B)"
 # (2.1+), "(GPU 0; 10.75 GiB total capacity; 9.50 GiB already allocated; 134.50 MiB free; ...)" (older).
 _OOM_FIGURES = tuple((re.compile(p), key) for p, key in (
     (r"Tried to allocate " + _SIZE, "tried_to_allocate_gib"),
-    (r"total capacity? of " + _SIZE + r"|" + _SIZE + r" total capacity", "total_gib"),
+    # "capacty": PyTorch 2.1's own spelling (blind24/b24-004)
+    (r"total capac(?:ity|ty) of " + _SIZE + r"|" + _SIZE + r" total capacity", "total_gib"),
     (r"of which " + _SIZE + r" is free|" + _SIZE + r" free;", "free_gib"),
     (_SIZE + r" is allocated by PyTorch|" + _SIZE + r" already allocated", "allocated_gib"),
     (_SIZE + r" reserved in total by PyTorch", "reserved_gib"),
@@ -76,3 +77,25 @@ def oom_numbers(m: re.Match[str]) -> dict[str, Any]:
     if gpu and out:
         out["gpu_index"] = int(gpu.group(1))
     return out
+
+
+_LISTED = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use")
+_THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
+
+
+def held_by_another(line: str, numbers: dict[str, Any]) -> dict[str, Any] | None:
+    """PyTorch 2.1+'s OOM lists every process on the GPU (NVML's, this one among them) and then what this process
+    holds: another process holding half the GPU or more, and at least twice what this one holds, is why it ran
+    out. The figures of that process, or None."""
+    this = _THIS.search(line)
+    if this is None:
+        return None
+    this_gib = float(this.group(1)) * _UNIT.get(this.group(2), 1.0)
+    listed = [(int(pid), float(v) * _UNIT.get(u, 1.0)) for pid, v, u in _LISTED.findall(line)]
+    if not listed:
+        return None
+    pid, held = max(listed, key=lambda p: p[1])
+    total = numbers.get("total_gib") or (sum(v for _, v in listed) + this_gib + (numbers.get("free_gib") or 0.0))
+    if held < 2 * this_gib or held < 0.5 * total:
+        return None
+    return {"other_pid": pid, "other_process_gib": round(held, 3), "process_gib": round(this_gib, 3)}

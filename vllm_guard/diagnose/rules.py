@@ -23,6 +23,10 @@ SIGKILL, SIGBUS = 9, 7
 _OOM = re.compile(
     r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP|XPU|NPU) out of memory|CUDA error: out of memory)"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
+    # XLA on TPU (vLLM's TPU backends, JAX or torch_xla): a device buffer or a compiled program's reservation that
+    # does not fit in HBM (blind23/b23-003)
+    r"|RESOURCE_EXHAUSTED: (?:Error loading program: Attempting to reserve|Out of memory while trying to allocate"
+    r"|E\d{1,5}: CompileTimeHbmOom: Ran out of memory in memory space hbm)"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
 )
@@ -328,7 +332,11 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
                                                 r"supported for now|does not recognize this architecture"
                                                 r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
-                                                r"kind of AutoModel"),
+                                                r"kind of AutoModel"
+                                                # tpu-inference raising (not its warning that falls back to
+                                                # vLLM's PyTorch class): blind23/b23-011
+                                                r"|UnsupportedArchitectureError: Model architectures \[[^\]]{0,500}\] "
+                                                r"not registered in tpu-inference"),
          BEFORE_START, source=SOURCES["architecture"]),
     # vLLM's MiniCPM-V class dispatches on the checkpoint's version (model_executor/models/minicpmv.py, 0.5-0.10).
     Rule("unsupported_architecture", re.compile(r"Currently, MiniCPMV only supports versions"), BEFORE_START,
@@ -359,7 +367,10 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["gguf_architecture"]),
     # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
-                                       r"|Timed out waiting for engines to send ?initial message"),
+                                       r"|Timed out waiting for engines to send ?initial message"
+                                       # the raise line Python prints in the traceback, when the paste stops
+                                       # before the message (core_client.py; blind23/b23-020)
+                                       r"|raise TimeoutError\(\s*\"Timed out waiting for engines to send\"\s*$"),
          source=SOURCES["startup_timeout"]),
     # The kubelet giving up on a start (failureThreshold x periodSeconds of failed startup probes), as `kubectl
     # describe pod` and `kubectl get events` print it. One "Startup probe failed: ..." line is a probe that failed

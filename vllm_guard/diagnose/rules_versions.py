@@ -109,6 +109,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?![\w.]*_C(?!\w))\w{1,64}\.[\w.]{1,200}(?![\w.])"
                                         r"(?!'?; 'vllm' is not)"),
          BEFORE_START, detail="vllm_module", when=conditions.last_error, source=SOURCES["vllm_module"]),
+    # vLLM-Omni's import-time check of its own major.minor against vLLM's (vllm_omni/version.py
+    # warn_if_misaligned_vllm_version): a warning, so the failure only when the start never got ready and no
+    # decisive error follows (blind23/b23-018)
+    Rule("version_mismatch", re.compile(r"vLLM and vLLM-Omni appear to have mismatched major/minor versions"),
+         BEFORE_START, detail="plugin_version", when=conditions.never_ready, warning=True,
+         source=SOURCES["omni_version"]),
     # numba (which vLLM's n-gram speculator and some kernels import) refuses a NumPy outside its range at import
     Rule("version_mismatch", re.compile(r"Numba needs NumPy [\d.]{1,12} or (?:less|greater)\. Got NumPy [\d.]{1,12}"),
          BEFORE_START, detail="numba_numpy", when=conditions.never_ready, source=SOURCES["numba_numpy"]),

@@ -1,0 +1,49 @@
+"""`explain` on blind24 (tests/data/real-logs/blind24), the twenty-fourth blind set of issue 26, after its one scoring.
+
+Collected from threads outside the vllm-project organisation by a helper that never read the classifier, and scored
+once, whole, at commit e0f837c (9 of 10 right, 1 confident error; tests/data/real-logs/README.md). Its one miss
+taught: PyTorch's out-of-memory message names the other processes on the GPU and what this one holds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import OOM_OTHER_PROCESS, advice_for
+from vllm_guard.diagnose.ladder import Settings, Step, next_step
+
+
+def test_an_oom_that_names_another_process_holding_the_gpu_is_gpu_busy() -> None:
+    # b24-004: Xinference loading a second model, "GPU 0 has a total capacty of 23.53 GiB of which 329.44 MiB is
+    # free. Process 35156 has 22.14 GiB memory in use. Including non-PyTorch memory, this process has 1.05 GiB"
+    d = classify(blind_log("blind24", "b24-004"))
+    assert (d.cls, d.detail, d.confidence) == ("gpu_busy", "oom_other_process", "high")
+    assert (d.numbers["other_pid"], d.numbers["other_process_gib"], d.numbers["process_gib"]) == (35156, 22.14, 1.05)
+    assert d.numbers["total_gib"] == 23.53  # PyTorch 2.1's "capacty"
+    assert advice_for(d) is OOM_OTHER_PROCESS
+    step = next_step(d, Settings())
+    assert isinstance(step, Step) and step.wait_for_gpu  # 0.32 GiB free: nothing to lower to
+
+
+_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 "
+        "GiB of which 1.02 GiB is free. {listed}Including non-PyTorch memory, this process has {this} GiB memory in "
+        "use. Of the allocated memory 70.00 GiB is allocated by PyTorch.\n")
+
+
+@pytest.mark.parametrize(("listed", "this"), [
+    ("Process 4242 has 78.10 GiB memory in use. ", "78.10"),  # NVML lists this process too: itself
+    ("Process 4242 has 68.00 GiB memory in use. Process 99 has 10.10 GiB memory in use. ", "68.00"),  # a small other
+    ("Process 4242 has 40.00 GiB memory in use. Process 99 has 38.10 GiB memory in use. ", "40.00"),  # not twice ours
+])
+def test_an_oom_that_names_no_dominant_other_process_stays_an_oom(listed: str, this: str) -> None:
+    d = classify(_OOM.format(listed=listed, this=this))
+    assert d.cls == "gpu_oom" and d.detail is None
+
+
+def test_what_blind24_read_right_at_its_score() -> None:
+    want = {"b24-001": "dtype_unsupported", "b24-002": "usage_error", "b24-003": "unknown", "b24-005":
+            "kv_cache_too_small", "b24-006": "version_mismatch", "b24-007": "version_mismatch", "b24-008":
+            "model_access", "b24-009": "unsupported_architecture", "b24-010": "unknown"}
+    assert {p: classify(blind_log("blind24", p)).cls for p in want} == want
