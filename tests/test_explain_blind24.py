@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import OOM_OTHER_PROCESS, advice_for
-from vllm_guard.diagnose.ladder import Settings, Step, next_step
+from vllm_guard.diagnose.ladder import Limits, Settings, Step, next_step
 
 
 def test_an_oom_that_names_another_process_holding_the_gpu_is_gpu_busy() -> None:
@@ -47,3 +47,15 @@ def test_what_blind24_read_right_at_its_score() -> None:
             "kv_cache_too_small", "b24-006": "version_mismatch", "b24-007": "version_mismatch", "b24-008":
             "model_access", "b24-009": "unsupported_architecture", "b24-010": "unknown"}
     assert {p: classify(blind_log("blind24", p)).cls for p in want} == want
+
+
+def test_the_ladder_counts_what_vllm_held_as_free_after_it_exits() -> None:
+    # another process holds 50 GiB of 80; vLLM held 20 when it ran out with 10 free: 30 are there for the next start
+    text = _OOM.format(listed="Process 99 has 50.00 GiB memory in use. Process 4242 has 20.00 GiB memory in use. ",
+                       this="20.00").replace("of which 1.02 GiB is free", "of which 10.00 GiB is free")
+    d = classify(text)
+    assert (d.cls, d.detail) == ("gpu_busy", "oom_other_process")
+    assert next_step(d, Settings()).wait_for_gpu  # 30 of 79 GiB is below the default floor of half the GPU
+    step = next_step(d, Settings(), Limits(min_gpu_memory_utilization=0.3))
+    assert isinstance(step, Step) and step.param == "gpu-memory-utilization"
+    assert step.value == pytest.approx(0.37, abs=0.01)  # (10 + 20 - margin) / 79.15, not (10 - margin) / 79.15

@@ -164,6 +164,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         return _kv_too_small(n, s, limits, fp8_supported, d)
     if d.cls == "gpu_busy":
         free, total = n.get("free_gib"), n.get("total_gib")
+        if d.detail == "oom_other_process" and free is not None and n.get("process_gib"):
+            free = round(free + n["process_gib"], 3)  # an OOM's free excludes what vLLM held, freed when it exits
         if limits.allow_lower_utilization and free and total:
             util = math.floor((free - GPU_BUSY_MARGIN_GIB) / total * 100) / 100
             if util >= limits.min_gpu_memory_utilization:
