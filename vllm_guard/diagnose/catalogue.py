@@ -94,6 +94,8 @@ SOURCES: dict[str, str] = {
                   "or project's quota on that filesystem",
     "numa_bind": "vLLM 0.32 utils/numa_utils.py: 'NUMA binding was requested, but vLLM could not detect the "
                  "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
+    "quant_config_missing": "vLLM 0.2-0.33 model_executor/model_loader/weight_utils.py get_quant_config: 'Cannot find "
+                            "the config file for X' (no quant_config.json or the method's own file beside the weights)",
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
                     "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "

@@ -312,6 +312,13 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+QUANT_CONFIG_MISSING = Advice(
+    "--quantization names a method, and the checkpoint has no config file for it: the model is not quantized, or "
+    "was quantized another way (its config.json's quantization_config says which).",
+    ("drop --quantization and let vLLM read the method from the checkpoint",
+     "point --model at the checkpoint quantized with that method"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
 OOM_OTHER_PROCESS = Advice(
     "Another process holds most of this GPU's memory: PyTorch's out-of-memory message names it and how much it "
     "holds, against what vLLM's process had when it ran out.",
@@ -374,6 +381,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA,
     "oom_other_process": OOM_OTHER_PROCESS, "plugin_version": PLUGIN_VERSION,
+    "quant_config_missing": QUANT_CONFIG_MISSING,
 }
 
 

@@ -53,7 +53,7 @@ _WORDS = (
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
     "No module named", "not a string",
     "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
-    "mismatched major/minor versions",
+    "mismatched major/minor versions", "Cannot find the config file for",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

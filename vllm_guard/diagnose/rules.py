@@ -312,6 +312,10 @@ RULES: tuple[Rule, ...] = (
                                    r"\) does not match the quantization method specified in the [`']?quantization[`']? "
                                    r"argument \((?P<argument_method>[\w-]{1,64})\)"), BEFORE_START,
          detail="quantization_mismatch", source=SOURCES["quant_mismatch"]),
+    # --quantization naming a method whose config file the checkpoint lacks: an unquantized model, or one quantized
+    # another way (vLLM 0.2-0.33 model_loader/weight_utils.py get_quant_config; blind3/b3-023, blind26/b26-001)
+    Rule("usage_error", re.compile(r"Cannot find the config file for (?P<argument_method>[\w-]{1,64})"), BEFORE_START,
+         detail="quant_config_missing", source=SOURCES["quant_config_missing"]),
     # A local path that does not exist is taken for a Hub id, which a path can never be (0.32-0.33).
     Rule("model_access", re.compile(r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
                                     r"'(?P<path>[./~][^']{0,4096})'"), BEFORE_START, detail="missing_local_path",
