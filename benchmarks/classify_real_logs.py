@@ -28,8 +28,9 @@ byte-exact from committed logs, at commit 52da616: 8 right, 1 confident error, 3
 (15 from issue threads, at commit ee58a63: 11 right, 1 confident error, 6 labelled `unknown`), `blind23/` (25 from
 the vllm-project organisation's threads, at commit 9ca3efa: 15 right, no confident error, 5 labelled `unknown`) and
 `blind24/` (10 from other projects' threads, at commit e0f837c: 9 right, 1 confident error, 2 labelled `unknown`)
-and `blind26/` (5 more outside vLLM's organisation, at commit 85a8bd9: 3 right, no confident error, 2 labelled
-`unknown`).
+`blind25/` (18 more from the vllm-project organisation's threads, at commit 0c7bbea: 6 right, 1 confident error, 1
+labelled `unknown`) and `blind26/` (5 more outside vLLM's organisation, at commit 85a8bd9: 3 right, no confident
+error, 2 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -52,7 +53,7 @@ from vllm_guard.diagnose.classify import classify  # noqa: E402
 REAL = ROOT / "tests" / "data" / "real-logs"
 SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
         "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
-        "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind26")
+        "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -149,6 +150,7 @@ def main() -> int:
     print(_score("  blind22/ (scored once before: 11 of 15)", [r for r in failures if r.part == "blind22"]))
     print(_score("  blind23/ (scored once before: 15 of 25)", [r for r in failures if r.part == "blind23"]))
     print(_score("  blind24/ (scored once before: 9 of 10)", [r for r in failures if r.part == "blind24"]))
+    print(_score("  blind25/ (scored once before: 6 of 18)", [r for r in failures if r.part == "blind25"]))
     print(_score("  blind26/ (scored once before: 3 of 5)", [r for r in failures if r.part == "blind26"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")

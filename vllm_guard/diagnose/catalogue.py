@@ -94,6 +94,16 @@ SOURCES: dict[str, str] = {
                   "or project's quota on that filesystem",
     "numa_bind": "vLLM 0.32 utils/numa_utils.py: 'NUMA binding was requested, but vLLM could not detect the "
                  "GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind.'",
+    "mistral_tokenizer": "transformers tokenization_mistral_common.py MistralCommonBackend.from_pretrained (the "
+                         "Mistral tokenizer vLLM 0.12+ loads for --tokenizer-mode mistral): 'No tokenizer file found "
+                         "in directory: PATH' (no tekken.json, no tokenizer.model.vN)",
+    "quant_choice": "argparse in vllm serve's parser, where --quantization's choices are the registered methods "
+                    "(engine/arg_utils.py): \"vllm serve: error: argument --quantization/-q: invalid choice: 'X' "
+                    "(choose from ...)\"",
+    "c10d_socket": "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp and TCPStore.cpp: 'The client socket has "
+                   "failed to connect to any network address of (H, P).', 'TCP client failed to connect/validate to "
+                   "host H:P - timed out', and their retry warnings ('[c10d] The client socket has failed to connect "
+                   "to ...', 'The server socket on ... has timed out, will retry.')",
     "quant_config_missing": "vLLM 0.2-0.33 model_executor/model_loader/weight_utils.py get_quant_config: 'Cannot find "
                             "the config file for X' (no quant_config.json or the method's own file beside the weights)",
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "

@@ -312,6 +312,14 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+MISTRAL_TOKENIZER = Advice(
+    "vLLM loaded the model's tokenizer as a Mistral-format one, and the folder has no Mistral tokenizer file "
+    "(tekken.json or tokenizer.model.vN): either the files are incomplete, or the model is not a Mistral-format one "
+    "and the Mistral tokenizer was chosen for it.",
+    ("--tokenizer-mode hf (or auto) for a model with a Hugging Face tokenizer (tokenizer.json)",
+     "for a Mistral model: download it whole, tekken.json included"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
 QUANT_CONFIG_MISSING = Advice(
     "--quantization names a method, and the checkpoint has no config file for it: the model is not quantized, or "
     "was quantized another way (its config.json's quantization_config says which).",
@@ -381,7 +389,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA,
     "oom_other_process": OOM_OTHER_PROCESS, "plugin_version": PLUGIN_VERSION,
-    "quant_config_missing": QUANT_CONFIG_MISSING,
+    "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER,
 }
 
 

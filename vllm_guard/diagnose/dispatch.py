@@ -54,6 +54,8 @@ _WORDS = (
     "No module named", "not a string",
     "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
     "mismatched major/minor versions", "Cannot find the config file for",
+    "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
+    "argument --quantization", "No tokenizer file found in directory",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -88,6 +88,8 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
                      template=SUPPORT_SOURCES["config_check"], stage_from=certainty.FRAMES)
 
 
+# Any file of vLLM's package: its argument parser's own checks live in vllm/utils.py (0.8) or vllm/utils/ (0.32).
+_VLLM_FILE = re.compile(r"[/\\]vllm[/\\](?:[\w.-]{1,64}[/\\]){0,6}[\w.-]{1,64}\.py$")
 # The last exception a paste shows (its class may be module-qualified), and a flag its message names.
 _LAST_EXCEPTION = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): \S")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]{1,64}\b")
@@ -124,7 +126,7 @@ def _flag_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int 
     if at is None or last is None or last.group("exc") != "ValueError":
         return None
     frames = next((tb.frames for tb in tbs if tb.exception == at), ())
-    if frames and not _IN_VLLM.search(frames[-1].path):
+    if frames and not _VLLM_FILE.search(frames[-1].path):
         return None
     known = _known_options()[0]
     flag = next((f for f in _FLAG.findall(lines[at].text) if normalize_option_string(f) in known), None)

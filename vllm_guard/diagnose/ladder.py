@@ -119,6 +119,8 @@ NOT_RELAXABLE_DETAIL = {
     "numba_numpy": "numba refuses the installed NumPy: install one in its range, no setting helps",
     "vllm_module": "code importing vLLM (or vLLM's own CLI, partly installed) asks for a module this vLLM does not "
                    "have: install matching releases, no setting helps",
+    "mistral_tokenizer": "the Mistral tokenizer found no tekken.json: the model's files, or --tokenizer-mode in the "
+                         "profile",
     "quant_config_missing": "--quantization names a method the checkpoint has no config for: fix the profile",
     "plugin_version": "a vLLM plugin was written for another vLLM release: install the pair it pins",
     "fork_cuda": "CUDA was initialised before vLLM forked its workers: VLLM_WORKER_MULTIPROC_METHOD=spawn, not a "

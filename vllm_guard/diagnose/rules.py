@@ -31,6 +31,12 @@ _OOM = re.compile(
     r"[GMK]i?B total capacity)"
 )
 RULES: tuple[Rule, ...] = (
+    # argparse refusing --quantization's value: this vLLM (or its platform plugin) does not know the method, as
+    # ModelConfig's "Unknown quantization method" says when the choices are not checked by the parser (blind25/b25-008:
+    # 'ascend' before vllm-ascend registered it). Before the generic refusal below.
+    Rule("quant_unsupported", re.compile(r"error: argument --quantization(?:/-q)?: invalid choice: "
+                                         r"'(?P<method>[\w-]{1,64})'"), BEFORE_START, detail="unknown_method",
+         source=SOURCES["quant_choice"]),
     # argparse (exit 2): vLLM refused its own command line. Nothing to retry.
     # vLLM's platform plugins' own launchers too ("vllm-metal: error: the following arguments are required").
     Rule("usage_error", re.compile(r"^(?:usage: )?(?:vllm(?:-[a-z]{1,32})?(?: serve)?|[\w.-]{1,64}\.py): error: "
@@ -260,6 +266,17 @@ RULES: tuple[Rule, ...] = (
     # Not a bare DistNetworkError: a busy local port (EADDRINUSE) raises it too, and that is no network's fault.
     Rule("network", re.compile(r"(?:DistNetworkError|DistStoreError): .{0,300}?(?:[Tt]imed out|Connection refused"
                                r"|No route to host)"), detail="rendezvous", source=SOURCES["rendezvous"]),
+    # torch.distributed's TCPStore client giving up on the rendezvous address (c10d socket.cpp, PyTorch 2.2+): the
+    # address picked for this start is not reachable from here (blind25/b25-003).
+    Rule("network", re.compile(r"The client socket has failed to connect to any network address of \("
+                               r"|TCP client failed to connect/validate to host \S{1,300} - timed out"),
+         BEFORE_START, detail="rendezvous", source=SOURCES["c10d_socket"]),
+    # Its warnings while it retries, the start never ready and nothing decisive after them (blind25/b25-002: retried
+    # until a person pressed ^C; blind11/b11-012: Windows' "address is not valid in its context").
+    Rule("network", re.compile(r"\[c10d\] (?:The client socket has failed to connect to \S"
+                               r"|The server socket on \S{1,300} has timed out, will retry"
+                               r"|TCP client failed to connect/validate to host \S{1,300} - retrying)"),
+         BEFORE_START, detail="rendezvous", when=conditions.never_ready, warning=True, source=SOURCES["c10d_socket"]),
     # The Hub cannot be reached: offline mode, no network, a proxy. vLLM resolves a model id on the Hub even when
     # the files are cached (vllm #3719: HF_HUB_OFFLINE=1 and an id, not a path).
     Rule("network", re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled"

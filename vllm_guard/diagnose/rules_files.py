@@ -43,6 +43,11 @@ FILE_RULES: tuple[Rule, ...] = (
     # converted from the slow one (transformers 4.x tokenization_utils_base.py; blind21/b21-011)
     Rule("model_access", re.compile(r"(?:^|\] )TypeError: not a string\s*$"), BEFORE_START, detail="tokenizer_missing",
          when=conditions.raised_in_sentencepiece, source=SOURCES["sentencepiece_file"]),
+    # transformers' MistralCommonBackend (tokenization_mistral_common.py from_pretrained), which vLLM uses for
+    # --tokenizer-mode mistral or when it takes a folder for a Mistral-format one: the folder has neither tekken.json
+    # nor a tokenizer.model.vN (blind25/b25-007: Qwen3-Omni from a local folder; vllm #31444 after 0.11.2 -> 0.12)
+    Rule("model_access", re.compile(r"No tokenizer file found in directory: \S"), BEFORE_START,
+         detail="mistral_tokenizer", source=SOURCES["mistral_tokenizer"]),
     # vLLM 0.6.3-0.9 get_config: neither config.json nor params.json could be seen at the id, which a gated repo
     # without a token, a wrong id and a wrong path all give (file_or_path_exists answers False for each).
     Rule("model_access", re.compile(r"No supported config format found in \S"), BEFORE_START,
