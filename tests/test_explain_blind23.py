@@ -35,6 +35,10 @@ def test_what_blind23s_misses_taught(prefix: str, cls: str, detail: str | None) 
     "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00G.",
     "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory in memory space "
     "hbm. Used 32.08G of 31.25G hbm.",
+    # XLA's own example for error code 1000, and the allocator's words on TPU
+    "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+    "space hbm. Used 35.83G of 31.25G hbm.",
+    "RuntimeError: RESOURCE_EXHAUSTED: Attempting to allocate 3.98G. That was not possible. There are 3.97G free.",
 ])
 def test_xlas_other_out_of_memory_words_are_an_oom(line: str) -> None:
     assert classify(HEAD + line + "\n").cls == "gpu_oom"
@@ -46,6 +50,28 @@ def test_tpu_inferences_fallback_warning_is_not_a_failure() -> None:
             "registered in tpu-inference. Falling back to vLLM-native Pytorch definition.\n"
             "INFO 05-01 10:01:00 [launcher.py:1] Application startup complete.\n")
     assert classify(text).cls == "unknown"
+
+
+@pytest.mark.parametrize("line", [
+    # older tpu-inference: its Flax class failed, and it goes on with vLLM's own
+    "WARNING 05-01 10:00:01 [model_loader.py:1] Flax model failed with: 'Model architectures ['Gemma3ForCausalLM'] "
+    "are not supported for now. Supported architectures: [...]'. Falling back to vLLM implementation.",
+    "WARNING 05-01 10:00:01 [model_loader.py:1] Model architectures ['MistralForCausalLM'] not registered in "
+    "tpu-inference. Falling back to vLLM-native Pytorch definition.",
+])
+def test_a_tpu_fallback_note_is_not_the_failure(line: str) -> None:
+    oom = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Attempting to allocate 3.98G. That was not possible.\n"
+    assert classify(HEAD + line + "\n" + oom).cls == "gpu_oom"
+    assert classify(HEAD + line + "\n").cls == "unknown"
+
+
+@pytest.mark.parametrize(("end", "cls"), [("vllm exited with code -9\n", "unknown"),  # a SIGKILL: the OOM killer first
+                                          ("vllm exited with code -7\n", "shm_exhausted")])  # a SIGBUS
+def test_the_omni_warning_yields_to_how_the_start_ended(end: str, cls: str) -> None:
+    warning = ("/venv/lib/python3.12/site-packages/vllm_omni/version.py:55: RuntimeWarning: vLLM and vLLM-Omni "
+               "appear to have mismatched major/minor versions:\n")
+    assert classify(warning).cls == "version_mismatch"
+    assert classify(warning + end, exit_status=int(end.rsplit(maxsplit=1)[-1])).cls == cls
 
 
 def test_the_omni_warning_yields_to_a_decisive_error() -> None:

@@ -104,8 +104,9 @@ SOURCES: dict[str, str] = {
                    "failed to connect to any network address of (H, P).', 'TCP client failed to connect/validate to "
                    "host H:P - timed out', and their retry warnings ('[c10d] The client socket has failed to connect "
                    "to ...', 'The server socket on ... has timed out, will retry.')",
-    "quant_config_missing": "vLLM 0.2-0.33 model_executor/model_loader/weight_utils.py get_quant_config: 'Cannot find "
-                            "the config file for X' (no quant_config.json or the method's own file beside the weights)",
+    "quant_config_missing": "vLLM get_quant_config (model_executor/weight_utils.py 0.2-0.4, model_executor/"
+                            "model_loader/weight_utils.py 0.5-0.33): 'Cannot find the config file for X' (no "
+                            "quantization_config in config.json, and no quant_config.json or the method's own file)",
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
                     "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "
@@ -314,17 +315,19 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
                                      "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0'"),
     "is_layer_skipped_ascend": ("quant_unsupported", "weight_loading",
                                 "vllm-ascend quantization/quant_config.py AscendQuantConfig.is_layer_skipped_ascend: "
-                                "it looks each layer's weight up in the checkpoint's quant_model_description.json "
-                                "and raises only KeyError, for a layer the description lacks: a checkpoint not "
-                                "quantized for this vllm-ascend's method"),
+                                "it looks each layer's weight up in the checkpoint's quant_model_description.json, "
+                                "raising KeyError for a layer the description lacks and ValueError when only some "
+                                "shards of a fused layer are quantized: a quantization description this vllm-ascend "
+                                "does not read"),
     "_check_scheme_supported": ("quant_unsupported", "weight_loading",
                                 "vLLM 0.5-0.33 compressed_tensors.py CompressedTensorsConfig._check_scheme_supported: "
                                 "it raises only 'Quantization scheme is not supported for the current GPU. Min "
                                 "capability: N. Current capability: M.'"),
 }
 
-# Readings said only when no decisive line follows (fallback.supported): vLLM's own line says that something
-# failed and which part, the cause is in another process's output.
+# Readings no rule of rules.py makes: said only when no decisive line follows (fallback.supported: vLLM's own line
+# says that something failed and which part, the cause is in another process's output), and the reading of an OOM's
+# figures (classify: other processes hold the GPU).
 SUPPORT_SOURCES: dict[str, str] = {
     "oom_other_process": "PyTorch 2.1+ CUDACachingAllocator's OOM message, which lists the GPU's processes ('Process "
                          "N has X GiB memory in use') and this one's ('Including non-PyTorch memory, this process has "

@@ -187,6 +187,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     ctx = _read_context(lines)
     reached = progress.progress(lines)
     final_stage = reached.final
+    own = _own_pids(lines)
     if final_stage == BEFORE_START and any(line.text.startswith(guard_report.STARTS) and
                                            guard_report.is_report_line(line.text) for line in lines):
         report = guard_report.failed_preflight(lines)
@@ -228,11 +229,12 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                 signal = _signal_from_match(m_exit)
             if WRAPPERS.search(text):
                 break
-            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, aside)
+            found = _match(text, rules, lines, i, ctx, reached, frame_stage, signal, aside, own)
             if found is not None:
                 return found
-    if aside:  # an OOM is an error, a warning only may be one
-        return next((d for d in aside if d.cls == "gpu_oom"), aside[0])
+    oom = next((d for d in aside if d.cls == "gpu_oom"), None)
+    if oom is not None:  # an OOM is an error, a warning only may be one
+        return oom
     raised = fallback.raised_in(lines, tbs, signal, ctx)
     if raised is not None:
         return raised
@@ -248,6 +250,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
         return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, last_errors(lines, tbs), signal,
                          context=ctx, confidence="medium", template="the exit signal SIGBUS (7)",
                          stage_from=certainty.PROGRESS)
+    if aside:  # a warning the start went on after, when what raised and how it ended say nothing more
+        return aside[0]
     supported = fallback.supported(lines, tbs, signal, ctx)
     if supported is not None:
         return supported
@@ -260,7 +264,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
            reached: progress.Progress, frame_stage: Callable[[str, int], str | None], signal: int | None,
-           aside: list[Diagnosis]) -> Diagnosis | None:
+           aside: list[Diagnosis], own: frozenset[int] = frozenset()) -> Diagnosis | None:
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
         numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}
@@ -287,11 +291,12 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
             placed, how = reached.oom_stage(lines, i, frame_stage)
-            held = held_by_another(text, numbers)
+            held = held_by_another(text, numbers, own)
             if held is not None:  # the OOM names who holds the GPU: that is the failure, at whatever stage
                 at = UNKNOWN_STAGE if placed == BEFORE_START else placed
                 return Diagnosis("gpu_busy", at, {**numbers, **held}, evidence(lines, i, text), signal,
-                                 "oom_other_process", ctx, template=SUPPORT_SOURCES["oom_other_process"],
+                                 "oom_other_process", ctx, confidence="medium",
+                                 template=SUPPORT_SOURCES["oom_other_process"],
                                  stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how)
             cls, at = progress.oom_class(placed)
             if cls == "unknown":
@@ -310,6 +315,20 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         return Diagnosis(rule.cls, at, numbers, evidence(lines, i, text), signal, rule.detail, ctx,
                          template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
     return None
+
+
+_PID = re.compile(r"\bpid=(\d{1,10})\b|Started server process \[(\d{1,10})\]")
+
+
+def _own_pids(lines: list[LogLine]) -> frozenset[int]:
+    """The pids vLLM's own processes print in the log: their prefixes ("(Worker_TP1 pid=4243)") and uvicorn's
+    "Started server process [N]"."""
+    found: set[int] = set()
+    for line in lines:
+        for where in (line.proc, line.text[:200]):
+            if "pid=" in where or "Started server" in where:
+                found.update(int(a or b) for a, b in _PID.findall(where))
+    return frozenset(found)
 
 
 def _signal_from_match(m: re.Match[str]) -> int | None:

@@ -60,6 +60,13 @@ def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> 
                    and line.strip() not in after.text for after in lines[i + 1:])
 
 
+def not_a_fallback(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """Not a platform plugin's note that it falls back to vLLM's own class for the architecture and goes on
+    (tpu-inference: "Flax model failed with: 'Model architectures [...] are not supported for now. ...'. Falling back
+    to vLLM implementation.")."""
+    return "Falling back to vLLM" not in line
+
+
 def raised_in_sentencepiece(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The same process's traceback just above ends in sentencepiece's LoadFromFile (its frame and source line come
     last)."""

@@ -321,18 +321,20 @@ MISTRAL_TOKENIZER = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 QUANT_CONFIG_MISSING = Advice(
-    "--quantization names a method, and the checkpoint has no config file for it: the model is not quantized, or "
-    "was quantized another way (its config.json's quantization_config says which).",
+    "--quantization names a method, and the checkpoint has no quantization config vLLM can find for it (no "
+    "quantization_config in config.json, no quant_config.json or the method's own file): the model is not quantized, "
+    "or was quantized another way.",
     ("drop --quantization and let vLLM read the method from the checkpoint",
      "point --model at the checkpoint quantized with that method"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 OOM_OTHER_PROCESS = Advice(
-    "Another process holds most of this GPU's memory: PyTorch's out-of-memory message names it and how much it "
-    "holds, against what vLLM's process had when it ran out.",
+    "Other processes hold most of this GPU's memory: PyTorch's out-of-memory message names them and how much they "
+    "hold, against what vLLM's process had when it ran out.",
     ("find who holds it (nvidia-smi, or `vllm-guard snapshot`) and free the GPU, or wait for it",
-     "give vLLM another GPU (CUDA_VISIBLE_DEVICES)", "stop orphaned VLLM::EngineCore processes you own"),
-    ("lowering vLLM's own memory settings while the other process holds the GPU",),
+     "give vLLM another GPU (CUDA_VISIBLE_DEVICES)", "stop orphaned VLLM::EngineCore processes you own",
+     "lower --gpu-memory-utilization to what is free once vLLM itself has exited"),
+    ("raising --gpu-memory-utilization", "--enforce-eager or a smaller batch while the GPU is held"),
 )
 PLUGIN_VERSION = Advice(
     "A vLLM plugin (vLLM-Omni) warns that its release does not match the installed vLLM's major.minor, and the "

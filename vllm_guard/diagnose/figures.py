@@ -83,19 +83,26 @@ _LISTED = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use")
 _THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
 
 
-def held_by_another(line: str, numbers: dict[str, Any]) -> dict[str, Any] | None:
-    """PyTorch 2.1+'s OOM lists every process on the GPU (NVML's, this one among them) and then what this process
-    holds: another process holding half the GPU or more, and at least twice what this one holds, is why it ran
-    out. The figures of that process, or None."""
+def held_by_another(line: str, numbers: dict[str, Any],
+                    own_pids: frozenset[int] = frozenset()) -> dict[str, Any] | None:
+    """PyTorch 2.1+'s OOM (CUDACachingAllocator reportProcessMemoryInfo) writes NVML's processes on the GPU in
+    NVML's order, this one in place as "Including non-PyTorch memory, this process has ...", the others as "Process
+    N has ...": other processes holding half the GPU or more, and at least twice what this one holds, are why it ran
+    out. None when this process is not named as such (in a container's pid namespace it is a "Process N" too), when
+    a listed pid is one of vLLM's own (two workers on one GPU), or when the figures add up to more than the GPU
+    holds (a MIG slice reports its parent GPU's processes; NVML's "not available" prints as 16 GiB * 2**30). The
+    largest other process's figures, and all of theirs together."""
     this = _THIS.search(line)
     if this is None:
         return None
     this_gib = float(this.group(1)) * _UNIT.get(this.group(2), 1.0)
     listed = [(int(pid), float(v) * _UNIT.get(u, 1.0)) for pid, v, u in _LISTED.findall(line)]
-    if not listed:
+    if not listed or any(pid in own_pids for pid, _ in listed):
+        return None
+    others = sum(v for _, v in listed)
+    total = numbers.get("total_gib") or (others + this_gib + (numbers.get("free_gib") or 0.0))
+    if others + this_gib > total * 1.02 + 0.5 or others < 2 * this_gib or others < 0.5 * total:
         return None
     pid, held = max(listed, key=lambda p: p[1])
-    total = numbers.get("total_gib") or (sum(v for _, v in listed) + this_gib + (numbers.get("free_gib") or 0.0))
-    if held < 2 * this_gib or held < 0.5 * total:
-        return None
-    return {"other_pid": pid, "other_process_gib": round(held, 3), "process_gib": round(this_gib, 3)}
+    return {"other_pid": pid, "other_process_gib": round(held, 3), "other_processes_gib": round(others, 3),
+            "process_gib": round(this_gib, 3)}

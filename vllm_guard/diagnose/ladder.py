@@ -171,7 +171,9 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
             free = round(free + n["process_gib"], 3)  # an OOM's free excludes what vLLM held, freed when it exits
         if limits.allow_lower_utilization and free and total:
             util = math.floor((free - GPU_BUSY_MARGIN_GIB) / total * 100) / 100
-            if util >= limits.min_gpu_memory_utilization:
+            util = min(util, limits.max_gpu_memory_utilization)
+            lower = s.gpu_memory_utilization is None or util < s.gpu_memory_utilization  # never the same or higher
+            if util >= limits.min_gpu_memory_utilization and lower:
                 return Step("gpu-memory-utilization", util, f"{free} GiB of {total} GiB is free: use what is free, "
                             f"less a {GPU_BUSY_MARGIN_GIB} GiB margin")
         return Step(None, None, "wait until the other processes free the GPU, then start unchanged",

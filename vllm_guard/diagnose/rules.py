@@ -23,10 +23,12 @@ SIGKILL, SIGBUS = 9, 7
 _OOM = re.compile(
     r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP|XPU|NPU) out of memory|CUDA error: out of memory)"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
-    # XLA on TPU (vLLM's TPU backends, JAX or torch_xla): a device buffer or a compiled program's reservation that
-    # does not fit in HBM (blind23/b23-003)
-    r"|RESOURCE_EXHAUSTED: (?:Error loading program: Attempting to reserve|Out of memory while trying to allocate"
-    r"|E\d{1,5}: CompileTimeHbmOom: Ran out of memory in memory space hbm)"
+    # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
+    # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
+    # allocate 3.98G. That was not possible"; blind23/b23-003's "Error loading program: Attempting to reserve"), and
+    # XLA's GPU allocator's words. Not vmem or smem: a kernel's tiling, not the model's size.
+    r"|RESOURCE_EXHAUSTED: (?:.{0,80}?Ran out of memory in memory space hbm|Attempting to (?:allocate|reserve) [\d.]"
+    r"|Error loading program: Attempting to reserve|Out of memory while trying to allocate)"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
 )
@@ -358,7 +360,7 @@ RULES: tuple[Rule, ...] = (
                                                 # vLLM's PyTorch class): blind23/b23-011
                                                 r"|UnsupportedArchitectureError: Model architectures \[[^\]]{0,500}\] "
                                                 r"not registered in tpu-inference"),
-         BEFORE_START, source=SOURCES["architecture"]),
+         BEFORE_START, when=conditions.not_a_fallback, source=SOURCES["architecture"]),
     # vLLM's MiniCPM-V class dispatches on the checkpoint's version (model_executor/models/minicpmv.py, 0.5-0.10).
     Rule("unsupported_architecture", re.compile(r"Currently, MiniCPMV only supports versions"), BEFORE_START,
          source=SOURCES["minicpmv_version"]),
