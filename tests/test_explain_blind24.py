@@ -91,7 +91,8 @@ def test_what_blind24_read_right_at_its_score() -> None:
 
 def test_the_ladder_counts_what_vllm_held_as_free_after_it_exits() -> None:
     # another process holds 49 GiB of 79; vLLM held 20 when it ran out with 10 free: 30 are there for the next start
-    text = _OOM.format(listed="Process 99 has 49.00 GiB memory in use. ", this="20.00").replace("of which 1.02 GiB is free", "of which 10.00 GiB is free")
+    text = _OOM.format(listed="Process 99 has 49.00 GiB memory in use. ", this="20.00").replace(
+        "of which 1.02 GiB is free", "of which 10.00 GiB is free")
     d = classify(text)
     assert (d.cls, d.detail) == ("gpu_busy", "oom_other_process")
     assert next_step(d, Settings()).wait_for_gpu  # 30 of 79 GiB is below the default floor of half the GPU
