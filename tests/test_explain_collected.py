@@ -155,18 +155,21 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           "b19-012-unsupported_architecture.log",  # blind19's (its other, b19-013, is read since)
                           "b20-003-gpu_oom.log",  # blind20's: the collector named oom_cudagraph the closest reading
                           "b21-003-version_mismatch.log",  # blind21's: transformers' architecture words, as b8-032
-                          "b22-011-unknown.log"}  # blind22's: a weight name vLLM's class lacks, labelled unknown
+                          "b22-011-unknown.log",  # blind22's: a weight name vLLM's class lacks, labelled unknown
+                          # blind27's four and blind28's one, each the collector's own second (or third) reading
+                          "b27-006-usage_error.log", "b27-007-unknown.log", "b27-015-usage_error.log",
+                          "b27-020-unknown.log", "b28-002-usage_error.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (782 with blind2-26): no
-    fewer right than measured after blind25's and blind26's rules (696, 89.0%; issue 26's bar of 95% and one confident
+    """After the blind parts were scored once (README.md there), all the real failures (813 with blind2-28): no
+    fewer right than measured after blind27's and blind28's rules (716, 88.1%; issue 26's bar of 95% and one confident
     error is not met since blind5), no confident error beyond the known ones, and a success never gets a failure
     class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 782
-    assert sum(r.right for r in failures) >= 696, wrong
+    assert len(failures) >= 813
+    assert sum(r.right for r in failures) >= 716, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

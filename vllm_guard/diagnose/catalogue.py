@@ -97,6 +97,10 @@ SOURCES: dict[str, str] = {
     "mistral_tokenizer": "transformers tokenization_mistral_common.py MistralCommonBackend.from_pretrained (the "
                          "Mistral tokenizer vLLM 0.12+ loads for --tokenizer-mode mistral): 'No tokenizer file found "
                          "in directory: PATH' (no tekken.json, no tokenizer.model.vN)",
+    "rope_type_key": "vLLM transformers_utils/config.py patch_rope_scaling_dict (raised in 0.7.3, 0.10.1 and 0.11.0; "
+                     "not in 0.32): \"rope_scaling should have a 'rope_type' key\"",
+    "process_group_size": "vLLM V0 distributed/parallel_state.py initialize_model_parallel (not in 0.32): 'world_size "
+                          "(N) is not equal to tensor_model_parallel_size (T) x pipeline_model_parallel_size (P)'",
     "quant_choice": "argparse in vllm serve's parser, where --quantization's choices are the registered methods "
                     "(engine/arg_utils.py): \"vllm serve: error: argument --quantization/-q: invalid choice: 'X' "
                     "(choose from ...)\"",
@@ -272,7 +276,8 @@ SOURCES: dict[str, str] = {
                              "not compatible with vLLM.', and 'Cannot find model module. 'X' is not a registered model "
                              "in the Transformers library ...' (0.9+)",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
-                         "the config through it): 'GGUF model with architecture X is not supported yet.'",
+                         "the config through it): 'GGUF model with architecture X is not supported yet.' (4.4x), "
+                         "'Architecture X not supported' (earlier)",
     "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "
                    "attempted on non supported HW' (the CUDA forward-compatibility package on a GPU it does not "
                    "support: the driver is older than the build's CUDA)",

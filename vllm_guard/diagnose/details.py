@@ -312,6 +312,19 @@ NUMBA_NUMPY = Advice(
     ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
      "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
 )
+PROCESS_GROUP_SIZE = Advice(
+    "torch.distributed's group has more processes than tensor x pipeline parallel needs: the script was started "
+    "under torchrun (or with WORLD_SIZE set), and every process built its own engine.",
+    ("start the script as one process (python, not torchrun) and let vLLM start its workers",
+     "or give tensor_parallel_size x pipeline_parallel_size equal to the processes started"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+QUANT_DTYPE = Advice(
+    "The checkpoint's quantization method runs only in the dtypes its message lists, and --dtype asked for another.",
+    ("--dtype set to one the message lists, or auto",
+     "on a GPU without that dtype (bfloat16 needs compute capability 8.0): a checkpoint quantized another way"),
+    ("--dtype half when half is the dtype refused", "retrying unchanged"),
+)
 MISTRAL_TOKENIZER = Advice(
     "vLLM loaded the model's tokenizer as a Mistral-format one, and the folder has no Mistral tokenizer file "
     "(tekken.json or tokenizer.model.vN): either the files are incomplete, or the model is not a Mistral-format one "
@@ -392,6 +405,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA,
     "oom_other_process": OOM_OTHER_PROCESS, "plugin_version": PLUGIN_VERSION,
     "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER,
+    "quant_dtype": QUANT_DTYPE, "process_group_size": PROCESS_GROUP_SIZE,
 }
 
 

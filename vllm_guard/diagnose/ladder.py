@@ -104,6 +104,9 @@ NOT_RELAXABLE_DETAIL = {
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
     "driver": "the NVIDIA driver is older than the CUDA the build needs: update the driver or the build",
+    "process_group_size": "the script runs as several processes (torchrun) against one engine's parallel sizes: "
+                          "start it as one process",
+    "quant_dtype": "the quantization method refuses this --dtype: set one it lists in the profile",
     "model_dtype": "this model type refuses the dtype asked for: change --dtype in the profile",
     "quantization_mismatch": "--quantization contradicts the checkpoint's own method: fix the profile",
     "pp_layers": "the layer count is not divisible by --pipeline-parallel-size: change it in the profile",

@@ -130,7 +130,8 @@ RULES: tuple[Rule, ...] = (
          detail="model_dtype", source=SOURCES["model_dtype"]),
     Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method "
                                          r"(?P<method>\S{1,64})\. "
-                                         r"Supported dtypes"), BEFORE_START, source=SOURCES["quant_dtype"]),
+                                         r"Supported dtypes"), BEFORE_START, detail="quant_dtype",
+         source=SOURCES["quant_dtype"]),
     Rule("quant_unsupported", re.compile(r"(?:The quantization method (?P<method>\S{1,64})|Quantization scheme) is "
                                          r"not supported for the current "
                                          r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
@@ -198,7 +199,7 @@ RULES: tuple[Rule, ...] = (
     Rule("quant_unsupported", re.compile(r"Failed to find a kernel that can implement the (?P<layer>[\w ]{1,40}?) "
                                          r"linear layer|Unsupported mxfp4_backend(?: for Mxfp4MoEMethod)?: "),
          LOADING, detail="no_kernel", source=SOURCES["no_kernel"]),
-    Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{1,64})\. Must be one of"),
+    Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{0,64})\. Must be one of"),
          BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
                                     r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
@@ -386,8 +387,19 @@ RULES: tuple[Rule, ...] = (
                                                 r"\w{1,128}"), LOADING, detail="checkpoint_layout",
          source=SOURCES["weights_loader"]),
     Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
-                                                r"not supported yet"), BEFORE_START,
-         source=SOURCES["gguf_architecture"]),
+                                                r"not supported yet"
+                                                # transformers' own GGUF loader (modeling_gguf_pytorch_utils.py),
+                                                # which vLLM calls for a GGUF's config (blind28/b28-003)
+                                                r"|ValueError: Architecture (?P<architecture>[\w-]{1,64}) not "
+                                                r"supported\s*$"),
+         BEFORE_START, source=SOURCES["gguf_architecture"]),
+    # The process group is bigger than tensor x pipeline parallel: the script was started under torchrun (or with
+    # WORLD_SIZE set) and each process made an engine (vLLM V0 distributed/parallel_state.py
+    # initialize_model_parallel; blind28/b28-009)
+    Rule("usage_error", re.compile(r"world_size \((?P<world_size>\d{1,6})\) is not equal to tensor_model_parallel_size "
+                                   r"\((?P<tp_size>\d{1,6})\) x pipeline_model_parallel_size \((?P<pp_size>\d{1,6})\)"),
+         BEFORE_START, detail="process_group_size",
+         numbers=lambda m: numbers_of(m, "world_size", "tp_size", "pp_size"), source=SOURCES["process_group_size"]),
     # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
                                        r"|Timed out waiting for engines to send ?initial message"

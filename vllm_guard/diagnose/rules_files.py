@@ -76,6 +76,7 @@ FILE_RULES: tuple[Rule, ...] = (
     # reads as HeaderTooLarge, a truncated download as MetadataIncompleteBuffer), PyTorch's zip reader for .bin.
     Rule("model_access", re.compile(r"SafetensorError: Error while deserializing header: (?P<safetensors_error>"
                                     r"HeaderTooLarge|HeaderTooSmall|MetadataIncompleteBuffer|"
-                                    r"InvalidHeaderDeserialization)|PytorchStreamReader failed reading zip archive"),
+                                    r"InvalidHeaderDeserialization|invalid JSON in header)"
+                                    r"|PytorchStreamReader failed reading zip archive"),
          LOADING, detail="weights_unreadable", source=SOURCES["weights_unreadable"]),
 )

@@ -65,6 +65,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # assert's source line in the traceback, and the AssertionError after it is bare.
     Rule("version_mismatch", re.compile(r"assert \"factor\" in rope_scaling"), BEFORE_START, detail="rope_format",
          when=conditions.assertion_raised, source=SOURCES["rope_factor"]),
+    # vLLM transformers_utils/config.py patch_rope_scaling_dict (0.7.3-0.11.0): a rope_scaling with neither
+    # 'rope_type' nor the legacy 'type', as transformers 5 (rope_parameters) and models newer than the vLLM write it
+    # (Gemma 3/4 on an older vLLM; blind28/b28-008)
+    Rule("version_mismatch", re.compile(r"rope_scaling should have a 'rope_type' key"), BEFORE_START,
+         detail="rope_format", source=SOURCES["rope_type_key"]),
     # transformers 5 saves "tokenizer_class": "TokenizersBackend"; 4.x has no such class (vLLM 0.16+ hf.py).
     Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
                                         r"imported"), BEFORE_START, detail="python_package",
