@@ -10,6 +10,7 @@ sends the ladder the wrong way.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -187,7 +188,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     ctx = _read_context(lines)
     reached = progress.progress(lines)
     final_stage = reached.final
-    own = _own_pids(lines)
+    own = functools.cache(lambda: _own_pids(lines))  # read only when an OOM names another process
     if final_stage == BEFORE_START and any(line.text.startswith(guard_report.STARTS) and
                                            guard_report.is_report_line(line.text) for line in lines):
         report = guard_report.failed_preflight(lines)
@@ -264,7 +265,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
            reached: progress.Progress, frame_stage: Callable[[str, int], str | None], signal: int | None,
-           aside: list[Diagnosis], own: frozenset[int] = frozenset()) -> Diagnosis | None:
+           aside: list[Diagnosis], own: Callable[[], frozenset[int]] = frozenset) -> Diagnosis | None:
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
         numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}

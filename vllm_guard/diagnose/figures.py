@@ -7,6 +7,7 @@ absent, never 0.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
@@ -84,7 +85,7 @@ _THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
 
 
 def held_by_another(line: str, numbers: dict[str, Any],
-                    own_pids: frozenset[int] = frozenset()) -> dict[str, Any] | None:
+                    own_pids: Callable[[], frozenset[int]] = frozenset) -> dict[str, Any] | None:
     """PyTorch 2.1+'s OOM (CUDACachingAllocator reportProcessMemoryInfo) writes NVML's processes on the GPU in
     NVML's order, this one in place as "Including non-PyTorch memory, this process has ...", the others as "Process
     N has ...": other processes holding half the GPU or more, and at least twice what this one holds, are why it ran
@@ -97,11 +98,13 @@ def held_by_another(line: str, numbers: dict[str, Any],
         return None
     this_gib = float(this.group(1)) * _UNIT.get(this.group(2), 1.0)
     listed = [(int(pid), float(v) * _UNIT.get(u, 1.0)) for pid, v, u in _LISTED.findall(line)]
-    if not listed or any(pid in own_pids for pid, _ in listed):
+    if not listed:
         return None
     others = sum(v for _, v in listed)
     total = numbers.get("total_gib") or (others + this_gib + (numbers.get("free_gib") or 0.0))
     if others + this_gib > total * 1.02 + 0.5 or others < 2 * this_gib or others < 0.5 * total:
+        return None
+    if any(pid in own_pids() for pid, _ in listed):  # read from the log only now: a scan of every line
         return None
     pid, held = max(listed, key=lambda p: p[1])
     return {"other_pid": pid, "other_process_gib": round(held, 3), "other_processes_gib": round(others, 3),
