@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import PLUGIN_VERSION, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_versions import PLUGIN_VERSION
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"

@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import VLLM_MODULE, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_versions import VLLM_MODULE
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

@@ -3,6 +3,7 @@ program written for another vLLM release), and the advice a diagnosis gets."""
 
 from __future__ import annotations
 
+from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, Advice
 
@@ -45,26 +46,7 @@ CONFIG_MISSING = Advice(
     ("check the id and the files on the Hub", "--revision (and --tokenizer-revision) for a model on another branch",
      "a local folder that holds config.json itself"), ("a token, when the Hub answered 404 rather than 401/403",),
 )
-EXTENSION_ABI = Advice(
-    "A compiled extension (vLLM's own, or flash-attn, xformers) was built for another torch or CUDA than the one "
-    "installed: the loader finds an undefined C++ symbol or a missing CUDA library.",
-    ("install vLLM in a fresh virtual environment and let it pin its torch (`pip install vllm==X`)",
-     "rebuild or remove a separately installed flash-attn or xformers (vLLM ships its own kernels)",
-     "a wheel built for the CUDA the driver and image have"), ("restarting", "changing vLLM's settings"),
-)
 
-GPU_ARCH = Advice(
-    "The installed torch or vLLM has no kernels for this GPU's compute capability (a new GPU under an older "
-    "wheel: Blackwell's sm_100/sm_120 needs CUDA 12.8 builds).",
-    ("a vLLM and torch built for this GPU (the CUDA 12.8+ wheels for Blackwell), in a fresh virtual environment",
-     "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the architectures the torch has"),
-    ("changing vLLM's settings", "restarting"),
-)
-DRIVER_TOO_OLD = Advice(
-    "The NVIDIA driver is older than the CUDA runtime that torch and vLLM were built with.",
-    ("a newer NVIDIA driver (nvidia-smi shows the CUDA version it supports)",
-     "a vLLM and torch built for the CUDA the driver supports"), ("changing vLLM's settings",),
-)
 EXCLUSIVE_GPU = Advice(
     "The GPU is in Exclusive Process compute mode and another process already holds it, or it is unavailable.",
     ("`nvidia-smi -q -d COMPUTE` shows the mode, `nvidia-smi` who holds the GPU", "wait for the other process",
@@ -143,22 +125,6 @@ INSPECTION_FAILED = Advice(
      "a fresh virtual environment with the versions vLLM pins", "a newer vLLM for a newer architecture"),
     ("retrying unchanged", "changing vLLM's memory settings"),
 )
-PYTHON_PACKAGE = Advice(
-    "An installed Python package (transformers, torch, compressed-tensors or vLLM itself) lacks a name this vLLM or "
-    "model imports: it is older or newer than the one they were written for.",
-    ("the versions vLLM pins (`pip install vllm==X` in a fresh virtual environment)",
-     "a newer transformers for a model newer than it (`pip install -U transformers`)"),
-    ("restarting", "changing vLLM's settings"),
-)
-
-ROPE_FORMAT = Advice(
-    "This vLLM's max-length check found a rope_scaling it does not know (one without a factor): the model's "
-    "config.json is newer than this vLLM, or the installed transformers rewrote it into a form this vLLM predates.",
-    ("a vLLM release that supports the model (for Qwen2-VL, one with vllm PR #7905, which let mrope through)",
-     "the transformers version this vLLM pins (vllm #8388: a transformers development build rewrote Qwen2-VL's "
-     "mrope)"),
-    ("--max-model-len: the check reads rope_scaling whatever the length asked", "retrying unchanged"),
-)
 
 PP_UNSUPPORTED = Advice(
     "This model (or its speculative draft or MTP head) cannot run with pipeline parallelism in this vLLM.",
@@ -188,14 +154,6 @@ QUANT_SHAPE = Advice(
     "tiles).",
     ("a smaller --tensor-parallel-size", "another kernel for the same format (vLLM's advice for Marlin: "
      "--quantization gptq)"), ("retrying unchanged",),
-)
-
-VLLM_API = Advice(
-    "The program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's vllm backend, LLaMA-Factory) was "
-    "written for another vLLM release: it reads an attribute or passes an option this vLLM does not have.",
-    ("the vLLM version that program pins (its requirements or release notes)",
-     "for V1-era code on an older vLLM, or V0-era code on 0.8+: upgrade the program, or VLLM_USE_V1=0 where the "
-     "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
 NO_WEIGHTS = Advice(
@@ -306,12 +264,6 @@ NUMA_BIND = Advice(
      "--numa-bind-nodes with each GPU's node (`nvidia-smi topo -m` shows the NUMA affinity), where vLLM may pin",
      "Docker: --cap-add SYS_NICE"), ("retrying unchanged",),
 )
-NUMBA_NUMPY = Advice(
-    "numba, which vLLM pins and imports, refuses the installed NumPy: it supports only the range its message names, "
-    "and another package (or a `pip install -U`) put a NumPy outside it.",
-    ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
-     "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
-)
 PROCESS_GROUP_SIZE = Advice(
     "torch.distributed's group has more processes than tensor x pipeline parallel needs: the script was started "
     "under torchrun (or with WORLD_SIZE set), and every process built its own engine.",
@@ -349,12 +301,6 @@ OOM_OTHER_PROCESS = Advice(
      "lower --gpu-memory-utilization to what is free once vLLM itself has exited"),
     ("raising --gpu-memory-utilization", "--enforce-eager or a smaller batch while the GPU is held"),
 )
-PLUGIN_VERSION = Advice(
-    "A vLLM plugin (vLLM-Omni) warns that its release does not match the installed vLLM's major.minor, and the "
-    "start then failed: the plugin is written against another vLLM.",
-    ("install the vLLM release the plugin pins (vLLM-Omni 0.X.y expects vllm==0.X.*)",),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
 FORK_CUDA = Advice(
     "CUDA was already initialised in the process that started vLLM (the program touched the GPU before creating the "
     "engine, or a library did at import), and vLLM's workers were forked from it: CUDA cannot be used in a forked "
@@ -370,42 +316,24 @@ TOKENIZER_MISSING = Advice(
      "--tokenizer naming the repository the checkpoint was made from (a quantized copy often leaves them out)"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
-VLLM_MODULE = Advice(
-    "Code that imports vLLM asks for a module this vLLM does not have: it was written for another vLLM release "
-    "(a platform plugin such as vllm-ascend, unsloth, a model's own vLLM file), or a vLLM source tree was installed "
-    "without all its packages.",
-    ("the vLLM release the importing code pins (its requirements or release notes)",
-     "for vLLM's own CLI missing a module of its own: install a release wheel, or build from a git clone of a "
-     "release tag (its .git present), so every package of it is installed"),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
-NO_C_COMPILER = Advice(
-    "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
-    "none was found: an image or environment without gcc.",
-    ("install a C compiler where vLLM runs (gcc: apt-get install build-essential, or the image's own)",
-     "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
-)
 
 DETAIL_ADVICE: dict[str, Advice] = {
+    **VERSION_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
-    "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "extension_abi": EXTENSION_ABI, "gpu_arch": GPU_ARCH,
-    "driver": DRIVER_TOO_OLD, "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH,
-    "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET,
-    "tool_parser": TOOL_PARSER, "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING,
-    "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU, "python_package": PYTHON_PACKAGE,
+    "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "exclusive": EXCLUSIVE_GPU,
+    "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS,
+    "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
+    "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
-    "vllm_api": VLLM_API, "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS,
-    "weights_unreadable": WEIGHTS_UNREADABLE, "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM,
-    "checkpoint_layout": CHECKPOINT_LAYOUT, "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
-    "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL,
-    "rope_format": ROPE_FORMAT, "before_graphs": BEFORE_GRAPHS,
-    "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND, "no_c_compiler": NO_C_COMPILER,
-    "numba_numpy": NUMBA_NUMPY, "vllm_module": VLLM_MODULE,
-    "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA,
-    "oom_other_process": OOM_OTHER_PROCESS, "plugin_version": PLUGIN_VERSION,
-    "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER,
-    "quant_dtype": QUANT_DTYPE, "process_group_size": PROCESS_GROUP_SIZE,
+    "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS, "weights_unreadable": WEIGHTS_UNREADABLE,
+    "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "checkpoint_layout": CHECKPOINT_LAYOUT,
+    "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
+    "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS,
+    "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND,
+    "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
+    "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER, "quant_dtype": QUANT_DTYPE,
+    "process_group_size": PROCESS_GROUP_SIZE,
 }
 
 

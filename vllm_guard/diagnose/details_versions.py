@@ -1,0 +1,97 @@
+"""What helps for a reading of `version_mismatch` (a Diagnosis's detail): the installed pieces (vLLM, torch,
+a compiled extension, the driver, a plugin, a package) do not belong together. The rules are rules_versions.py."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.knowledge import Advice
+
+EXTENSION_ABI = Advice(
+    "A compiled extension (vLLM's own, or flash-attn, xformers) was built for another torch or CUDA than the one "
+    "installed: the loader finds an undefined C++ symbol or a missing CUDA library.",
+    ("install vLLM in a fresh virtual environment and let it pin its torch (`pip install vllm==X`)",
+     "rebuild or remove a separately installed flash-attn or xformers (vLLM ships its own kernels)",
+     "a wheel built for the CUDA the driver and image have"), ("restarting", "changing vLLM's settings"),
+)
+
+GPU_ARCH = Advice(
+    "The installed torch or vLLM has no kernels for this GPU's compute capability (a new GPU under an older "
+    "wheel: Blackwell's sm_100/sm_120 needs CUDA 12.8 builds).",
+    ("a vLLM and torch built for this GPU (the CUDA 12.8+ wheels for Blackwell), in a fresh virtual environment",
+     "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the architectures the torch has"),
+    ("changing vLLM's settings", "restarting"),
+)
+
+DRIVER_TOO_OLD = Advice(
+    "The NVIDIA driver is older than the CUDA runtime that torch and vLLM were built with.",
+    ("a newer NVIDIA driver (nvidia-smi shows the CUDA version it supports)",
+     "a vLLM and torch built for the CUDA the driver supports"), ("changing vLLM's settings",),
+)
+
+PYTHON_PACKAGE = Advice(
+    "An installed Python package (transformers, torch, compressed-tensors or vLLM itself) lacks a name this vLLM or "
+    "model imports: it is older or newer than the one they were written for.",
+    ("the versions vLLM pins (`pip install vllm==X` in a fresh virtual environment)",
+     "a newer transformers for a model newer than it (`pip install -U transformers`)"),
+    ("restarting", "changing vLLM's settings"),
+)
+
+ROPE_FORMAT = Advice(
+    "This vLLM's max-length check found a rope_scaling it does not know (one without a factor): the model's "
+    "config.json is newer than this vLLM, or the installed transformers rewrote it into a form this vLLM predates.",
+    ("a vLLM release that supports the model (for Qwen2-VL, one with vllm PR #7905, which let mrope through)",
+     "the transformers version this vLLM pins (vllm #8388: a transformers development build rewrote Qwen2-VL's "
+     "mrope)"),
+    ("--max-model-len: the check reads rope_scaling whatever the length asked", "retrying unchanged"),
+)
+
+VLLM_API = Advice(
+    "The program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's vllm backend, LLaMA-Factory) was "
+    "written for another vLLM release: it reads an attribute or passes an option this vLLM does not have.",
+    ("the vLLM version that program pins (its requirements or release notes)",
+     "for V1-era code on an older vLLM, or V0-era code on 0.8+: upgrade the program, or VLLM_USE_V1=0 where the "
+     "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+NUMBA_NUMPY = Advice(
+    "numba, which vLLM pins and imports, refuses the installed NumPy: it supports only the range its message names, "
+    "and another package (or a `pip install -U`) put a NumPy outside it.",
+    ("a NumPy inside numba's range (`pip install 'numpy<=X'` as the message names), or the numba vLLM pins",
+     "a fresh virtual environment with vLLM's own pins"), ("changing vLLM's settings", "retrying unchanged"),
+)
+
+PLUGIN_VERSION = Advice(
+    "A vLLM plugin (vLLM-Omni) warns that its release does not match the installed vLLM's major.minor, and the "
+    "start then failed: the plugin is written against another vLLM.",
+    ("install the vLLM release the plugin pins (vLLM-Omni 0.X.y expects vllm==0.X.*)",),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
+VLLM_MODULE = Advice(
+    "Code that imports vLLM asks for a module this vLLM does not have: it was written for another vLLM release "
+    "(a platform plugin such as vllm-ascend, unsloth, a model's own vLLM file), or a vLLM source tree was installed "
+    "without all its packages.",
+    ("the vLLM release the importing code pins (its requirements or release notes)",
+     "for vLLM's own CLI missing a module of its own: install a release wheel, or build from a git clone of a "
+     "release tag (its .git present), so every package of it is installed"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
+NO_C_COMPILER = Advice(
+    "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
+    "none was found: an image or environment without gcc.",
+    ("install a C compiler where vLLM runs (gcc: apt-get install build-essential, or the image's own)",
+     "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
+)
+
+VERSION_ADVICE: dict[str, Advice] = {
+    "extension_abi": EXTENSION_ABI,
+    "gpu_arch": GPU_ARCH,
+    "driver": DRIVER_TOO_OLD,
+    "python_package": PYTHON_PACKAGE,
+    "rope_format": ROPE_FORMAT,
+    "vllm_api": VLLM_API,
+    "numba_numpy": NUMBA_NUMPY,
+    "plugin_version": PLUGIN_VERSION,
+    "vllm_module": VLLM_MODULE,
+    "no_c_compiler": NO_C_COMPILER,
+}

@@ -1,0 +1,71 @@
+"""The failure rules about connections: NCCL's, Gloo's and torch.distributed's rendezvous between ranks, the Hugging
+Face Hub that cannot be reached or refuses, and a port another process holds. Read in their place in rules.RULES."""
+
+from __future__ import annotations
+
+import re
+
+from vllm_guard.diagnose import conditions
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import numbers_of
+from vllm_guard.diagnose.markers import BEFORE_START
+from vllm_guard.diagnose.rule import Rule
+
+NETWORK_RULES: tuple[Rule, ...] = (
+    # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages).
+    Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
+                               r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"),
+         detail="nccl", source=SOURCES["nccl"]),
+    Rule("network", re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/\w{1,32}\.cc:\d{1,6}\] "
+                               r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo", source=SOURCES["gloo"]),
+    # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
+    Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
+                               r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",
+         numbers=lambda m: numbers_of(m, "waited_s", "joined", "ranks"), source=SOURCES["ranks_missing"]),
+    # Not a bare DistNetworkError: a busy local port (EADDRINUSE) raises it too, and that is no network's fault.
+    Rule("network", re.compile(r"(?:DistNetworkError|DistStoreError): .{0,300}?(?:[Tt]imed out|Connection refused"
+                               r"|No route to host)"), detail="rendezvous", source=SOURCES["rendezvous"]),
+    # torch.distributed's TCPStore client giving up on the rendezvous address (c10d socket.cpp, PyTorch 2.2+): the
+    # address picked for this start is not reachable from here (blind25/b25-003).
+    Rule("network", re.compile(r"The client socket has failed to connect to any network address of \("
+                               r"|TCP client failed to connect/validate to host \S{1,300} - timed out"),
+         BEFORE_START, detail="rendezvous", source=SOURCES["c10d_socket"]),
+    # Its warnings while it retries, the start never ready and nothing decisive after them (blind25/b25-002: retried
+    # until a person pressed ^C; blind11/b11-012: Windows' "address is not valid in its context").
+    Rule("network", re.compile(r"\[c10d\] (?:The client socket has failed to connect to \S"
+                               r"|The server socket on \S{1,300} has timed out, will retry"
+                               r"|TCP client failed to connect/validate to host \S{1,300} - retrying)"),
+         BEFORE_START, detail="rendezvous", when=conditions.never_ready, warning=True, source=SOURCES["c10d_socket"]),
+    # The Hub cannot be reached: offline mode, no network, a proxy. vLLM resolves a model id on the Hub even when
+    # the files are cached (vllm #3719: HF_HUB_OFFLINE=1 and an id, not a path).
+    Rule("network", re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled"
+                               r"|cannot find the requested files in the (?:local|disk) cache"
+                               r"|We couldn't connect to '?https?://[^\s']{1,200}'? to load this file"
+                               # the host quoted as an exception's repr inside another's prints \'huggingface.co\'
+                               r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
+                               r"hf-mirror\.com)\\?'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
+         when=conditions.not_retried, source=SOURCES["hub_unreachable"]),
+    # The Hub answered, but refused (429) or failed (5xx), or too slowly: not the network's reach.
+    Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w .-]{1,40} for url: https?://"
+                               r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"
+                               r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
+                               r"hf-mirror\.com)\\?'.{0,300}?Read timed out"
+                               # huggingface_hub 1.x raises httpx's wording: "Server error '503 Service Unavailable'
+                               # for url 'https://huggingface.co/...'"
+                               r"|(?:Client error '429|Server error '50[0234]) [\w .-]{1,40}' for url 'https?://"
+                               r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"),
+         BEFORE_START, detail="hub_refused", when=conditions.not_retried, source=SOURCES["hub_refused"]),
+    Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
+                                   r"(?P<port>\d+)\): (?:\[errno 98\] )?address already in use"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "port"), when=conditions.api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
+         source=SOURCES["uvicorn_bind"]),
+    Rule("port_in_use", re.compile(r"OSError: \[Errno 98\] Address already in use"), BEFORE_START,
+         when=conditions.api_bind(r"(?!x)x"), source=SOURCES["cpython_bind"]),
+    # torch.distributed's TCPStore (vLLM's process group, or the framework's that drives it) could not bind: a port
+    # other than the API's, taken between being picked and being bound (torch 2.2+ c10d socket.cpp; before: "has
+    # failed to bind to [::]:P (errno: 98 - Address already in use)").
+    Rule("port_in_use", re.compile(r"has failed to listen on any local network address\..{0,200}?(?:EADDRINUSE|"
+                                   r"address already in use)|has failed to bind to \S{1,300} \(errno: 98 - Address "
+                                   r"already in use\)"), BEFORE_START, detail="internal_port",
+         source=SOURCES["tcpstore_bind"]),
+)
