@@ -2,14 +2,16 @@
 
 Collected outside the vllm-project organisation by a helper that never read the classifier, and scored once, whole,
 at commit f8a01b5 (2 of 6 right, no confident error; tests/data/real-logs/README.md). What its misses taught: vLLM
-0.32's own wording of the placement-group timeout ("requiring N GPUs"), and the no-weights message as a runner's repr
-prints it.
+0.32's own wording of the placement-group timeout ("requiring N GPUs"), the no-weights message as a runner's repr
+prints it, and Triton's refusal to compile fp8 e4m3 below compute capability 8.9 (read in a later session).
 """
 
 from __future__ import annotations
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import FP8_E4M3, advice_for
+from vllm_guard.diagnose.ladder import Settings, Step, Stop, next_step
 
 
 def test_the_placement_group_timeout_in_vllm_032s_words() -> None:
@@ -27,3 +29,18 @@ def test_no_weights_as_a_runners_repr_prints_it() -> None:
 def test_what_blind30_read_right_at_its_score() -> None:
     assert {p: classify(blind_log("blind30", p)).cls for p in ("b30-003", "b30-005")} == {"b30-003": "unknown",
                                                                                          "b30-005": "unknown"}
+
+
+def test_triton_refusing_fp8_e4m3_below_compute_capability_8_9() -> None:
+    # One worker line from a V100 with --kv-cache-dtype fp8: 'ValueError("type fp8e4nv not supported in this
+    # architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')")'. Labelled dtype_unsupported by its
+    # collector, second reading quant_unsupported: the house's quant_unsupported is "the quantization method or the
+    # KV-cache dtype needs a newer GPU", so the reading stays a confident error against its label.
+    d = classify(blind_log("blind30", "b30-002"))
+    assert (d.cls, d.detail) == ("quant_unsupported", "fp8_e4m3")
+    assert advice_for(d) is FP8_E4M3
+    # the ladder takes an fp8 KV cache back to auto once; with the KV cache already not e4m3 nothing it sets helps
+    assert next_step(d, Settings(max_model_len=33000, kv_cache_dtype="fp8")) == Step(
+        "kv-cache-dtype", "auto", "this GPU cannot compile Triton's fp8 e4m3 for the KV cache: back to the model's dtype")
+    assert isinstance(next_step(d, Settings(max_model_len=33000, kv_cache_dtype="auto")), Stop)
+    assert isinstance(next_step(d, Settings(max_model_len=33000, kv_cache_dtype="fp8_e5m2")), Stop)

@@ -124,6 +124,14 @@ SOURCES: dict[str, str] = {
                    "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
                    "X or less. Got NumPy Y.' (or 'or greater')",
+    "flash_attn_build": "flash-attention 2.x csrc/flash_attn/flash_api.cpp set_params_fprop (also vLLM's "
+                        "vllm-flash-attn fork and FA3 hopper/flash_api.cpp), built with FLASHATTENTION_DISABLE_UNEVEN_K"
+                        " / _LOCAL / _DROPOUT: 'This flash attention build does not support headdim not being a "
+                        "multiple of 32.' (local attention, dropout)",
+    "triton_fp8e4nv": "Triton 3.x language/semantic.py (its fp8 type check at compile time): 'type fp8e4nv not "
+                      "supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')' on "
+                      "compute capability below 8.9 (('fp8e5',) on ROCm's gfx90a); torch.float8_e4m3fn is Triton's "
+                      "fp8e4nv",
     "no_c_compiler": "Triton 2.x-3.x runtime/build.py: 'RuntimeError: Failed to find C compiler. Please specify via CC "
                      "environment variable.' (3.9 adds 'or set triton.knobs.build.impl'; Triton compiles a small C "
                      "launcher for each kernel at first use)",

@@ -317,6 +317,16 @@ TOKENIZER_MISSING = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+FP8_E4M3 = Advice(
+    "Triton compiles the float8 e4m3 type (its fp8e4nv) only on compute capability 8.9 and later (Ada, Hopper, "
+    "Blackwell); this GPU has only the types the message lists. An fp8 KV cache (--kv-cache-dtype fp8 is e4m3) or "
+    "an FP8 checkpoint's Triton kernels (block-FP8 matmul, fused MoE) need it.",
+    ("--kv-cache-dtype auto, or fp8_e5m2 (which Triton compiles here), when the KV cache is fp8",
+     "for an FP8 checkpoint: the model in BF16/FP16 or in INT8/INT4 (AWQ, GPTQ), or a GPU of compute capability "
+     "8.9+"),
+    ("--dtype: it sets the activations, not the fp8 type", "retrying unchanged"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
@@ -333,7 +343,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND,
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER, "quant_dtype": QUANT_DTYPE,
-    "process_group_size": PROCESS_GROUP_SIZE,
+    "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3,
 }
 
 

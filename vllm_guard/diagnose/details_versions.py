@@ -83,7 +83,18 @@ NO_C_COMPILER = Advice(
      "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
 )
 
+FLASH_ATTN_BUILD = Advice(
+    "The flash-attention kernels in this install were built without some of their cases to save build time "
+    "(FLASHATTENTION_DISABLE_UNEVEN_K: head sizes that are not multiples of 32; or local attention, or dropout), "
+    "and the model uses one: most often a vision or audio encoder with head size 80 (Qwen2.5-VL, Qwen3-Omni).",
+    ("for a multimodal encoder: --mm-encoder-attn-backend TORCH_SDPA (vLLM 0.11+)",
+     "for the language model: --attention-backend FLASHINFER or TRITON_ATTN (VLLM_ATTENTION_BACKEND before 0.11)",
+     "a vLLM wheel whose flash-attention has all head sizes, rather than a separately built flash-attn"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,
     "gpu_arch": GPU_ARCH,
     "driver": DRIVER_TOO_OLD,

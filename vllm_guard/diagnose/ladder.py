@@ -130,6 +130,10 @@ NOT_RELAXABLE_DETAIL = {
                  "setting the ladder changes",
     "tokenizer_missing": "the model's files lack the tokenizer its class reads: add them, or point --tokenizer at "
                          "the base model",
+    "fp8_e4m3": "this GPU cannot compile Triton's fp8 e4m3: an fp8 KV cache goes back to auto, and an FP8 "
+                "checkpoint's kernels need a GPU of compute capability 8.9+",
+    "flash_attn_build": "this flash-attention build leaves out a case the model needs: another attention backend "
+                        "or a full build, not a setting the ladder changes",
     "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",
     "numa_bind": "vLLM did not detect the GPUs' NUMA nodes for --numa-bind: drop it, or give --numa-bind-nodes",
     "quota": "the disk quota is full where vLLM writes its caches or the weights: move them or free space",
@@ -198,6 +202,11 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or
                                                                          s.kv_cache_dtype != "auto"):
         return Step("kv-cache-dtype", "auto", "this GPU cannot run the fp8 KV cache: back to the model's dtype")
+    # Triton's fp8e4nv refusal names no kernel: an e4m3 KV cache may be the cause (fp8_e5m2 is not e4m3), an FP8
+    # checkpoint's own kernels otherwise; the KV cache is the one thing a setting changes, tried once
+    if d.cls == "quant_unsupported" and d.detail == "fp8_e4m3" and s.kv_cache_dtype in ("fp8", "fp8_e4m3"):
+        return Step("kv-cache-dtype", "auto", "this GPU cannot compile Triton's fp8 e4m3 for the KV cache: back to "
+                    "the model's dtype")
     if d.cls == "first_request_failed" and d.detail == "timeout":
         if unchanged_retries == 0:
             return Step(None, None, "the first request timed out: start once more unchanged (a cold cache)")

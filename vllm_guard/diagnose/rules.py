@@ -149,6 +149,13 @@ RULES: tuple[Rule, ...] = (
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
          detail="kv_cache_dtype", numbers=lambda m: numbers_of(m, "current_capability"),
          source=SOURCES["fp8_kv_backend"]),
+    # Triton compiles float8_e4m3fn (its fp8e4nv) only from compute capability 8.9: an fp8 KV cache (--kv-cache-dtype
+    # fp8 is e4m3 on CUDA) through a Triton attention kernel, or an FP8 checkpoint's Triton kernels (block-FP8
+    # matmul, fused MoE, per-token-group quant) on an A100, V100 or T4 fail so when the kernel first compiles
+    # (blind30/b30-002)
+    Rule("quant_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
+                                         r"dtypes are"), detail="fp8_e4m3", when=conditions.never_ready,
+         source=SOURCES["triton_fp8e4nv"]),
     Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"),
          LOADING,
          detail="kv_cache_dtype", source=SOURCES["no_backend"]),

@@ -127,4 +127,10 @@ VERSION_RULES: tuple[Rule, ...] = (
     # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
     Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
          detail="no_c_compiler", when=conditions.never_ready, source=SOURCES["no_c_compiler"]),
+    # flash-attention compiled with FLASHATTENTION_DISABLE_UNEVEN_K (or _LOCAL, _DROPOUT) to save build time and
+    # wheel size refuses what it left out (csrc/flash_attn/flash_api.cpp set_params_fprop, and the same check in
+    # vLLM's vllm-flash-attn fork and FA3's hopper/flash_api.cpp): most often a vision or audio encoder whose head
+    # size is 80 (Qwen2.5-VL, Qwen3-Omni) run through that build (blind26/b26-004)
+    Rule("version_mismatch", re.compile(r"This flash attention build does not support (?P<feature>[\w ]{1,80})"),
+         detail="flash_attn_build", when=conditions.never_ready, source=SOURCES["flash_attn_build"]),
 )
