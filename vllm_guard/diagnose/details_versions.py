@@ -93,7 +93,18 @@ FLASH_ATTN_BUILD = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+PACKAGE_MISSING = Advice(
+    "An installed package (a library vLLM uses, or a vLLM platform plugin) imports a module that is not installed "
+    "here: a dependency its install left out (triton on a host whose platform does not ship it), or a compiled part "
+    "of a plugin that was not built (vllm-ascend's custom_ops without its custom kernels).",
+    ("install the missing module at the version the importing package pins (`pip show` it, or its requirements)",
+     "for a plugin's compiled module: build the plugin with its kernels (its install guide), or use its release "
+     "image", "a fresh virtual environment from the platform's own install instructions"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,
     "gpu_arch": GPU_ARCH,

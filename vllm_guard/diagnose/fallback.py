@@ -10,7 +10,7 @@ import re
 from functools import cache
 from typing import Any
 
-from vllm_guard.diagnose import certainty, logread
+from vllm_guard.diagnose import certainty, conditions, logread
 from vllm_guard.diagnose.catalogue import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
@@ -256,6 +256,33 @@ def _stopped_on_the_hub(lines: list[LogLine], tbs: list[logread.Traceback]) -> l
     return None
 
 
+# Python's own words for an import that finds nothing. Not vLLM itself (vLLM not installed in the environment that
+# ran, or a module of it: rules_versions.py's vllm_module) and not transformers' dynamic-module package for remote
+# code (a cache being written by another process, not a missing install).
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>(?!vllm(?:\.|'|$)|transformers_modules\b)"
+                        r"[A-Za-z_][\w.]{0,200})'")
+# An installed package's own code, or a vLLM platform plugin's package (vllm_ascend/, vllm_omni/: often an editable
+# install from a source tree, not under site-packages).
+_PLUGIN_PACKAGE = re.compile(r"[/\\]vllm_[a-z]\w{0,30}[/\\]")
+
+
+def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logread.Traceback | None:
+    """The start's last error is an installed package importing a module that is not installed: a dependency its
+    install left out (xgrammar's triton on a TPU host, blind27/b27-008), or a plugin's compiled part not built
+    (vllm-ascend's custom_ops, blind23/b23-005). A user's own script importing what it lacks is not read."""
+    tb = next((t for t in reversed(tbs) if t.exception is not None and not WRAPPERS.search(lines[t.exception].text)),
+              None)
+    if tb is None or tb.exception is None or not tb.frames or "No module named" not in lines[tb.exception].text:
+        return None
+    importer = tb.frames[-1].path
+    m = _NO_MODULE.search(lines[tb.exception].text)
+    if m is None or not (_INSTALLED.search(importer) or _PLUGIN_PACKAGE.search(importer)):
+        return None
+    # an import that a library caught and went on from is not the failure when another error follows (the same
+    # message relayed again, Ray's "[repeated 7x across cluster]", is not another)
+    return tb if conditions.last_error(m.group(0), lines, tb.exception, {}) else None
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
@@ -281,6 +308,13 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(bound.text), *last_errors(lines, tbs, 2)),
                              signal, "python_package", ctx, confidence="medium",
                              template=SUPPORT_SOURCES["pybind_signature"], stage_from=certainty.MESSAGE)
+        missing = _package_missing(lines, tbs)
+        if missing is not None and missing.exception is not None:
+            importer = missing.frames[-1]
+            shown = (cut(lines[missing.exception].text), f"imported by {importer.func} ({cut(importer.path)})")
+            return Diagnosis("version_mismatch", BEFORE_START, {}, shown, signal, "package_missing", ctx,
+                             confidence="medium", template=SUPPORT_SOURCES["package_missing"],
+                             stage_from=certainty.FRAMES)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),

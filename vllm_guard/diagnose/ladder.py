@@ -132,6 +132,8 @@ NOT_RELAXABLE_DETAIL = {
                          "the base model",
     "fp8_e4m3": "this GPU cannot compile Triton's fp8 e4m3: an fp8 KV cache goes back to auto, and an FP8 "
                 "checkpoint's kernels need a GPU of compute capability 8.9+",
+    "package_missing": "an installed package imports a module that is not installed: install it, no setting "
+                       "helps",
     "flash_attn_build": "this flash-attention build leaves out a case the model needs: another attention backend "
                         "or a full build, not a setting the ladder changes",
     "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",

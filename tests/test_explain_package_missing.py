@@ -1,0 +1,63 @@
+"""`explain` on an installed package importing a module that is not installed (fallback.py, detail package_missing).
+
+Real logs: blind27/b27-008 (xgrammar's kernels importing triton on a TPU host, vLLM 0.7 V1) and blind23/b23-005
+(vllm-ascend's worker importing its compiled custom_ops, not built in that image), both labelled version_mismatch by
+their collectors. A user's own script, vLLM itself missing, transformers' remote-code package and an import vLLM went
+on after are not this.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_versions import PACKAGE_MISSING
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+
+
+@pytest.mark.parametrize(("name", "prefix", "importer"), [
+    ("blind27", "b27-008", "xgrammar/kernels/apply_token_bitmask_inplace_triton.py"),
+    ("blind23", "b23-005", "vllm_ascend/worker/worker_v1.py"),
+])
+def test_an_installed_package_imports_what_is_not_installed(name: str, prefix: str, importer: str) -> None:
+    d = classify(blind_log(name, prefix))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "package_missing", "medium")
+    assert importer in d.evidence[1]
+    assert advice_for(d) is PACKAGE_MISSING and isinstance(next_step(d, Settings()), Stop)
+
+
+def _traceback(path: str, module: str, after: str = "") -> str:
+    return ("Traceback (most recent call last):\n"
+            f'  File "{path}", line 4, in <module>\n'
+            f"    import {module}\n"
+            f"ModuleNotFoundError: No module named '{module}'\n{after}")
+
+
+SITE = "/usr/lib/python3.12/site-packages/xgrammar/kernels/k.py"
+
+
+@pytest.mark.parametrize("text", [
+    # a user's own script lacking what it imports: not an install's fault
+    _traceback("/home/u/serve_model.py", "flash_attn"),
+    # vLLM not installed where the program ran (blind11/b11-029, blind17/b17-013: labelled unknown), and a module of
+    # vLLM's own (read by rules_versions.py where it is one)
+    _traceback("/usr/lib/python3.12/site-packages/openrlhf/trainer/ray/vllm_engine.py", "vllm"),
+    _traceback("/usr/lib/python3.12/site-packages/openrlhf/trainer/ray/vllm_engine.py", "vllm.entrypoints"),
+    # transformers' package for remote code, written by another process at the same time (blind11/b11-001)
+    _traceback("/usr/lib/python3.12/site-packages/transformers/dynamic_module_utils.py", "transformers_modules"),
+    # an import a library caught, with another error after it
+    _traceback(SITE, "triton", "RuntimeError: CUDA error: an illegal memory access was encountered\n"),
+    # after the server was ready
+    "INFO 03-11 13:30:00 [api_server.py:1] Application startup complete.\n" + _traceback(SITE, "triton"),
+    # the line alone: no frame says who imported it
+    "ModuleNotFoundError: No module named 'triton'\n",
+])
+def test_not_a_package_left_out_of_an_install(text: str) -> None:
+    assert classify(text).detail != "package_missing", text
+
+
+def test_the_same_import_from_an_installed_package_is_read() -> None:
+    d = classify(_traceback(SITE, "triton"))
+    assert (d.cls, d.detail) == ("version_mismatch", "package_missing")
