@@ -40,7 +40,7 @@ def test_triton_refusing_fp8_e4m3_below_compute_capability_8_9() -> None:
     assert (d.cls, d.detail) == ("quant_unsupported", "fp8_e4m3")
     assert advice_for(d) is FP8_E4M3
     # the ladder takes an fp8 KV cache back to auto once; with the KV cache already not e4m3 nothing it sets helps
-    assert next_step(d, Settings(max_model_len=33000, kv_cache_dtype="fp8")) == Step(
-        "kv-cache-dtype", "auto", "this GPU cannot compile Triton's fp8 e4m3 for the KV cache: back to the model's dtype")
+    step = next_step(d, Settings(max_model_len=33000, kv_cache_dtype="fp8"))
+    assert isinstance(step, Step) and (step.param, step.value) == ("kv-cache-dtype", "auto")
     assert isinstance(next_step(d, Settings(max_model_len=33000, kv_cache_dtype="auto")), Stop)
     assert isinstance(next_step(d, Settings(max_model_len=33000, kv_cache_dtype="fp8_e5m2")), Stop)

@@ -1,4 +1,5 @@
-"""`explain` on an installed package importing a module that is not installed (fallback.py, detail package_missing).
+"""`explain` on an installed package importing a module that is not installed (fallback.py, detail package_missing),
+and on sleep mode without the compiled allocator it needs (detail sleep_allocator).
 
 Real logs: blind27/b27-008 (xgrammar's kernels importing triton on a TPU host, vLLM 0.7 V1) and blind23/b23-005
 (vllm-ascend's worker importing its compiled custom_ops, not built in that image), both labelled version_mismatch by
@@ -13,7 +14,7 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.details_versions import PACKAGE_MISSING
+from vllm_guard.diagnose.details_versions import PACKAGE_MISSING, SLEEP_ALLOCATOR
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 
@@ -61,3 +62,14 @@ def test_not_a_package_left_out_of_an_install(text: str) -> None:
 def test_the_same_import_from_an_installed_package_is_read() -> None:
     d = classify(_traceback(SITE, "triton"))
     assert (d.cls, d.detail) == ("version_mismatch", "package_missing")
+
+
+def test_sleep_mode_without_its_compiled_allocator() -> None:
+    # vllm-ascend v0.7.3-dev built without COMPILE_CUSTOM_KERNELS, LLM(enable_sleep_mode=True) under TRL:
+    # "[rank12]:     assert camem_available, \"camem allocator is not available\"" (the paste's one line)
+    d = classify(blind_log("blind27", "b27-002"))
+    assert (d.cls, d.detail) == ("version_mismatch", "sleep_allocator")
+    assert advice_for(d) is SLEEP_ALLOCATOR and isinstance(next_step(d, Settings()), Stop)
+    # vLLM 0.32's own words for a platform with no sleep-mode allocator at all: the setting, not the build
+    d = classify("RuntimeError: Sleep mode allocator is not available on platform CpuPlatform (device_type=cpu).\n")
+    assert (d.cls, d.detail) == ("usage_error", "sleep_mode_platform")

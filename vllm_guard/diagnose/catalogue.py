@@ -124,6 +124,12 @@ SOURCES: dict[str, str] = {
                    "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
                    "X or less. Got NumPy Y.' (or 'or greater')",
+    "sleep_allocator": "vLLM 0.7-0.33 device_allocator/cumem.py CuMemAllocator.get_instance: 'assert cumem_available, "
+                       "\"cumem allocator is not available\"' (vllm.cumem_allocator not built); xpumem.py (0.32+) "
+                       "'xpumem allocator is not available'; vllm-ascend device_allocator/camem.py 'camem allocator is "
+                       "not available' (vllm_ascend_C not built)",
+    "sleep_mode_platform": "vLLM 0.32-0.33 device_allocator/__init__.py get_mem_allocator_instance: 'Sleep mode "
+                           "allocator is not available on platform X (device_type=...)'",
     "flash_attn_build": "flash-attention 2.x csrc/flash_attn/flash_api.cpp set_params_fprop (also vLLM's "
                         "vllm-flash-attn fork and FA3 hopper/flash_api.cpp), built with FLASHATTENTION_DISABLE_UNEVEN_K"
                         " / _LOCAL / _DROPOUT: 'This flash attention build does not support headdim not being a "

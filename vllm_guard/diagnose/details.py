@@ -327,6 +327,12 @@ FP8_E4M3 = Advice(
     ("--dtype: it sets the activations, not the fp8 type", "retrying unchanged"),
 )
 
+SLEEP_MODE_PLATFORM = Advice(
+    "Sleep mode was asked for on a platform that has no sleep-mode allocator in this vLLM (only CUDA, ROCm and XPU "
+    "have one).",
+    ("start without --enable-sleep-mode (enable_sleep_mode=False)",), ("retrying unchanged",),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
@@ -344,6 +350,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3,
+    "sleep_mode_platform": SLEEP_MODE_PLATFORM,
 }
 
 

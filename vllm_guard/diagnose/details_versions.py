@@ -103,7 +103,17 @@ PACKAGE_MISSING = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
+SLEEP_ALLOCATOR = Advice(
+    "Sleep mode (--enable-sleep-mode, or enable_sleep_mode=True as RL frameworks set it) allocates GPU memory through "
+    "a compiled allocator that this build lacks: vLLM's cumem_allocator (a source build without it), xpumem on XPU, "
+    "or vllm-ascend's camem in vllm_ascend_C (a plugin built without its custom kernels).",
+    ("a build with the allocator: vLLM's release wheels; vllm-ascend built with COMPILE_CUSTOM_KERNELS=1, or its "
+     "release image", "or start without sleep mode (drop --enable-sleep-mode / enable_sleep_mode=False)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "sleep_allocator": SLEEP_ALLOCATOR,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,

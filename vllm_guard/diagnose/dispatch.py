@@ -51,7 +51,7 @@ _WORDS = (
     "is already used by a Transformers config", "memory reserved for KV Cache",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
-    "No module named", "not a string",
+    "allocator is not available", "No module named", "not a string",
     "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
     "mismatched major/minor versions", "Cannot find the config file for",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",

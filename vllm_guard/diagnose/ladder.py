@@ -134,6 +134,9 @@ NOT_RELAXABLE_DETAIL = {
                 "checkpoint's kernels need a GPU of compute capability 8.9+",
     "package_missing": "an installed package imports a module that is not installed: install it, no setting "
                        "helps",
+    "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
+                       "profile",
+    "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",
     "flash_attn_build": "this flash-attention build leaves out a case the model needs: another attention backend "
                         "or a full build, not a setting the ladder changes",
     "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",

@@ -271,6 +271,9 @@ RULES: tuple[Rule, ...] = (
     # A quota, not the disk: the same failed write (torch.compile's cache under ~/.cache/vllm, the Hub's cache) on a
     # cluster's home or project filesystem (blind20/b20-001)
     Rule("disk_full", re.compile(r"Disk quota exceeded|\[Errno 122\]"), detail="quota", source=SOURCES["disk_quota"]),
+    # vLLM 0.32+ device_allocator/__init__.py: sleep mode on a platform that has no sleep-mode allocator at all
+    Rule("usage_error", re.compile(r"Sleep mode allocator is not available on platform"), BEFORE_START,
+         detail="sleep_mode_platform", source=SOURCES["sleep_mode_platform"]),
     Rule("usage_error", re.compile(r"NUMA binding was requested, but vLLM could not detect the GPU-to-NUMA topology"),
          BEFORE_START, detail="numa_bind", source=SOURCES["numa_bind"]),
     # PyTorch's lazy CUDA init in a forked child of a process that had already initialised CUDA (torch/cuda/

@@ -127,6 +127,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
     Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
          detail="no_c_compiler", when=conditions.never_ready, source=SOURCES["no_c_compiler"]),
+    # Sleep mode (--enable-sleep-mode; RL frameworks set enable_sleep_mode=True) allocates through vLLM's compiled
+    # allocator, and a build without it fails on the first allocation: vLLM's cumem_allocator (device_allocator/
+    # cumem.py, 0.7-0.33: a source build that left it out), xpumem on XPU (0.32+), vllm-ascend's camem in
+    # vllm_ascend_C (built only with COMPILE_CUSTOM_KERNELS; blind27/b27-002)
+    Rule("version_mismatch", re.compile(r"(?<![\w-])(?:cu|ca|xpu)mem allocator is not available"), BEFORE_START,
+         detail="sleep_allocator", when=conditions.never_ready, source=SOURCES["sleep_allocator"]),
     # flash-attention compiled with FLASHATTENTION_DISABLE_UNEVEN_K (or _LOCAL, _DROPOUT) to save build time and
     # wheel size refuses what it left out (csrc/flash_attn/flash_api.cpp set_params_fprop, and the same check in
     # vLLM's vllm-flash-attn fork and FA3's hopper/flash_api.cpp): most often a vision or audio encoder whose head
