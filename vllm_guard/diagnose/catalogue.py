@@ -124,6 +124,14 @@ SOURCES: dict[str, str] = {
                    "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
                    "X or less. Got NumPy Y.' (or 'or greater')",
+    "ascend_no_kv": "vllm-ascend 0.9-0.13 worker/worker_v1.py NPUWorker.determine_available_memory: 'Available "
+                    "memory: {available_kv_cache_memory}, total memory: {total_npu_memory}' (bytes, clamped at 0 by "
+                    "max(..., 0)), before vLLM's 'No available memory for the cache blocks'",
+    "shards_missing": "vLLM 0.32 model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files: "
+                      "'FileNotFoundError: Weight files referenced in index but missing: {...}'",
+    "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "
+                    "type T. The valid types are: ...', raised as vLLM registers its custom ops at import "
+                    "(vllm/utils direct_register_custom_op)",
     "sleep_allocator": "vLLM 0.7-0.33 device_allocator/cumem.py CuMemAllocator.get_instance: 'assert cumem_available, "
                        "\"cumem allocator is not available\"' (vllm.cumem_allocator not built); xpumem.py (0.32+) "
                        "'xpumem allocator is not available'; vllm-ascend device_allocator/camem.py 'camem allocator is "

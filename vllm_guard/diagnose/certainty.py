@@ -45,9 +45,20 @@ FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
+# A torch.nn module's constructor allocates its parameters: in a vLLM start only the model's construction runs
+# them (weights are created, then loaded), never the profiling run, the CUDA-graph capture or the KV cache's
+# allocation. A paste that cut the frames above it (load_model, initialize_model) still shows the stage
+# (blind31/b31-008: nn.Linear's torch.empty in a diffusion transformer's __init__).
+_NN_MODULE = re.compile(r"[/\\]torch[/\\]nn[/\\]modules[/\\]\w{1,64}\.py$")
+
+
 def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
     """The start-up stage a traceback's frames were in, or None when they do not say."""
-    return stage_of_functions({f.func for f in frames})
+    frames = tuple(frames)
+    stage = stage_of_functions({f.func for f in frames})
+    if stage is None and any(f.func == "__init__" and _NN_MODULE.search(f.path) for f in frames):
+        return LOADING
+    return stage
 
 
 def stage_of_functions(funcs: set[str]) -> str | None:

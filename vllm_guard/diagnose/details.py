@@ -169,6 +169,13 @@ WEIGHTS_UNREADABLE = Advice(
     ("compare the file sizes with the repository's; `git lfs pull` in a git clone", "download the shards again"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
+SHARDS_MISSING = Advice(
+    "The checkpoint's index (model.safetensors.index.json) names weight shards that the folder does not hold: a "
+    "download cut short or a partial copy (config.json and the index arrive first, so the folder looks complete).",
+    ("download the model again into the same folder (`hf download ID --local-dir DIR` fetches what is missing)",
+     "compare the shards the index names with the folder's files"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
 INTERNAL_PORT = Advice(
     "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
     "(vLLM's, or the framework's that drives it). vLLM picks a free port and binds it later, so another job on the "
@@ -350,7 +357,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3,
-    "sleep_mode_platform": SLEEP_MODE_PLATFORM,
+    "sleep_mode_platform": SLEEP_MODE_PLATFORM, "shards_missing": SHARDS_MISSING,
 }
 
 

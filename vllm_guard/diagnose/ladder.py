@@ -134,6 +134,8 @@ NOT_RELAXABLE_DETAIL = {
                 "checkpoint's kernels need a GPU of compute capability 8.9+",
     "package_missing": "an installed package imports a module that is not installed: install it, no setting "
                        "helps",
+    "shards_missing": "the checkpoint's index names shards the folder does not hold: download them, no setting "
+                      "helps",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",
     "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",

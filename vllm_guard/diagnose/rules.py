@@ -22,7 +22,12 @@ SIGKILL, SIGBUS = 9, 7
 # to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity" (older) are written by the caching allocator's OOM only
 # (c10/cuda/CUDACachingAllocator.cpp), and a paste may quote them without the head (blind2/b015).
 _OOM = re.compile(
-    r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP|XPU|NPU) out of memory|CUDA error: out of memory)"
+    r"(?:Error|ERROR)\b.{0,300}?(?:CUDA|HIP|XPU|NPU) out of memory"
+    # the CUDA runtime's own string for cudaErrorMemoryAllocation as torch formats it: an error by its words, also
+    # alone as V1's wrapper quotes it ("Worker failed with error 'CUDA error: out of memory", blind32/b32-002), and
+    # as vLLM's sleep-mode allocator prints it ("CUDA Error: out of memory at csrc/cumem_allocator.cpp:62";
+    # blind32/b32-009 typed it by hand, "Cuda error")
+    r"|(?i:cuda error): out of memory"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
@@ -82,6 +87,12 @@ RULES: tuple[Rule, ...] = (
     # 0.10-0.11 went on to fail with a negative budget ("Available KV cache memory: -0.53 GiB").
     Rule("no_kv_memory", re.compile(r"Available KV cache memory: (?P<available_kv_gib>-[\d.]{1,20}) ?GiB"), KV_CACHE,
          numbers=lambda m: numbers_of(m, "available_kv_gib"), source=SOURCES["negative_kv"]),
+    # vllm-ascend's worker (worker_v1.py determine_available_memory, 0.9-0.13) clamps the KV budget at 0 and logs it
+    # in bytes; vLLM then raises "No available memory for the cache blocks", a line a paste often cuts
+    # (blind31/b31-010): a warning, so any decisive line after it wins.
+    Rule("no_kv_memory", re.compile(r"Available memory: 0, total memory: (?P<total_bytes>\d{6,20})(?!\d)"), KV_CACHE,
+         numbers=lambda m: numbers_of(m, "total_bytes"), when=conditions.never_ready, warning=True,
+         source=SOURCES["ascend_no_kv"]),
     # 0.6.5-0.9 said it in their profiling summary, then found no block for it and raised "No available memory for
     # the cache blocks" (V0: 0 GPU blocks; V1 0.8-0.9: check_enough_kv_cache_memory), a line a paste often cuts.
     # Their budget holds no CUDA-graph memory (captured after the KV cache is sized): detail before_graphs.

@@ -73,6 +73,11 @@ FILE_RULES: tuple[Rule, ...] = (
     # (the path in backticks; a runner that prints the exception's repr keeps the words: blind30/b30-004)
     Rule("model_access", re.compile(r"Cannot find any model weights with [`/~.\w]"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
+    # vLLM 0.32 weight_utils.py filter_duplicate_safetensors_files: the checkpoint's model.safetensors.index.json
+    # names shards the folder does not hold (a download cut short: config.json and the index arrive first;
+    # blind32/b32-001)
+    Rule("model_access", re.compile(r"Weight files referenced in index but missing: "), LOADING,
+         detail="shards_missing", source=SOURCES["shards_missing"]),
     # A weight file that is not a whole checkpoint: safetensors' header checks (a git-lfs pointer or an HTML page
     # reads as HeaderTooLarge, a truncated download as MetadataIncompleteBuffer), PyTorch's zip reader for .bin.
     Rule("model_access", re.compile(r"SafetensorError: Error while deserializing header: (?P<safetensors_error>"

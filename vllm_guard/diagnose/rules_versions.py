@@ -127,6 +127,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
     Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
          detail="no_c_compiler", when=conditions.never_ready, source=SOURCES["no_c_compiler"]),
+    # torch's custom-op schema inference (torch/_library/infer_schema.py, 2.4+) refusing the annotation of one of
+    # vLLM's ops as vLLM registers them at import (utils direct_register_custom_op): the vLLM (or fork) was written
+    # for another torch (blind32/b32-007: ROCm's fork under torch 2.6, 'Optional[list[int]]')
+    Rule("version_mismatch", re.compile(r"infer_schema\(func\): Parameter \w{1,64} has unsupported type"),
+         BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["infer_schema"]),
     # Sleep mode (--enable-sleep-mode; RL frameworks set enable_sleep_mode=True) allocates through vLLM's compiled
     # allocator, and a build without it fails on the first allocation: vLLM's cumem_allocator (device_allocator/
     # cumem.py, 0.7-0.33: a source build that left it out), xpumem on XPU (0.32+), vllm-ascend's camem in

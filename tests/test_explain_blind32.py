@@ -1,0 +1,49 @@
+"""`explain` on blind32 (tests/data/real-logs/blind32), the thirty-second blind set of issue 26, after its one scoring.
+
+Collected outside the vllm-project organisation by a helper that never read the classifier, and scored once, whole,
+at commit 50db3a4 (4 of 11 right, no confident error; README.md there). What its misses taught: vLLM's check that
+the shards a checkpoint's index names are there, the CUDA runtime's "CUDA error: out of memory" as V1's wrapper
+quotes it and as the sleep-mode allocator prints it, and torch's custom-op schema refusing an op of vLLM's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import SHARDS_MISSING, advice_for
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+
+
+def test_shards_the_index_names_and_the_folder_lacks() -> None:
+    # "FileNotFoundError: Weight files referenced in index but missing: {'/root/.cache/huggingface/qwen3.8-27b-fp8/
+    # layers-22.safetensors'}" (vLLM weight_utils.py filter_duplicate_safetensors_files)
+    d = classify(blind_log("blind32", "b32-001"))
+    assert (d.cls, d.detail, d.stage) == ("model_access", "shards_missing", "weight_loading")
+    assert advice_for(d) is SHARDS_MISSING and isinstance(next_step(d, Settings()), Stop)
+
+
+@pytest.mark.parametrize("prefix", ["b32-002", "b32-009"])
+def test_the_cuda_runtimes_out_of_memory_is_an_oom(prefix: str) -> None:
+    # b32-002: "RuntimeError: Worker failed with error 'CUDA error: out of memory" (the quote read alone);
+    # b32-009: "Runtime Error: Cuda error: out of memory at /workspace/csrc/cumem_allocator.cpp: 62" (typed by hand)
+    d = classify(blind_log("blind32", prefix))
+    assert (d.cls, d.stage) == ("gpu_oom", "unknown")
+
+
+def test_a_model_named_for_the_words_is_not_an_oom() -> None:
+    assert classify("INFO Loading weights for acme/no-cuda-error-out-of-memory-7b\n").cls == "unknown"
+
+
+def test_torch_refusing_the_schema_of_an_op_of_vllms() -> None:
+    # ROCm's vLLM fork under torch 2.6: "ValueError: infer_schema(func): Parameter block_shape has unsupported type
+    # typing.Optional[list[int]]. The valid types are: ..."
+    d = classify(blind_log("blind32", "b32-007"))
+    assert (d.cls, d.detail) == ("version_mismatch", "python_package")
+
+
+def test_what_blind32_read_right_at_its_score() -> None:
+    want = {"b32-003": "remote_code_required", "b32-005": "unknown", "b32-006": "unknown",
+            "b32-011": "version_mismatch"}
+    assert {p: classify(blind_log("blind32", p)).cls for p in want} == want
