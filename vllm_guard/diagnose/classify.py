@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose import certainty, fallback, guard_report, hang_log, logread, progress
-from vllm_guard.diagnose.catalogue import SUPPORT_SOURCES
+from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers

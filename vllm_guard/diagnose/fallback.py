@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from vllm_guard.diagnose import certainty, conditions, logread
-from vllm_guard.diagnose.catalogue import FRAME_SOURCES, SUPPORT_SOURCES
+from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine

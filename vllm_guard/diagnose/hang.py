@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_guard.diagnose.catalogue import HANG_SOURCES
+from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, body
 
 HANG_STAGES = ("nccl_init", "custom_allreduce", "engine_handshake", "dp_coordinator", "ray_placement", "download",

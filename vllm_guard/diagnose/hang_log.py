@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_guard.diagnose import certainty
-from vllm_guard.diagnose.catalogue import HANG_SOURCES
+from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
 from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.hang import EVIDENCE_CHARS, HANG_STAGES, UNKNOWN, WaitingLine, activity_of, waiting_line
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vllm_guard.diagnose import stacks as stack_text
-from vllm_guard.diagnose.catalogue import HANG_SOURCES
+from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
 from vllm_guard.diagnose.classify import Diagnosis
 from vllm_guard.diagnose.hang import ProgressDetector, StallLimits, Verdict, hang_stage
 from vllm_guard.launch import process
