@@ -283,17 +283,22 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logr
     return tb if conditions.last_error(m.group(0), lines, tb.exception, {}) else None
 
 
+def _raised_by_frame(lines: list[LogLine], tb: logread.Traceback, how: str, detail: str, source: str,
+                     signal: int | None, ctx: dict[str, Any]) -> Diagnosis:
+    """version_mismatch (medium) from a traceback's exception and the installed code whose frame raised it."""
+    frame, raised = tb.frames[-1], (cut(lines[tb.exception].text),) if tb.exception is not None else ()
+    shown = (*raised, f"{how} {frame.func} ({cut(frame.path)})")
+    return Diagnosis("version_mismatch", BEFORE_START, {}, shown, signal, detail, ctx, confidence="medium",
+                     template=SUPPORT_SOURCES[source], stage_from=certainty.FRAMES)
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
     signature = _library_signature(lines, tbs)
-    if signature is not None and signature.exception is not None:
-        caller = signature.frames[-1]
-        called = (cut(lines[signature.exception].text), f"called from {caller.func} ({cut(caller.path)})")
-        return Diagnosis("version_mismatch", BEFORE_START, {}, called, signal, "python_package", ctx,
-                         confidence="medium", template=SUPPORT_SOURCES["library_signature"],
-                         stage_from=certainty.FRAMES)
+    if signature is not None:
+        return _raised_by_frame(lines, signature, "called from", "python_package", "library_signature", signal, ctx)
     started = ready(lines)
     if not started:
         both = _multiple_values(lines, tbs)
@@ -309,12 +314,8 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                              signal, "python_package", ctx, confidence="medium",
                              template=SUPPORT_SOURCES["pybind_signature"], stage_from=certainty.MESSAGE)
         missing = _package_missing(lines, tbs)
-        if missing is not None and missing.exception is not None:
-            importer = missing.frames[-1]
-            shown = (cut(lines[missing.exception].text), f"imported by {importer.func} ({cut(importer.path)})")
-            return Diagnosis("version_mismatch", BEFORE_START, {}, shown, signal, "package_missing", ctx,
-                             confidence="medium", template=SUPPORT_SOURCES["package_missing"],
-                             stage_from=certainty.FRAMES)
+        if missing is not None:
+            return _raised_by_frame(lines, missing, "imported by", "package_missing", "package_missing", signal, ctx)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
