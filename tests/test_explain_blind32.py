@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import SHARDS_MISSING, advice_for
+from vllm_guard.diagnose.details_versions import TORCH_SCHEMA
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 
@@ -32,15 +33,31 @@ def test_the_cuda_runtimes_out_of_memory_is_an_oom(prefix: str) -> None:
     assert (d.cls, d.stage) == ("gpu_oom", "unknown")
 
 
-def test_a_model_named_for_the_words_is_not_an_oom() -> None:
-    assert classify("INFO Loading weights for acme/no-cuda-error-out-of-memory-7b\n").cls == "unknown"
+KV_TOO_SMALL = ("ERROR 07-05 15:50:00 [core.py:1] ValueError: To serve at least one request with the models's max "
+                "seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+                "(2.00 GiB). Based on the available memory, the estimated maximum model length is 16384.\n")
+# Inductor's autotuning logs a choice that failed and goes on (torch/_inductor/select_algorithm.py: "Runtime error
+# during autotuning: \n%s. \nIgnoring this choice."): the runtime's words alone on their line
+AUTOTUNE = ("[rank0]:E0705 15:48:23.150000 434379 torch/_inductor/select_algorithm.py:2100] [8/6] Runtime error during "
+            "autotuning: \nCUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some "
+            "other API call, so the stacktrace below might be incorrect.\n. \nIgnoring this choice.\n")
+
+
+def test_the_runtimes_words_on_a_line_that_is_no_error_decide_nothing() -> None:
+    # found by a review: the autotuner's dropped choice must not hide the KV message after it, nor fail a ready start
+    assert classify(AUTOTUNE + KV_TOO_SMALL).cls == "kv_cache_too_small"
+    assert classify(AUTOTUNE + "INFO:     Application startup complete.\n").cls == "unknown"
+    warned = "WARNING 05-01 10:00:01 [custom_all_reduce.py:1] Custom allreduce disabled: CUDA error: out of memory\n"
+    assert classify(warned + "INFO:     Application startup complete.\n").cls == "unknown"
+    assert classify("INFO Loading weights for acme/cuda-error-out-of-memory-7b\n").cls == "unknown"
 
 
 def test_torch_refusing_the_schema_of_an_op_of_vllms() -> None:
     # ROCm's vLLM fork under torch 2.6: "ValueError: infer_schema(func): Parameter block_shape has unsupported type
     # typing.Optional[list[int]]. The valid types are: ..."
     d = classify(blind_log("blind32", "b32-007"))
-    assert (d.cls, d.detail) == ("version_mismatch", "python_package")
+    assert (d.cls, d.detail) == ("version_mismatch", "torch_schema")
+    assert advice_for(d) is TORCH_SCHEMA and isinstance(next_step(d, Settings()), Stop)
 
 
 def test_what_blind32_read_right_at_its_score() -> None:

@@ -40,8 +40,14 @@ SITE = "/usr/lib/python3.12/site-packages/xgrammar/kernels/k.py"
 
 
 @pytest.mark.parametrize("text", [
-    # a user's own script lacking what it imports: not an install's fault
+    # a user's own script lacking what it imports: not an install's fault, also in a folder named like a plugin
     _traceback("/home/u/serve_model.py", "flash_attn"),
+    _traceback("/home/u/vllm_demo/serve.py", "openai"),
+    # vLLM's plugin loader logs a plugin it cannot import and goes on (plugins/__init__.py)
+    "ERROR 05-01 10:00:01 [__init__.py:44] Failed to load plugin lmcache_plugin\n"
+    + _traceback("/usr/lib/python3.12/site-packages/someplugin/__init__.py", "lmcache"),
+    # the start's progress went on past the import
+    _traceback(SITE, "triton", "INFO 05-01 10:00:05 [gpu_model_runner.py:1] Starting to load model /m...\n"),
     # vLLM not installed where the program ran (blind11/b11-029, blind17/b17-013: labelled unknown), and a module of
     # vLLM's own (read by rules_versions.py where it is one)
     _traceback("/usr/lib/python3.12/site-packages/openrlhf/trainer/ray/vllm_engine.py", "vllm"),
@@ -73,3 +79,12 @@ def test_sleep_mode_without_its_compiled_allocator() -> None:
     # vLLM 0.32's own words for a platform with no sleep-mode allocator at all: the setting, not the build
     d = classify("RuntimeError: Sleep mode allocator is not available on platform CpuPlatform (device_type=cpu).\n")
     assert (d.cls, d.detail) == ("usage_error", "sleep_mode_platform")
+
+
+def test_a_logged_import_failure_does_not_hide_a_hang() -> None:
+    # found by a review: a plugin import vLLM logged and went on from, in a start that then hung in the P2P check
+    hang = blind_log("hangs", "h05")
+    first, rest = hang.split("\n", 1)
+    plugin = ("ERROR 05-01 10:00:01 [__init__.py:44] Failed to load plugin lmcache_plugin\n"
+              + _traceback(SITE, "lmcache"))
+    assert classify(f"{first}\n{plugin}{rest}").cls == classify(hang).cls == "startup_hang"

@@ -58,8 +58,18 @@ SOURCES: dict[str, str] = {
                         "supported ...'",
     "fp8_kv_backend": "vLLM 0.33 v1/attention/backends/triton_attn.py: 'FP8 KV cache is not supported by the ... "
                       "attention backend'",
-    "no_backend": "vLLM 0.33 platforms/cuda.py: 'No valid attention backend found ... kv_cache_dtype not "
-                  "supported'",
+    "no_backend": "vLLM 0.11-0.33 platforms/cuda.py and rocm.py get_attn_backend_cls: 'No valid attention backend "
+                  "found for cuda with AttentionSelectorConfig(...). Reasons: {BACKEND: [kv_cache_dtype not "
+                  "supported, compute capability not supported, ...]}' (the reasons: v1/attention/backend.py "
+                  "validate_configuration)",
+    "selected_backend": "vLLM 0.11-0.33 platforms/cuda.py get_attn_backend_cls: 'Selected backend X is not valid for "
+                        "this configuration. Reason: [...]' (--attention-backend or VLLM_ATTENTION_BACKEND)",
+    "bnb_model": "vLLM 0.5-0.26 model_executor/model_loader/loader.py (later bitsandbytes_loader.py) "
+                 "BitsAndBytesModelLoader: 'AttributeError: Model X does not support BitsAndBytes quantization yet.' "
+                 "(\"No 'packed_modules_mapping' found.\", 'MoE Model X ...')",
+    "acl_capture": "torch_npu NPUGraph.capture_begin (csrc/core/npu/NPUGraph.cpp): 'NPU function error: "
+                   "c10_npu::acl::AclmdlRICaptureBegin(capture_stream_, capture_mode), error code is N' with CANN's "
+                   "'[Error]: Failed to apply for memory.' after it, in vllm-ascend's ACL graph capture",
     "max_len": "vLLM 0.2-0.33 _get_and_verify_max_len (config.py; config/model.py at 0.33): 'User-specified "
                "max_model_len (N) is greater than the derived max_model_len'",
     "world_size": "vLLM 0.33 platform check: 'World size (N) is larger than the number of available GPUs (M)'",
@@ -132,6 +142,10 @@ SOURCES: dict[str, str] = {
     "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "
                     "type T. The valid types are: ...', raised as vLLM registers its custom ops at import "
                     "(vllm/utils direct_register_custom_op)",
+    "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
+                        "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
+                        "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "
+                        ".../cumem_allocator.cpp:N')",
     "sleep_allocator": "vLLM 0.7-0.33 device_allocator/cumem.py CuMemAllocator.get_instance: 'assert cumem_available, "
                        "\"cumem allocator is not available\"' (vllm.cumem_allocator not built); xpumem.py (0.32+) "
                        "'xpumem allocator is not available'; vllm-ascend device_allocator/camem.py 'camem allocator is "

@@ -167,7 +167,9 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
     if "Worker failed with error '" in text and (m := _WORKER_QUOTE.search(text)):
         # V1's wrapper (v1/executor/multiproc_executor.py, 0.10+) quotes its worker's error: read first, since a
         # paste may keep the wrapper and lose the worker's traceback (llm-d #663)
-        out.insert(0, m.group(1))
+        # an error the worker raised: as it reads (for the rules anchored at its start), and said as an error (for
+        # those that want an error line: "CUDA error: out of memory" alone is also Inductor's dropped choice)
+        out[:0] = [m.group(1), WORKER_ERROR + m.group(1)]
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
     if len(text) < 60:  # too short to have been wrapped (logread.continuation's own first test)
@@ -179,6 +181,7 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
     return out
 
 
+WORKER_ERROR = "Error in worker: "
 _TUPLE = re.compile(r"'\s{0,4},\s{0,4}'|(?<=: )\('|'\)$")
 # The quote ends at vLLM's own words after it, or where a paste stops.
 _WORKER_QUOTE = re.compile(r"Worker failed with error '(.{1,2000}?)(?:', please check the stack trace above|$)")
@@ -259,6 +262,9 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
+    missing = fallback.package_missing(lines, tbs, signal, ctx)
+    if missing is not None:
+        return missing
     return Diagnosis("unknown", final_stage, {}, last_errors(lines, tbs), signal, context=ctx, confidence="none",
                      stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 

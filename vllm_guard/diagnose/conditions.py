@@ -104,3 +104,10 @@ def only_tower_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, A
     listed = line[line.find("checkpoint: {"):]
     names = _MISSING_NAMES.findall(listed)
     return bool(names) and all(_TOWER_WEIGHT.match(n) for n in names)
+
+
+def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """CANN's own words for a failed allocation ("[Error]: Failed to apply for memory.") follow within the next lines
+    of the same process: torch_npu prints the ACL error's detail right after the call that failed."""
+    return any("Failed to apply for memory" in after.text and after.proc == lines[i].proc
+               for after in lines[i + 1:i + 4])

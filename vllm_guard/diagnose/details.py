@@ -340,6 +340,28 @@ SLEEP_MODE_PLATFORM = Advice(
     ("start without --enable-sleep-mode (enable_sleep_mode=False)",), ("retrying unchanged",),
 )
 
+NO_ATTENTION_BACKEND = Advice(
+    "No attention backend in this vLLM runs the model's attention on this GPU: the message lists each backend and "
+    "why it refused (compute capability, head size, MLA or sparse MLA, attention sinks, sliding window). DeepSeek "
+    "V3.2's sparse MLA, for one, runs only on Hopper and Blackwell.",
+    ("a GPU the listed backends accept (the reasons name the compute capability they need)",
+     "a newer vLLM, whose backends may cover this GPU or head size",
+     "if a reason is a setting you chose (block_size, a KV connector, batch invariance, DCP/PCP): without it"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+ATTENTION_BACKEND = Advice(
+    "The attention backend chosen with --attention-backend (or VLLM_ATTENTION_BACKEND) refuses this model or GPU; "
+    "the message says why.",
+    ("drop the choice and let vLLM pick a backend", "a backend the reasons do not exclude"), ("retrying unchanged",),
+)
+BNB_MODEL = Advice(
+    "vLLM's bitsandbytes loader needs the model's class to declare how its layers are packed, and this model's "
+    "class in the installed vLLM does not yet (support was added model by model).",
+    ("a newer vLLM that lists bitsandbytes for the architecture",
+     "the model in another format vLLM runs for it (AWQ, GPTQ, FP8) or unquantized"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
@@ -358,6 +380,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3,
     "sleep_mode_platform": SLEEP_MODE_PLATFORM, "shards_missing": SHARDS_MISSING,
+    "no_attention_backend": NO_ATTENTION_BACKEND, "attention_backend": ATTENTION_BACKEND, "bnb_model": BNB_MODEL,
 }
 
 

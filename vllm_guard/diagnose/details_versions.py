@@ -112,7 +112,16 @@ SLEEP_ALLOCATOR = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+TORCH_SCHEMA = Advice(
+    "PyTorch refused the type annotation of one of vLLM's custom ops as vLLM registered it at import: this vLLM (or "
+    "a fork of it) was written for another torch release, whose schema inference accepts that annotation.",
+    ("the torch release this vLLM pins (`pip install vllm==X` in a fresh virtual environment brings it)",
+     "for a fork or a source build: the torch its requirements name, or a build of the fork for the installed torch"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,

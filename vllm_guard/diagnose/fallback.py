@@ -10,7 +10,7 @@ import re
 from functools import cache
 from typing import Any
 
-from vllm_guard.diagnose import certainty, conditions, logread
+from vllm_guard.diagnose import certainty, conditions, logread, progress
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
@@ -261,9 +261,12 @@ def _stopped_on_the_hub(lines: list[LogLine], tbs: list[logread.Traceback]) -> l
 # code (a cache being written by another process, not a missing install).
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>(?!vllm(?:\.|'|$)|transformers_modules\b)"
                         r"[A-Za-z_][\w.]{0,200})'")
-# An installed package's own code, or a vLLM platform plugin's package (vllm_ascend/, vllm_omni/: often an editable
-# install from a source tree, not under site-packages).
-_PLUGIN_PACKAGE = re.compile(r"[/\\]vllm_[a-z]\w{0,30}[/\\]")
+# An installed package's own code, or a vLLM platform plugin's package (often an editable install from a source
+# tree, not under site-packages): the plugins by name, not any folder called vllm_something (a user's vllm_demo/).
+_PLUGIN_PACKAGE = re.compile(r"[/\\]vllm_(?:ascend|omni|gaudi|spyre|rbln|metax|kunlun|mlu|musa)[/\\]")
+# vLLM's plugin loader logs a plugin that fails to import and goes on (plugins/__init__.py load_plugins_by_group:
+# logger.exception("Failed to load plugin %s", ...)).
+_PLUGIN_SKIPPED = re.compile(r"Failed to load plugin ")
 
 
 def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logread.Traceback | None:
@@ -279,8 +282,24 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logr
     if m is None or not (_INSTALLED.search(importer) or _PLUGIN_PACKAGE.search(importer)):
         return None
     # an import that a library caught and went on from is not the failure when another error follows (the same
-    # message relayed again, Ray's "[repeated 7x across cluster]", is not another)
-    return tb if conditions.last_error(m.group(0), lines, tb.exception, {}) else None
+    # message relayed again, Ray's "[repeated 7x across cluster]", is not another), nor when vLLM logged it as a
+    # plugin it skipped, nor when the start's progress lines went on past it
+    if not conditions.last_error(m.group(0), lines, tb.exception, {}):
+        return None
+    if any(_PLUGIN_SKIPPED.search(above.text) for above in lines[max(0, tb.first - 2):tb.first + 1]):
+        return None
+    reached = progress.progress(lines)
+    return tb if reached.final == reached.at[tb.exception] else None
+
+
+def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+                    ctx: dict[str, Any]) -> Diagnosis | None:
+    """version_mismatch (medium) when an installed package's import of a module not installed ended the start; read
+    after a hang, which a logged import failure must not hide."""
+    missing = None if ready(lines) else _package_missing(lines, tbs)
+    if missing is None:
+        return None
+    return _raised_by_frame(lines, missing, "imported by", "package_missing", "package_missing", signal, ctx)
 
 
 def _raised_by_frame(lines: list[LogLine], tb: logread.Traceback, how: str, detail: str, source: str,
@@ -313,9 +332,6 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(bound.text), *last_errors(lines, tbs, 2)),
                              signal, "python_package", ctx, confidence="medium",
                              template=SUPPORT_SOURCES["pybind_signature"], stage_from=certainty.MESSAGE)
-        missing = _package_missing(lines, tbs)
-        if missing is not None:
-            return _raised_by_frame(lines, missing, "imported by", "package_missing", "package_missing", signal, ctx)
     for i, line in enumerate(lines):
         if _vllm_api_mismatch(lines, i):
             return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),

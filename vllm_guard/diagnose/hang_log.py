@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from vllm_guard.diagnose import certainty
+from vllm_guard.diagnose import certainty, logread
 from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
 from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.hang import EVIDENCE_CHARS, HANG_STAGES, UNKNOWN, WaitingLine, activity_of, waiting_line
@@ -105,7 +105,9 @@ def log_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | N
 def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
     """No waiting line, no error anywhere: the log stops right after a stage's own lines (the start hung there,
     or the paste was cut there: the same text, so said at medium confidence with that caveat)."""
-    if not lines or any(_TROUBLE.search(line.text[:MAX_LINE_CHARS]) for line in lines):
+    skipped = _skipped_plugins(lines)
+    if not lines or any(_TROUBLE.search(line.text[:MAX_LINE_CHARS]) for i, line in enumerate(lines)
+                        if i not in skipped):
         return None
     before = _stage_before(lines)
     if before is None or before[0] not in STOP_STAGES:
@@ -115,6 +117,24 @@ def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | 
             "there")
     return _diagnosis(stage, {}, (text[:EVIDENCE_CHARS], said), HANG_SOURCES["hang_stops"], "the log's last lines",
                       context)
+
+
+# vLLM's plugin loader logs a plugin that fails to load, with its traceback, and goes on (plugins/__init__.py
+# load_plugins_by_group, 0.6-0.33: logger.exception("Failed to load plugin %s", ...)): no trouble for the start.
+_PLUGIN_SKIPPED = "Failed to load plugin "
+
+
+def _skipped_plugins(lines: Sequence[LogLine]) -> set[int]:
+    """The lines of each plugin vLLM failed to load and went on without: its line and the traceback after it."""
+    skipped: set[int] = set()
+    for tb in logread.tracebacks(list(lines)):
+        if tb.exception is None or tb.first < 1:
+            continue
+        said = next((j for j in range(tb.first - 1, max(-1, tb.first - 3), -1)
+                     if _PLUGIN_SKIPPED in lines[j].text and lines[j].proc == lines[tb.first].proc), None)
+        if said is not None:
+            skipped.update(range(said, tb.exception + 1))
+    return skipped
 
 
 def guard_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:

@@ -136,6 +136,10 @@ NOT_RELAXABLE_DETAIL = {
                        "helps",
     "shards_missing": "the checkpoint's index names shards the folder does not hold: download them, no setting "
                       "helps",
+    "no_attention_backend": "no attention backend of this vLLM runs the model on this GPU: another GPU or vLLM",
+    "attention_backend": "the attention backend chosen refuses this model or GPU: drop it from the profile",
+    "bnb_model": "this vLLM has no bitsandbytes support for the model's class: another format or vLLM",
+    "torch_schema": "this vLLM was written for another torch release: install the torch it pins, no setting helps",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",
     "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",

@@ -6,10 +6,11 @@ import re
 
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
-from vllm_guard.diagnose.figures import bundle_gpus, numbers_of, oom_numbers
-from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, PROFILING
+from vllm_guard.diagnose.figures import numbers_of, oom_numbers
+from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, KV_CACHE, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules_files import FILE_RULES
+from vllm_guard.diagnose.rules_gpus import GPU_COUNT_RULES
 from vllm_guard.diagnose.rules_network import NETWORK_RULES
 from vllm_guard.diagnose.rules_versions import VERSION_RULES
 
@@ -22,12 +23,7 @@ SIGKILL, SIGBUS = 9, 7
 # to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity" (older) are written by the caching allocator's OOM only
 # (c10/cuda/CUDACachingAllocator.cpp), and a paste may quote them without the head (blind2/b015).
 _OOM = re.compile(
-    r"(?:Error|ERROR)\b.{0,300}?(?:CUDA|HIP|XPU|NPU) out of memory"
-    # the CUDA runtime's own string for cudaErrorMemoryAllocation as torch formats it: an error by its words, also
-    # alone as V1's wrapper quotes it ("Worker failed with error 'CUDA error: out of memory", blind32/b32-002), and
-    # as vLLM's sleep-mode allocator prints it ("CUDA Error: out of memory at csrc/cumem_allocator.cpp:62";
-    # blind32/b32-009 typed it by hand, "Cuda error")
-    r"|(?i:cuda error): out of memory"
+    r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP|XPU|NPU) out of memory|(?i:cuda error): out of memory)"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
@@ -110,6 +106,14 @@ RULES: tuple[Rule, ...] = (
          numbers=lambda m: numbers_of(m, "dummy_requests"), source=SOURCES["sampler_oom"]),
     # resolved by stage (progress.oom_class)
     Rule("oom", _OOM, numbers=oom_numbers, source=SOURCES["torch_oom"]),
+    # The CUDA runtime's own string for cudaErrorMemoryAllocation, on an error line (torch's "RuntimeError: CUDA
+    # error: out of memory"; V1's wrapper quoting a worker's, read as "Error in worker: ..."; blind32/b32-002, and
+    # blind32/b32-009 typed by hand, "Runtime Error: Cuda error"), and as vLLM's sleep-mode allocator prints it
+    # (csrc/cumem_allocator.cpp's CUDA_CHECK: "CUDA Error: out of memory at .../cumem_allocator.cpp:62"). Not the
+    # words alone on a line: Inductor's autotuning logs them for a choice it drops and goes on.
+    Rule("oom", re.compile(r"(?:Error|ERROR)\b.{0,300}?(?i:cuda error): out of memory"
+                           r"|(?i:cuda error): out of memory at \S{0,300}cumem_allocator\.cpp"),
+         source=SOURCES["cuda_runtime_oom"]),
     Rule("shm_exhausted", re.compile(
         r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib"),
@@ -170,6 +174,26 @@ RULES: tuple[Rule, ...] = (
     Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"),
          LOADING,
          detail="kv_cache_dtype", source=SOURCES["no_backend"]),
+    # The same selection with no backend for the model's attention on this GPU for other reasons (vLLM 0.11-0.33
+    # platforms/cuda.py and rocm.py get_attn_backend_cls; the reasons per backend from v1/attention/backend.py
+    # validate_configuration: compute capability, head size, MLA or sparse MLA, sinks, sliding window), e.g.
+    # DeepSeek V3.2's sparse MLA below Hopper (blind33/b33-002). A setting listed among the reasons (block size, a
+    # KV connector, batch invariance) is in the advice.
+    Rule("unsupported_architecture", re.compile(r"No valid attention backend found for \S{1,64} with "
+                                                r"AttentionSelectorConfig\("), LOADING, detail="no_attention_backend",
+         source=SOURCES["no_backend"]),
+    # --attention-backend (or VLLM_ATTENTION_BACKEND) naming one that refuses this model or GPU (the same file)
+    Rule("usage_error", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: \["),
+         LOADING, detail="attention_backend", source=SOURCES["selected_backend"]),
+    # vLLM's bitsandbytes loader (0.5-0.26 model_loader/loader.py, later bitsandbytes_loader.py) before the model's
+    # class declares the mapping it needs ("No 'packed_modules_mapping' found.", "Ensure this model has
+    # 'get_expert_mapping' method."; blind33/b33-007: LlavaForConditionalGeneration on 0.6)
+    Rule("quant_unsupported", re.compile(r"(?:MoE )?Model \w{1,128} does not support BitsAndBytes quantization yet"),
+         LOADING, detail="bnb_model", source=SOURCES["bnb_model"]),
+    # vllm-ascend's graph capture (ACL graph through torch_npu's NPUGraph.capture_begin) failing to get memory: CANN
+    # prints "[Error]: Failed to apply for memory." right after the call (blind33/b33-008, a second model on the NPU)
+    Rule("oom_cudagraph", re.compile(r"AclmdlRICaptureBegin\(capture_stream_, capture_mode\), error code is \d{1,8}"),
+         CUDA_GRAPH, when=conditions.npu_memory_follows, source=SOURCES["acl_capture"]),
     Rule("max_len_exceeds_model", re.compile(
         r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
         r"\((?P<key>\w+)=(?P<derived_max_len>\d+)"), BEFORE_START,
@@ -220,59 +244,7 @@ RULES: tuple[Rule, ...] = (
          LOADING, detail="no_kernel", source=SOURCES["no_kernel"]),
     Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{0,64})\. Must be one of"),
          BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
-    Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
-                                    r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
-    Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"),
-         BEFORE_START, numbers=lambda m: numbers_of(m, "gpus"), source=SOURCES["dp_rank"]),
-    # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request
-    # is not vLLM's GPU bundle).
-    Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
-         BEFORE_START, when=conditions.never_ready, source=SOURCES["ray_infeasible"]),
-    # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
-    Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
-                                    r"(?P<where>placement group|cluster)"), BEFORE_START,
-         source=SOURCES["ray_required_gpus"]),
-    # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
-    # The head alone: the rest (the node's resources) is long and pastes hard-wrap it (blind4/b4-024); vllm-ascend
-    # says NPU (its platform's device name, blind4/b4-012).
-    Rule("too_few_gpus", re.compile(r"Current node has no (?:GPU|NPU) available\. current_node_resource="),
-         BEFORE_START, detail="ray_head_without_gpu",
-         source=SOURCES["ray_head_gpu"]),
-    # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
-    # 0.32 says "requiring N GPUs (placement_group_specs=...)" when the group asks for GPUs; a paste may stop in its
-    # last word (blind30/b30-006).
-    Rule("too_few_gpus", re.compile(r"Cannot provide a placement group (?:of|requiring [\d.]{1,8} GPUs \()"
-                                    r"placement_group_specs=.{0,4000}? within (?P<timeout_s>\d+) secon"), BEFORE_START,
-         numbers=lambda m: {**numbers_of(m, "timeout_s"), **bundle_gpus(m.group(0))},
-         source=SOURCES["ray_pg_timeout"]),
-    # Ray Serve (serve/_private/deployment_state.py): a replica that asks for a GPU the cluster does not have waits
-    # unscheduled ("... taken more than 30s to be scheduled ... total resources available: {...}" without a GPU).
-    Rule("too_few_gpus", re.compile(r"taken more than \d{1,6}s to be scheduled\.[^\[]{0,2000}Resources required for "
-                                    r"each replica: \[(?=[^\]]{0,2000}\bGPU\b)[^\]]{0,2000}\], total resources "
-                                    r"available: \{(?![^}]{0,2000}\bGPU\b)[^}]{0,2000}\}"), BEFORE_START,
-         when=conditions.never_ready, source=SOURCES["ray_serve_unscheduled"]),
-    # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
-    # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).
-    Rule("too_few_gpus", re.compile(r"Ray does not allocate any GPUs on the driver node"), BEFORE_START,
-         detail="ray_head_without_gpu", source=SOURCES["ray_driver_gpu"]),
-    # Ray's own check of a bundle index (ray/util/placement_group.py, check_placement_group_index): vLLM's
-    # workers asked for more bundles than the placement group has (OpenRLHF #728).
-    Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "
-                                    r"placement group indexes: 0-(?P<last_index>\d+)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "bundle_index", "last_index"), source=SOURCES["ray_bundle"]),
-    # The exception itself only: a warning may quote it and go on on another device ("RuntimeError('No CUDA GPUs
-    # are available'), using CPU").
-    Rule("too_few_gpus", re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?RuntimeError: No CUDA GPUs are available"),
-         BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
-    # A device index the process cannot see: tensor parallel (mp backend, one rank per local GPU) or --device past
-    # CUDA_VISIBLE_DEVICES (torch.cuda.set_device, cudaErrorInvalidDevice; torch 2.8+ raises it as AcceleratorError).
-    Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"
-                                    # PyTorch's own check of the index (ATen/cuda/CUDAContext.cpp, 2.x)
-                                    r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
-                                    # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
-                                    r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
-         source=SOURCES["device_ordinal"]),
+    *GPU_COUNT_RULES,
     # Nodes on different Ray or Python versions: Ray refuses to connect them (ray/_private/utils.py
     # check_version_info: "Version mismatch: The cluster was started with: Ray: ... Python: ...").
     Rule("version_mismatch", re.compile(r"Version mismatch: [Tt]he cluster was started with"), BEFORE_START,

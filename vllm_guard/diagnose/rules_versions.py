@@ -131,7 +131,7 @@ VERSION_RULES: tuple[Rule, ...] = (
     # vLLM's ops as vLLM registers them at import (utils direct_register_custom_op): the vLLM (or fork) was written
     # for another torch (blind32/b32-007: ROCm's fork under torch 2.6, 'Optional[list[int]]')
     Rule("version_mismatch", re.compile(r"infer_schema\(func\): Parameter \w{1,64} has unsupported type"),
-         BEFORE_START, detail="python_package", when=conditions.never_ready, source=SOURCES["infer_schema"]),
+         BEFORE_START, detail="torch_schema", when=conditions.never_ready, source=SOURCES["infer_schema"]),
     # Sleep mode (--enable-sleep-mode; RL frameworks set enable_sleep_mode=True) allocates through vLLM's compiled
     # allocator, and a build without it fails on the first allocation: vLLM's cumem_allocator (device_allocator/
     # cumem.py, 0.7-0.33: a source build that left it out), xpumem on XPU (0.32+), vllm-ascend's camem in

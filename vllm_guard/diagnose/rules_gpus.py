@@ -1,0 +1,69 @@
+"""The failure rules about how many GPUs a start can have: vLLM's world size against the GPUs it sees, data-parallel
+ranks, Ray's placement groups and autoscaler, no GPU at all, and a device index past those visible. Read in their
+place in rules.RULES."""
+
+from __future__ import annotations
+
+import re
+
+from vllm_guard.diagnose import conditions
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import bundle_gpus, numbers_of
+from vllm_guard.diagnose.markers import BEFORE_START
+from vllm_guard.diagnose.rule import Rule
+
+GPU_COUNT_RULES: tuple[Rule, ...] = (
+    Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
+                                    r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
+    Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"),
+         BEFORE_START, numbers=lambda m: numbers_of(m, "gpus"), source=SOURCES["dp_rank"]),
+    # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request
+    # is not vLLM's GPU bundle).
+    Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
+         BEFORE_START, when=conditions.never_ready, source=SOURCES["ray_infeasible"]),
+    # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
+    Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
+                                    r"(?P<where>placement group|cluster)"), BEFORE_START,
+         source=SOURCES["ray_required_gpus"]),
+    # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
+    # The head alone: the rest (the node's resources) is long and pastes hard-wrap it (blind4/b4-024); vllm-ascend
+    # says NPU (its platform's device name, blind4/b4-012).
+    Rule("too_few_gpus", re.compile(r"Current node has no (?:GPU|NPU) available\. current_node_resource="),
+         BEFORE_START, detail="ray_head_without_gpu",
+         source=SOURCES["ray_head_gpu"]),
+    # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
+    # 0.32 says "requiring N GPUs (placement_group_specs=...)" when the group asks for GPUs; a paste may stop in its
+    # last word (blind30/b30-006).
+    Rule("too_few_gpus", re.compile(r"Cannot provide a placement group (?:of|requiring [\d.]{1,8} GPUs \()"
+                                    r"placement_group_specs=.{0,4000}? within (?P<timeout_s>\d+) secon"), BEFORE_START,
+         numbers=lambda m: {**numbers_of(m, "timeout_s"), **bundle_gpus(m.group(0))},
+         source=SOURCES["ray_pg_timeout"]),
+    # Ray Serve (serve/_private/deployment_state.py): a replica that asks for a GPU the cluster does not have waits
+    # unscheduled ("... taken more than 30s to be scheduled ... total resources available: {...}" without a GPU).
+    Rule("too_few_gpus", re.compile(r"taken more than \d{1,6}s to be scheduled\.[^\[]{0,2000}Resources required for "
+                                    r"each replica: \[(?=[^\]]{0,2000}\bGPU\b)[^\]]{0,2000}\], total resources "
+                                    r"available: \{(?![^}]{0,2000}\bGPU\b)[^}]{0,2000}\}"), BEFORE_START,
+         when=conditions.never_ready, source=SOURCES["ray_serve_unscheduled"]),
+    # The same on the V0 Ray executor (vllm/executor/ray_distributed_executor.py _init_workers_ray, 0.6-0.10;
+    # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).
+    Rule("too_few_gpus", re.compile(r"Ray does not allocate any GPUs on the driver node"), BEFORE_START,
+         detail="ray_head_without_gpu", source=SOURCES["ray_driver_gpu"]),
+    # Ray's own check of a bundle index (ray/util/placement_group.py, check_placement_group_index): vLLM's
+    # workers asked for more bundles than the placement group has (OpenRLHF #728).
+    Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "
+                                    r"placement group indexes: 0-(?P<last_index>\d+)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "bundle_index", "last_index"), source=SOURCES["ray_bundle"]),
+    # The exception itself only: a warning may quote it and go on on another device ("RuntimeError('No CUDA GPUs
+    # are available'), using CPU").
+    Rule("too_few_gpus", re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?RuntimeError: No CUDA GPUs are available"),
+         BEFORE_START, detail="no_gpu", source=SOURCES["no_gpu"]),
+    # A device index the process cannot see: tensor parallel (mp backend, one rank per local GPU) or --device past
+    # CUDA_VISIBLE_DEVICES (torch.cuda.set_device, cudaErrorInvalidDevice; torch 2.8+ raises it as AcceleratorError).
+    Rule("too_few_gpus", re.compile(r"Error: (?:CUDA|HIP) error: invalid device ordinal"
+                                    # PyTorch's own check of the index (ATen/cuda/CUDAContext.cpp, 2.x)
+                                    r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
+                                    # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
+                                    r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
+         source=SOURCES["device_ordinal"]),
+)
