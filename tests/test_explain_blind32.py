@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import blind_log
+from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import SHARDS_MISSING, advice_for
 from vllm_guard.diagnose.details_versions import TORCH_SCHEMA
@@ -31,6 +32,7 @@ def test_the_cuda_runtimes_out_of_memory_is_an_oom(prefix: str) -> None:
     # b32-009: "Runtime Error: Cuda error: out of memory at /workspace/csrc/cumem_allocator.cpp: 62" (typed by hand)
     d = classify(blind_log("blind32", prefix))
     assert (d.cls, d.stage) == ("gpu_oom", "unknown")
+    assert d.template == SOURCES["cuda_runtime_oom"]  # not the caching allocator's message (found by a review)
 
 
 KV_TOO_SMALL = ("ERROR 07-05 15:50:00 [core.py:1] ValueError: To serve at least one request with the models's max "

@@ -23,7 +23,7 @@ SIGKILL, SIGBUS = 9, 7
 # to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity" (older) are written by the caching allocator's OOM only
 # (c10/cuda/CUDACachingAllocator.cpp), and a paste may quote them without the head (blind2/b015).
 _OOM = re.compile(
-    r"(?:Error|ERROR)\b.{0,300}?(?:(?:CUDA|HIP|XPU|NPU) out of memory|(?i:cuda error): out of memory)"
+    r"(?:Error|ERROR)\b.{0,300}?(?:CUDA|HIP|XPU|NPU) out of memory"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
