@@ -36,8 +36,9 @@ confident error, none labelled `unknown`), `blind29/` (18 from vllm-project thre
 commit 4191a2e: 18 right, no confident error) and `blind30/` (6 more outside the organisation, at commit f8a01b5: 2
 right, no confident error, 2 labelled `unknown`), `blind31/` (10 from vllm-project threads, at commit e000a91: 6 right,
 1 confident error, 1 labelled `unknown`) and `blind32/` (11 from other projects' threads, at commit 50db3a4: 4 right,
-no confident error, 2 labelled `unknown`) and `blind33/` (13 more from vllm-project threads, at commit dcca400: 10
-right, no confident error, 5 labelled `unknown`).
+no confident error, 2 labelled `unknown`) `blind33/` (13 more from vllm-project threads, at commit dcca400: 10
+right, no confident error, 5 labelled `unknown`) and `blind34/` (5 more from the organisation's threads, at commit
+93dbcdd: 2 right, no confident error).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -61,7 +62,7 @@ REAL = ROOT / "tests" / "data" / "real-logs"
 SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
         "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
-        "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33")
+        "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -167,6 +168,7 @@ def main() -> int:
     print(_score("  blind31/ (scored once before: 6 of 10)", [r for r in failures if r.part == "blind31"]))
     print(_score("  blind32/ (scored once before: 4 of 11)", [r for r in failures if r.part == "blind32"]))
     print(_score("  blind33/ (scored once before: 10 of 13)", [r for r in failures if r.part == "blind33"]))
+    print(_score("  blind34/ (scored once before: 2 of 5)", [r for r in failures if r.part == "blind34"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):

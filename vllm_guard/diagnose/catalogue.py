@@ -62,6 +62,9 @@ SOURCES: dict[str, str] = {
                   "found for cuda with AttentionSelectorConfig(...). Reasons: {BACKEND: [kv_cache_dtype not "
                   "supported, compute capability not supported, ...]}' (the reasons: v1/attention/backend.py "
                   "validate_configuration)",
+    "softcap_backend": "vLLM 0.5.1-0.6 attention/backends/flash_attn.py and xformers.py (metadata build, in the "
+                       "profiling run): 'ValueError: Please use Flashinfer backend for models with logits_soft_cap "
+                       "(i.e., Gemma-2). ... export VLLM_ATTENTION_BACKEND=FLASHINFER.'",
     "selected_backend": "vLLM 0.11-0.33 platforms/cuda.py get_attn_backend_cls: 'Selected backend X is not valid for "
                         "this configuration. Reason: [...]' (--attention-backend or VLLM_ATTENTION_BACKEND)",
     "bnb_model": "vLLM 0.5-0.26 model_executor/model_loader/loader.py (later bitsandbytes_loader.py) "

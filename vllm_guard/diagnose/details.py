@@ -362,6 +362,15 @@ BNB_MODEL = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+SOFTCAP_BACKEND = Advice(
+    "Gemma-2's attention soft-caps its logits, and in this vLLM only the FlashInfer backend does that: vLLM chose "
+    "another because VLLM_ATTENTION_BACKEND was not set when vLLM read it (set in a script after vLLM was imported), "
+    "or FlashInfer is not installed.",
+    ("VLLM_ATTENTION_BACKEND=FLASHINFER in the environment before the process starts (or before `import vllm`), "
+     "with flashinfer installed", "a newer vLLM, whose FlashAttention backend soft-caps too"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
@@ -381,6 +390,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3,
     "sleep_mode_platform": SLEEP_MODE_PLATFORM, "shards_missing": SHARDS_MISSING,
     "no_attention_backend": NO_ATTENTION_BACKEND, "attention_backend": ATTENTION_BACKEND, "bnb_model": BNB_MODEL,
+    "softcap_backend": SOFTCAP_BACKEND,
 }
 
 

@@ -53,7 +53,7 @@ _WORDS = (
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
     "allocator is not available", "Available memory: 0, total memory",
     "referenced in index but missing", "infer_schema", "Selected backend", "BitsAndBytes quantization yet",
-    "AclmdlRICaptureBegin", "No module named", "not a string",
+    "AclmdlRICaptureBegin", "logits_soft_cap", "nrt_tensor_allocate", "No module named", "not a string",
     "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
     "mismatched major/minor versions", "Cannot find the config file for",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",

@@ -25,6 +25,9 @@ SIGKILL, SIGBUS = 9, 7
 _OOM = re.compile(
     r"(?:Error|ERROR)\b.{0,300}?(?:CUDA|HIP|XPU|NPU) out of memory"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
+    # AWS Neuron's runtime (NRT_RESOURCE, status 4) when a tensor does not fit the NeuronCores' memory
+    # (transformers-neuronx under vLLM's neuron backend; blind34/b34-002)
+    r"|nrt_tensor_allocate status=4 message=\"Allocation Failure\""
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
     # allocate 3.98G. That was not possible"; blind23/b23-003's "Error loading program: Attempting to reserve"), and
@@ -183,6 +186,10 @@ RULES: tuple[Rule, ...] = (
                                                 r"AttentionSelectorConfig\("), LOADING, detail="no_attention_backend",
          source=SOURCES["no_backend"]),
     # --attention-backend (or VLLM_ATTENTION_BACKEND) naming one that refuses this model or GPU (the same file)
+    # vLLM 0.5.1-0.6 attention/backends/flash_attn.py and xformers.py: Gemma-2's logit soft-capping runs only on
+    # FlashInfer there (blind34/b34-005: VLLM_ATTENTION_BACKEND set in a script after vLLM had read it)
+    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with logits_soft_cap"), PROFILING,
+         detail="softcap_backend", source=SOURCES["softcap_backend"]),
     Rule("usage_error", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: \["),
          LOADING, detail="attention_backend", source=SOURCES["selected_backend"]),
     # vLLM's bitsandbytes loader (0.5-0.26 model_loader/loader.py, later bitsandbytes_loader.py) before the model's

@@ -1,0 +1,38 @@
+"""`explain` on blind34 (tests/data/real-logs/blind34), the thirty-fourth blind set of issue 26, after its one scoring.
+
+Collected from vllm-project threads by a helper that found the organisation's stored threads nearly exhausted, and
+scored once, whole, at commit 93dbcdd (2 of 5 right, no confident error; README.md there). What its misses taught:
+AWS Neuron's runtime refusing an allocation while transformers-neuronx places the weights, and vLLM 0.5's demand
+for FlashInfer under Gemma-2's logit soft-capping.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import SOFTCAP_BACKEND, advice_for
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+
+
+def test_neurons_allocation_failure_while_placing_the_weights() -> None:
+    # 'RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"' under transformers_neuronx's
+    # shard_along_on_cpu -> parallel_to_nc
+    d = classify(blind_log("blind34", "b34-002"))
+    assert (d.cls, d.stage) == ("oom_loading", "weight_loading")
+
+
+def test_neurons_allocation_failure_alone_is_an_oom_at_an_unknown_stage() -> None:
+    d = classify('RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"\n')
+    assert (d.cls, d.stage) == ("gpu_oom", "unknown")
+
+
+def test_gemma2s_soft_capping_without_flashinfer() -> None:
+    # vLLM 0.5.3: "ValueError: Please use Flashinfer backend for models with logits_soft_cap (i.e., Gemma-2). ..."
+    d = classify(blind_log("blind34", "b34-005"))
+    assert (d.cls, d.detail) == ("usage_error", "softcap_backend")
+    assert advice_for(d) is SOFTCAP_BACKEND and isinstance(next_step(d, Settings()), Stop)
+
+
+def test_what_blind34_read_right_at_its_score() -> None:
+    want = {"b34-001": "usage_error", "b34-004": "unsupported_architecture"}
+    assert {p: classify(blind_log("blind34", p)).cls for p in want} == want
