@@ -100,9 +100,9 @@ SOURCES: dict[str, str] = {
                      "clients joined.'",
     "rendezvous": "PyTorch c10d: DistNetworkError/DistStoreError timed out, connection refused, no route to host",
     "uvicorn_bind": "uvicorn server.py startup: '[Errno 98] error while attempting to bind on address (host, port): "
-                    "address already in use'",
+                    "address already in use' (errno 48 on macOS and the BSDs)",
     "cpython_bind": "CPython socket.bind in vLLM's API server (entrypoints/openai/api_server.py run_server / "
-                    "launcher.py create_server_socket): 'OSError: [Errno 98] Address already in use'",
+                    "launcher.py create_server_socket): 'OSError: [Errno 98] Address already in use' (48 on macOS)",
     "disk": "the OS: 'OSError: [Errno 28] No space left on device'",
     "disk_quota": "the OS (Linux errno.h EDQUOT): 'OSError: [Errno 122] Disk quota exceeded', a write past the user's "
                   "or project's quota on that filesystem",
@@ -149,6 +149,10 @@ SOURCES: dict[str, str] = {
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "
                         ".../cumem_allocator.cpp:N')",
+    "ray_driver_bundle": "vLLM 0.4-0.10 executor/ray_utils.py _verify_bundles: 'driver node id X is not included in a "
+                         "placement group P. ... You don't have enough GPUs available in a current node.'",
+    "v0_zero_blocks": "vLLM 0.2-0.10 V0 executor determine_num_available_blocks: '# GPU blocks: 0, # CPU blocks: N', "
+                      "before worker.py raise_if_cache_size_invalid's 'No available memory for the cache blocks'",
     "sleep_allocator": "vLLM 0.7-0.33 device_allocator/cumem.py CuMemAllocator.get_instance: 'assert cumem_available, "
                        "\"cumem allocator is not available\"' (vllm.cumem_allocator not built); xpumem.py (0.32+) "
                        "'xpumem allocator is not available'; vllm-ascend device_allocator/camem.py 'camem allocator is "

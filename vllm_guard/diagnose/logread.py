@@ -152,8 +152,10 @@ _XOSCAR = re.compile(r"\[address=[^\]\s,]{1,300}, pid=-?\d{1,10}\] ")
 # --- wrapped lines -------------------------------------------------------------------
 
 # A line that starts a record of its own: a log level, a traceback part, an exception, a bar.
+# Not "(" before a figure: a message wrapped before its own parenthesis ("max seq len (40960), " / "(5.62 GiB KV cache
+# is needed, ..."; blind35/b35-003); a process's prefix is read into LogLine.proc, not left in the text.
 _NEW_RECORD = re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|Traceback|During handling|The above exception"
-                         r"|\s|\[|\(|[\w.]{1,100}(?:Error|Exception|Warning|Exit)\b|[\w.]{1,100}: )")
+                         r"|\s|\[|\((?!\d)|[\w.]{1,100}(?:Error|Exception|Warning|Exit)\b|[\w.]{1,100}: )")
 
 
 def continuation(lines: list[LogLine], i: int) -> LogLine | None:
@@ -172,7 +174,7 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
 
 
 # the commonest starts of _NEW_RECORD, tested first without the regex
-_RECORD_STARTS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", " ", "[", "(")
+_RECORD_STARTS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", " ", "[")
 
 
 # --- tracebacks ------------------------------------------------------------------------

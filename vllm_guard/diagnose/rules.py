@@ -92,6 +92,11 @@ RULES: tuple[Rule, ...] = (
     Rule("no_kv_memory", re.compile(r"Available memory: 0, total memory: (?P<total_bytes>\d{6,20})(?!\d)"), KV_CACHE,
          numbers=lambda m: numbers_of(m, "total_bytes"), when=conditions.never_ready, warning=True,
          source=SOURCES["ascend_no_kv"]),
+    # V0's executor (0.2-0.10 gpu_executor.py / distributed_gpu_executor.py determine_num_available_blocks) logs the
+    # blocks it found before the workers raise "No available memory for the cache blocks" (worker.py
+    # raise_if_cache_size_invalid), a line a paste often cuts (blind35/b35-007): a warning, a decisive line wins.
+    Rule("no_kv_memory", re.compile(r"# GPU blocks: 0, # CPU blocks: \d{1,12}"), KV_CACHE,
+         when=conditions.never_ready, warning=True, source=SOURCES["v0_zero_blocks"]),
     # 0.6.5-0.9 said it in their profiling summary, then found no block for it and raised "No available memory for
     # the cache blocks" (V0: 0 GPU blocks; V1 0.8-0.9: check_enough_kv_cache_memory), a line a paste often cuts.
     # Their budget holds no CUDA-graph memory (captured after the KV cache is sized): detail before_graphs.

@@ -49,6 +49,11 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # ray_gpu_executor.py before): "Ray does not allocate any GPUs on the driver node" (vllm #12983).
     Rule("too_few_gpus", re.compile(r"Ray does not allocate any GPUs on the driver node"), BEFORE_START,
          detail="ray_head_without_gpu", source=SOURCES["ray_driver_gpu"]),
+    # vLLM 0.4-0.10 executor/ray_utils.py _verify_bundles: the placement group has no GPU bundle on the node the
+    # driver runs on ("driver node id X is not included in a placement group ... You don't have enough GPUs available
+    # in a current node."; blind35/b35-002, GPUStack over two nodes)
+    Rule("too_few_gpus", re.compile(r"driver node id \w{1,64} is not included in a placement group"), BEFORE_START,
+         detail="ray_head_without_gpu", source=SOURCES["ray_driver_bundle"]),
     # Ray's own check of a bundle index (ray/util/placement_group.py, check_placement_group_index): vLLM's
     # workers asked for more bundles than the placement group has (OpenRLHF #728).
     Rule("too_few_gpus", re.compile(r"placement group bundle index (?P<bundle_index>\d+) is invalid\. Valid "

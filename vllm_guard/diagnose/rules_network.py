@@ -55,11 +55,13 @@ NETWORK_RULES: tuple[Rule, ...] = (
                                r"|(?:Client error '429|Server error '50[0234]) [\w .-]{1,40}' for url 'https?://"
                                r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"),
          BEFORE_START, detail="hub_refused", when=conditions.not_retried, source=SOURCES["hub_refused"]),
-    Rule("port_in_use", re.compile(r"\[Errno 98\] error while attempting to bind on address \('?[^,]{0,255}?'?, "
-                                   r"(?P<port>\d+)\): (?:\[errno 98\] )?address already in use"), BEFORE_START,
+    # EADDRINUSE is 98 on Linux and 48 on macOS and the BSDs (vllm-metal on a Mac: blind35/b35-001)
+    Rule("port_in_use", re.compile(r"\[(?:Errno 98|Errno 48)\] error while attempting to bind on address "
+                                   r"\('?[^,]{0,255}?'?, (?P<port>\d+)\): (?:\[errno (?:98|48)\] )?address already in "
+                                   r"use"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "port"), when=conditions.api_bind(r"address \('?[^,]{0,255}?'?, (\d+)\)"),
          source=SOURCES["uvicorn_bind"]),
-    Rule("port_in_use", re.compile(r"OSError: \[Errno 98\] Address already in use"), BEFORE_START,
+    Rule("port_in_use", re.compile(r"OSError: \[(?:Errno 98|Errno 48)\] Address already in use"), BEFORE_START,
          when=conditions.api_bind(r"(?!x)x"), source=SOURCES["cpython_bind"]),
     # torch.distributed's TCPStore (vLLM's process group, or the framework's that drives it) could not bind: a port
     # other than the API's, taken between being picked and being bound (torch 2.2+ c10d socket.cpp; before: "has
