@@ -35,6 +35,14 @@ def test_the_cuda_runtimes_out_of_memory_is_an_oom(prefix: str) -> None:
     assert d.template == SOURCES["cuda_runtime_oom"]  # not the caching allocator's message (found by a review)
 
 
+def test_the_evidence_is_the_wrappers_own_line() -> None:
+    # found by a review: the quote is read as an error, and shown as vLLM wrote it
+    line = ("(EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [multiproc_executor.py:1] Worker failed with error 'CUDA "
+            "error: out of memory', please check the stack trace above for the root cause")
+    d = classify(line + "\n")
+    assert d.cls == "gpu_oom" and d.evidence[0].endswith("please check the stack trace above for the root cause")
+
+
 KV_TOO_SMALL = ("ERROR 07-05 15:50:00 [core.py:1] ValueError: To serve at least one request with the models's max "
                 "seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory "
                 "(2.00 GiB). Based on the available memory, the estimated maximum model length is 16384.\n")
@@ -47,7 +55,8 @@ AUTOTUNE = ("[rank0]:E0705 15:48:23.150000 434379 torch/_inductor/select_algorit
 
 def test_the_runtimes_words_on_a_line_that_is_no_error_decide_nothing() -> None:
     # found by a review: the autotuner's dropped choice must not hide the KV message after it, nor fail a ready start
-    assert classify(AUTOTUNE + KV_TOO_SMALL).cls == "kv_cache_too_small"
+    loading = "INFO 07-05 15:41:00 [gpu_model_runner.py:1] Starting to load model /m...\n"
+    assert classify(loading + AUTOTUNE + KV_TOO_SMALL).cls == "kv_cache_too_small"
     assert classify(AUTOTUNE + "INFO:     Application startup complete.\n").cls == "unknown"
     warned = "WARNING 05-01 10:00:01 [custom_all_reduce.py:1] Custom allreduce disabled: CUDA error: out of memory\n"
     assert classify(warned + "INFO:     Application startup complete.\n").cls == "unknown"

@@ -29,6 +29,26 @@ def test_the_kv_cache_dtype_among_the_reasons_stays_the_kv_cache_reading() -> No
     assert (d.cls, d.detail) == ("quant_unsupported", "kv_cache_dtype")
 
 
+def test_the_kv_cache_dtype_among_reasons_past_the_long_selector_config() -> None:
+    # found by a review: the reasons follow the whole AttentionSelectorConfig(...), past 500 characters
+    config = ", ".join(f"field_{n}=False" for n in range(40))
+    d = classify(f"ValueError: No valid attention backend found for cuda with AttentionSelectorConfig({config}). "
+                 "Reasons: {FLASHINFER: [compute capability not supported], TRITON_ATTN: [kv_cache_dtype not "
+                 "supported]}.\n")
+    assert (d.cls, d.detail) == ("quant_unsupported", "kv_cache_dtype")
+    step = next_step(d, Settings(kv_cache_dtype="nvfp4"))
+    assert isinstance(step, Step) and (step.param, step.value) == ("kv-cache-dtype", "auto")
+
+
+def test_a_chosen_backend_refusing_the_kv_cache_dtype_undoes_the_dtype() -> None:
+    # found by a review: a profile pinning FLASH_ATTN and an fp8 KV cache the ladder set
+    d = classify("ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
+                 "Reason: ['kv_cache_dtype not supported']\n")
+    assert (d.cls, d.detail) == ("quant_unsupported", "kv_cache_dtype")
+    step = next_step(d, Settings(kv_cache_dtype="fp8"), guard_set_kv_dtype=True)
+    assert isinstance(step, Step) and (step.param, step.value) == ("kv-cache-dtype", "auto")
+
+
 def test_an_attention_backend_chosen_that_refuses_the_model() -> None:
     d = classify("ValueError: Selected backend FLASHMLA is not valid for this configuration. Reason: ['compute "
                  "capability not supported']\n")

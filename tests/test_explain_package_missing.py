@@ -88,3 +88,16 @@ def test_a_logged_import_failure_does_not_hide_a_hang() -> None:
     plugin = ("ERROR 05-01 10:00:01 [__init__.py:44] Failed to load plugin lmcache_plugin\n"
               + _traceback(SITE, "lmcache"))
     assert classify(f"{first}\n{plugin}{rest}").cls == classify(hang).cls == "startup_hang"
+
+
+def test_one_ranks_missing_import_is_not_hidden_by_the_others_waiting() -> None:
+    # found by a review: rank 1 dies importing triton, rank 0 waits on the message queue
+    rank1 = "(VllmWorker rank=1 pid=4243) ERROR 05-01 10:00:05 [multiproc_executor.py:1] "
+    log = ("INFO 05-01 10:00:00 [core.py:1] Initializing a V1 LLM engine (v0.9.1) with config: model='m'\n"
+           + "".join(rank1 + x + "\n" for x in (
+               "WorkerProc failed to start.", "Traceback (most recent call last):",
+               '  File "/usr/lib/python3.12/site-packages/xgrammar/kernels/k.py", line 3, in <module>',
+               "    import triton", "ModuleNotFoundError: No module named 'triton'"))
+           + "(VllmWorker rank=0 pid=4242) INFO 05-01 10:01:05 [shm_broadcast.py:1] No available shared memory "
+             "broadcast block found in 60 second.\n" * 2)
+    assert classify(log).detail == "package_missing"

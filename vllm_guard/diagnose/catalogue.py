@@ -145,6 +145,8 @@ SOURCES: dict[str, str] = {
     "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "
                     "type T. The valid types are: ...', raised as vLLM registers its custom ops at import "
                     "(vllm/utils direct_register_custom_op)",
+    "neuron_oom": "AWS Neuron runtime (libnrt, NRT_RESOURCE = 4) through torch-neuron's _parallel_to_neuron: "
+                  "'RuntimeError: nrt_tensor_allocate status=4 message=\"Allocation Failure\"'",
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "

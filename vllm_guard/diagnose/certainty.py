@@ -41,9 +41,7 @@ FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
     (KV_CACHE, frozenset(("initialize_kv_cache", "_allocate_kv_cache", "allocate_kv_cache", "_init_cache_engine",
                           "initialize_kv_cache_tensors", "_allocate_kv_cache_tensors", "init_cache_engine"))),
     (LOADING, frozenset(("load_model", "load_weights", "create_weights", "make_layers", "get_model",
-                         "initialize_model", "_initialize_model", "_init_workers", "init_model",
-                         # transformers-neuronx (vLLM's neuron backend, 0.3-0.9) placing the weights on the cores
-                         "shard_along_on_cpu", "parallel_to_nc", "to_neuron"))),
+                         "initialize_model", "_initialize_model", "_init_workers", "init_model"))),
 )
 
 

@@ -259,12 +259,14 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     supported = fallback.supported(lines, tbs, signal, ctx)
     if supported is not None:
         return supported
-    hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
-    if hung is not None:
-        return hung
+    # before a hang: one rank's import that ended its start, the others waiting for it (a plugin vLLM logged as
+    # skipped, or an import the start's progress went past, is not read)
     missing = fallback.package_missing(lines, tbs, signal, ctx)
     if missing is not None:
         return missing
+    hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
+    if hung is not None:
+        return hung
     return Diagnosis("unknown", final_stage, {}, last_errors(lines, tbs), signal, context=ctx, confidence="none",
                      stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
 
@@ -272,6 +274,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
            reached: progress.Progress, frame_stage: Callable[[str, int], str | None], signal: int | None,
            aside: list[Diagnosis], own: Callable[[], frozenset[int]] = frozenset) -> Diagnosis | None:
+    # what the log says: V1's wrapper line itself, not the candidate that reads its quote as an error
+    said = lines[i].text if text.startswith(WORKER_ERROR) else text
     if _HOST_OOM.search(text):
         killed = next((m for line in lines[i:i + 5] if (m := _KILLED.search(line.text))), None)
         numbers: dict[str, Any] = {"process": killed.group("process")} if killed else {}
@@ -290,7 +294,7 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         numbers = rule.numbers(m) if rule.numbers else {}
         if rule.warning:
             if not any(d.template == rule.source for d in aside):
-                aside.append(Diagnosis(rule.cls, rule.stage or reached.at[i], numbers, evidence(lines, i, text), signal,
+                aside.append(Diagnosis(rule.cls, rule.stage or reached.at[i], numbers, evidence(lines, i, said), signal,
                                        rule.detail, ctx, confidence="medium", template=rule.source,
                                        stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS))
             continue
@@ -301,7 +305,7 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             held = held_by_another(text, numbers, own)
             if held is not None:  # the OOM names who holds the GPU: that is the failure, at whatever stage
                 at = UNKNOWN_STAGE if placed == BEFORE_START else placed
-                return Diagnosis("gpu_busy", at, {**numbers, **held}, evidence(lines, i, text), signal,
+                return Diagnosis("gpu_busy", at, {**numbers, **held}, evidence(lines, i, said), signal,
                                  "oom_other_process", ctx, confidence="medium",
                                  template=SUPPORT_SOURCES["oom_other_process"],
                                  stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how)
@@ -311,15 +315,15 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
                 # change, so keep looking for a decisive line and say gpu_oom only when none comes.
                 if not any(d.cls == "gpu_oom" for d in aside):
                     at = UNKNOWN_STAGE if placed == BEFORE_START else placed
-                    aside.append(Diagnosis("gpu_oom", at, numbers, evidence(lines, i, text), signal,
+                    aside.append(Diagnosis("gpu_oom", at, numbers, evidence(lines, i, said), signal,
                                            context=ctx, confidence="medium", template=rule.source,
                                            stage_from=certainty.NO_STAGE if at == UNKNOWN_STAGE else how))
                 continue
-            return Diagnosis(cls, at, numbers, evidence(lines, i, text), signal, context=ctx,
+            return Diagnosis(cls, at, numbers, evidence(lines, i, said), signal, context=ctx,
                              confidence="high" if how == certainty.FRAMES else "medium", template=rule.source,
                              stage_from=how)
         at = rule.stage or reached.at[i]
-        return Diagnosis(rule.cls, at, numbers, evidence(lines, i, text), signal, rule.detail, ctx,
+        return Diagnosis(rule.cls, at, numbers, evidence(lines, i, said), signal, rule.detail, ctx,
                          template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
     return None
 

@@ -365,9 +365,10 @@ BNB_MODEL = Advice(
 SOFTCAP_BACKEND = Advice(
     "Gemma-2's attention soft-caps its logits, and in this vLLM only the FlashInfer backend does that: vLLM chose "
     "another because VLLM_ATTENTION_BACKEND was not set when vLLM read it (set in a script after vLLM was imported), "
-    "or FlashInfer is not installed.",
-    ("VLLM_ATTENTION_BACKEND=FLASHINFER in the environment before the process starts (or before `import vllm`), "
-     "with flashinfer installed", "a newer vLLM, whose FlashAttention backend soft-caps too"),
+    "FlashInfer is not installed, or FlashInfer does not run here (ROCm; GPUs before Ampere).",
+    ("on an NVIDIA GPU of compute capability 8.0 or later: VLLM_ATTENTION_BACKEND=FLASHINFER in the environment "
+     "before the process starts (or before `import vllm`), with flashinfer installed",
+     "elsewhere (ROCm, V100, T4): a newer vLLM, whose other backends soft-cap too"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

@@ -294,8 +294,7 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logr
 
 def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
                     ctx: dict[str, Any]) -> Diagnosis | None:
-    """version_mismatch (medium) when an installed package's import of a module not installed ended the start; read
-    after a hang, which a logged import failure must not hide."""
+    """version_mismatch (medium) when an installed package's import of a module not installed ended the start."""
     missing = None if ready(lines) else _package_missing(lines, tbs)
     if missing is None:
         return None

@@ -140,8 +140,8 @@ NOT_RELAXABLE_DETAIL = {
     "attention_backend": "the attention backend chosen refuses this model or GPU: drop it from the profile",
     "bnb_model": "this vLLM has no bitsandbytes support for the model's class: another format or vLLM",
     "torch_schema": "this vLLM was written for another torch release: install the torch it pins, no setting helps",
-    "softcap_backend": "this vLLM soft-caps Gemma-2's logits only on FlashInfer: set VLLM_ATTENTION_BACKEND in the "
-                       "environment, not a setting the ladder changes",
+    "softcap_backend": "this vLLM soft-caps Gemma-2's logits only on FlashInfer (VLLM_ATTENTION_BACKEND, Ampere or "
+                       "later) or in a newer vLLM: not a setting the ladder changes",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",
     "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",

@@ -25,9 +25,6 @@ SIGKILL, SIGBUS = 9, 7
 _OOM = re.compile(
     r"(?:Error|ERROR)\b.{0,300}?(?:CUDA|HIP|XPU|NPU) out of memory"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
-    # AWS Neuron's runtime (NRT_RESOURCE, status 4) when a tensor does not fit the NeuronCores' memory
-    # (transformers-neuronx under vLLM's neuron backend; blind34/b34-002)
-    r"|nrt_tensor_allocate status=4 message=\"Allocation Failure\""
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
     # allocate 3.98G. That was not possible"; blind23/b23-003's "Error loading program: Attempting to reserve"), and
@@ -122,6 +119,12 @@ RULES: tuple[Rule, ...] = (
     Rule("oom", re.compile(r"(?:Error|ERROR)\b.{0,300}?(?i:cuda error): out of memory"
                            r"|(?i:cuda error): out of memory at \S{0,300}cumem_allocator\.cpp"),
          source=SOURCES["cuda_runtime_oom"]),
+    # AWS Neuron's runtime (NRT_RESOURCE, status 4) when a tensor does not fit the NeuronCores' memory
+    # (transformers-neuronx under vLLM's neuron backend, 0.3-0.9; blind34/b34-002). Its placement helpers
+    # (shard_along, parallel_to_nc) carry both the weights and the KV cache (decoder.py init_caches), so its frames
+    # do not say which: the stage is the start's.
+    Rule("oom", re.compile(r"nrt_tensor_allocate status=4 message=\"Allocation Failure\""),
+         source=SOURCES["neuron_oom"]),
     Rule("shm_exhausted", re.compile(
         r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib"),
@@ -179,21 +182,28 @@ RULES: tuple[Rule, ...] = (
     Rule("quant_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
                                          r"dtypes are"), detail="fp8_e4m3", when=conditions.never_ready,
          source=SOURCES["triton_fp8e4nv"]),
-    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,500}?kv_cache_dtype not supported"),
+    # (the reasons follow the whole AttentionSelectorConfig(...), which runs past 500 characters)
+    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,4000}?kv_cache_dtype not supported"),
          LOADING,
          detail="kv_cache_dtype", source=SOURCES["no_backend"]),
+    # a backend chosen by name that refuses the KV-cache dtype (a profile pinning FLASH_ATTN, and an fp8 KV cache the
+    # ladder set): the dtype is what a setting undoes
+    Rule("quant_unsupported", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: "
+                                         r"\[[^\]]{0,1000}kv_cache_dtype not supported"), LOADING,
+         detail="kv_cache_dtype", source=SOURCES["selected_backend"]),
     # The same selection with no backend for the model's attention on this GPU for other reasons (vLLM 0.11-0.33
     # platforms/cuda.py and rocm.py get_attn_backend_cls; the reasons per backend from v1/attention/backend.py
     # validate_configuration: compute capability, head size, MLA or sparse MLA, sinks, sliding window), e.g.
     # DeepSeek V3.2's sparse MLA below Hopper (blind33/b33-002). A setting listed among the reasons (block size, a
     # KV connector, batch invariance) is in the advice.
     Rule("unsupported_architecture", re.compile(r"No valid attention backend found for \S{1,64} with "
-                                                r"AttentionSelectorConfig\("), LOADING, detail="no_attention_backend",
-         source=SOURCES["no_backend"]),
+                                                r"(?:AttentionSelectorConfig\(|head_size)"), LOADING,
+         detail="no_attention_backend", source=SOURCES["no_backend"]),
     # --attention-backend (or VLLM_ATTENTION_BACKEND) naming one that refuses this model or GPU (the same file)
     # vLLM 0.5.1-0.6 attention/backends/flash_attn.py and xformers.py: Gemma-2's logit soft-capping runs only on
-    # FlashInfer there (blind34/b34-005: VLLM_ATTENTION_BACKEND set in a script after vLLM had read it)
-    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with logits_soft_cap"), PROFILING,
+    # FlashInfer there (blind34/b34-005: VLLM_ATTENTION_BACKEND set in a script after vLLM had read it); 0.5.1 wrote
+    # "withlogits_soft_cap" (vllm #6218)
+    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with ?logits_soft_cap"), PROFILING,
          detail="softcap_backend", source=SOURCES["softcap_backend"]),
     Rule("usage_error", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: \["),
          LOADING, detail="attention_backend", source=SOURCES["selected_backend"]),
