@@ -38,8 +38,9 @@ right, no confident error, 2 labelled `unknown`), `blind31/` (10 from vllm-proje
 1 confident error, 1 labelled `unknown`) and `blind32/` (11 from other projects' threads, at commit 50db3a4: 4 right,
 no confident error, 2 labelled `unknown`) `blind33/` (13 more from vllm-project threads, at commit dcca400: 10
 right, no confident error, 5 labelled `unknown`) `blind34/` (5 more from the organisation's threads, at commit
-93dbcdd: 2 right, no confident error) and `blind35/` (8 from other projects' threads and committed files, at commit
-85fa776: 3 right, no confident error, 3 labelled `unknown`).
+93dbcdd: 2 right, no confident error) `blind35/` (8 from other projects' threads and committed files, at commit
+85fa776: 3 right, no confident error, 3 labelled `unknown`) and `blind36/` (14 from threads written in Chinese, any
+organisation, at commit 7188160: 9 right, no confident error, 2 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -64,7 +65,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
-        "blind35")
+        "blind35", "blind36")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -172,6 +173,7 @@ def main() -> int:
     print(_score("  blind33/ (scored once before: 10 of 13)", [r for r in failures if r.part == "blind33"]))
     print(_score("  blind34/ (scored once before: 2 of 5)", [r for r in failures if r.part == "blind34"]))
     print(_score("  blind35/ (scored once before: 3 of 8)", [r for r in failures if r.part == "blind35"]))
+    print(_score("  blind36/ (scored once before: 9 of 14)", [r for r in failures if r.part == "blind36"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):

@@ -140,6 +140,9 @@ SOURCES: dict[str, str] = {
     "ascend_no_kv": "vllm-ascend 0.9-0.13 worker/worker_v1.py NPUWorker.determine_available_memory: 'Available "
                     "memory: {available_kv_cache_memory}, total memory: {total_npu_memory}' (bytes, clamped at 0 by "
                     "max(..., 0)), before vLLM's 'No available memory for the cache blocks'",
+    "download_integrity": "ModelScope hub file_download.py file_integrity_validation: 'modelscope.hub.errors."
+                          "FileIntegrityError: File X integrity check failed, expected sha256 signature is ..., the "
+                          "download may be incomplete, please try again'",
     "shards_missing": "vLLM 0.32 model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files: "
                       "'FileNotFoundError: Weight files referenced in index but missing: {...}'",
     "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "

@@ -157,6 +157,11 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
             return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
                               "/dev/shm (NCCL_DEBUG=INFO names which)"
+        if "NCCL error" in line.text and "unhandled cuda error" in line.text:
+            # a CUDA call failed inside NCCL's set-up: P2P between the GPUs, the driver (blind31/b31-007,
+            # blind36/b36-002, labelled network by their collectors with those second readings)
+            return "network", "NCCL failed a CUDA call while connecting the workers: P2P between the GPUs or the " \
+                              "driver (NCCL_DEBUG=INFO names which; NCCL_P2P_DISABLE=1 tests P2P)"
     cut = [tb for tb in tbs if tb.exception is None and tb.frames]
     if cut:
         stage = stage_of_frames(cut[-1].frames)

@@ -372,6 +372,14 @@ SOFTCAP_BACKEND = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+DOWNLOAD_INTEGRITY = Advice(
+    "A downloaded weight file failed its checksum: the download was cut, or several processes downloaded into the "
+    "same cache at once (with VLLM_USE_MODELSCOPE and tensor parallelism each worker may fetch the model).",
+    ("download the model once before starting (`modelscope download` or `hf download`) and pass its local path",
+     "delete the partial file from the cache and start again"),
+    ("changing vLLM's memory settings",),
+)
+
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
@@ -392,6 +400,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "sleep_mode_platform": SLEEP_MODE_PLATFORM, "shards_missing": SHARDS_MISSING,
     "no_attention_backend": NO_ATTENTION_BACKEND, "attention_backend": ATTENTION_BACKEND, "bnb_model": BNB_MODEL,
     "softcap_backend": SOFTCAP_BACKEND,
+    "download_integrity": DOWNLOAD_INTEGRITY,
 }
 
 

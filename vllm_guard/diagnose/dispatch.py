@@ -54,6 +54,7 @@ _WORDS = (
     "allocator is not available", "Available memory: 0, total memory",
     "referenced in index but missing", "infer_schema", "Selected backend", "BitsAndBytes quantization yet",
     "AclmdlRICaptureBegin", "logits_soft_cap", "nrt_tensor_allocate", "driver node id",
+    "integrity check failed",
     "# GPU blocks: 0", "No module named", "not a string",
     "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
     "mismatched major/minor versions", "Cannot find the config file for",

@@ -142,6 +142,7 @@ NOT_RELAXABLE_DETAIL = {
     "torch_schema": "this vLLM was written for another torch release: install the torch it pins, no setting helps",
     "softcap_backend": "this vLLM soft-caps Gemma-2's logits only on FlashInfer (VLLM_ATTENTION_BACKEND, Ampere or "
                        "later) or in a newer vLLM: not a setting the ladder changes",
+    "download_integrity": "a downloaded weight file failed its checksum: download the model again, no setting helps",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",
     "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",

@@ -73,6 +73,10 @@ FILE_RULES: tuple[Rule, ...] = (
     # (the path in backticks; a runner that prints the exception's repr keeps the words: blind30/b30-004)
     Rule("model_access", re.compile(r"Cannot find any model weights with [`/~.\w]"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
+    # ModelScope's hub (VLLM_USE_MODELSCOPE) checking a downloaded file's sha256 (modelscope/hub/file_download.py
+    # file_integrity_validation): a cut download, or workers downloading into one cache at once (blind36/b36-006)
+    Rule("model_access", re.compile(r"FileIntegrityError: File \S{1,1000} integrity check failed"), LOADING,
+         detail="download_integrity", source=SOURCES["download_integrity"]),
     # vLLM 0.32 weight_utils.py filter_duplicate_safetensors_files: the checkpoint's model.safetensors.index.json
     # names shards the folder does not hold (a download cut short: config.json and the index arrive first;
     # blind32/b32-001)
