@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import NO_KERNEL, TOWER_WEIGHTS_MISSING, advice_for
+from vllm_guard.diagnose.details import NO_KERNEL, advice_for
+from vllm_guard.diagnose.details_files import TOWER_WEIGHTS_MISSING
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

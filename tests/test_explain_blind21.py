@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import TOKENIZER_MISSING, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_files import TOKENIZER_MISSING
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

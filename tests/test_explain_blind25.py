@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import MISTRAL_TOKENIZER, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_files import MISTRAL_TOKENIZER
 
 
 @pytest.mark.parametrize(("name", "prefix", "cls", "detail", "confidence"), [

@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import SHARDS_MISSING, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_files import SHARDS_MISSING
 from vllm_guard.diagnose.details_versions import TORCH_SCHEMA
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import DOWNLOAD_INTEGRITY, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_files import DOWNLOAD_INTEGRITY
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

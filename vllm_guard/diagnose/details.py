@@ -3,6 +3,7 @@ program written for another vLLM release), and the advice a diagnosis gets."""
 
 from __future__ import annotations
 
+from vllm_guard.diagnose.details_files import FILE_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, Advice
@@ -32,20 +33,6 @@ RAY_HEAD_WITHOUT_GPU = Advice(
     ("adding GPUs to the other nodes",),
 )
 
-HUB_UNREACHABLE = Advice(
-    "The Hugging Face Hub could not be reached: offline mode (HF_HUB_OFFLINE=1), no network, a proxy or a firewall. "
-    "vLLM resolves a model id on the Hub even when the files are cached (vllm #3719).",
-    ("the model's local path instead of its id (`hf download ID --local-dir DIR`, then --model DIR)",
-     "HF_HUB_OFFLINE=1 only once the config, tokenizer and weights are all in the cache",
-     "HF_ENDPOINT for a mirror, HTTPS_PROXY for a proxy"),
-    ("raising timeouts before the Hub answers at all", "changing vLLM's memory settings"),
-)
-CONFIG_MISSING = Advice(
-    "The model repository or folder has no config.json where vLLM looked: a wrong id or path, or the model lives on "
-    "another revision or in a subfolder.",
-    ("check the id and the files on the Hub", "--revision (and --tokenizer-revision) for a model on another branch",
-     "a local folder that holds config.json itself"), ("a token, when the Hub answered 404 rather than 401/403",),
-)
 
 EXCLUSIVE_GPU = Advice(
     "The GPU is in Exclusive Process compute mode and another process already holds it, or it is unavailable.",
@@ -141,13 +128,6 @@ QUANT_PLATFORM = Advice(
      "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
 )
 
-HUB_REFUSED = Advice(
-    "The Hugging Face Hub answered but refused (429: too many requests), failed (5xx), or answered too slowly (a "
-    "read timeout): the network reaches it.",
-    ("for 429: HF_TOKEN (authenticated requests have a higher limit), then wait", "for 5xx: start again later",
-     "for a read timeout: HF_HUB_ETAG_TIMEOUT / HF_HUB_DOWNLOAD_TIMEOUT of a minute",
-     "download once with `hf download` and serve the local folder"), ("changing vLLM's memory settings",),
-)
 QUANT_SHAPE = Advice(
     "A quantized layer's share on one GPU is not a whole number of quant groups or kernel tiles: tensor parallel "
     "splits its input or output unevenly, or the layer's own shape does not fit the kernel (Marlin's 64-wide "
@@ -156,26 +136,6 @@ QUANT_SHAPE = Advice(
      "--quantization gptq)"), ("retrying unchanged",),
 )
 
-NO_WEIGHTS = Advice(
-    "The model folder or repository has no weight file vLLM can load: only the config and tokenizer arrived (a "
-    "download stopped, an upload not finished), or the weights are in a format --load-format does not read.",
-    ("list the folder: *.safetensors (or *.bin) shards as model.safetensors.index.json names them",
-     "download again (`hf download`), or point --load-format at the format the files are in"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-WEIGHTS_UNREADABLE = Advice(
-    "A weight file is not a whole checkpoint: a download cut short (MetadataIncompleteBuffer, PyTorch's zip "
-    "reader), or a git-lfs pointer or HTML page saved in its place (HeaderTooLarge).",
-    ("compare the file sizes with the repository's; `git lfs pull` in a git clone", "download the shards again"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-SHARDS_MISSING = Advice(
-    "The checkpoint's index (model.safetensors.index.json) names weight shards that the folder does not hold: a "
-    "download cut short or a partial copy (config.json and the index arrive first, so the folder looks complete).",
-    ("download the model again into the same folder (`hf download ID --local-dir DIR` fetches what is missing)",
-     "compare the shards the index names with the folder's files"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
 INTERNAL_PORT = Advice(
     "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
     "(vLLM's, or the framework's that drives it). vLLM picks a free port and binds it later, so another job on the "
@@ -189,39 +149,17 @@ MMAP_ENOMEM = Advice(
     ("a larger memory limit for the container or pod", "`sysctl vm.overcommit_memory` (0 is the default)",
      "fewer vLLM processes loading at once on the host"), ("changing GPU memory settings",),
 )
-CHECKPOINT_LAYOUT = Advice(
-    "The checkpoint holds a weight that vLLM's implementation of its architecture does not define: a model saved "
-    "with another head (a sequence-classification or reward head on a generative architecture), extra modules a "
-    "fine-tune added, or a layout only a newer vLLM knows.",
-    ("the architecture the checkpoint was saved as (config.json's architectures) against vLLM's supported models",
-     "for a classifier or reward model: vLLM's pooling runner (--runner pooling) where this vLLM has the class",
-     "a newer vLLM, when the model is newer than it"), ("changing memory settings", "retrying unchanged"),
-)
 NOT_MULTIMODAL = Advice(
     "vLLM refused a multimodal option because it does not treat this model as multimodal: most often a vision model "
     "newer than this vLLM (its architecture falls back to a text-only class), or a text-only model given the option.",
     ("a vLLM release that lists the model among its multimodal models", "drop --limit-mm-per-prompt for a text-only "
      "model"), ("changing memory settings",),
 )
-TOWER_WEIGHTS_MISSING = Advice(
-    "The checkpoint has no vision (or audio) tower, while vLLM's class for its architecture builds one: a text-only "
-    "export of a multimodal model. vLLM builds a tower while any medium it reads is accepted, and a medium left out "
-    "of --limit-mm-per-prompt keeps a limit of 999.",
-    ("--language-model-only, or --limit-mm-per-prompt with every medium at 0 (images and videos for most models)",
-     "a text-only architecture for the checkpoint (--hf-overrides), where vLLM has one"),
-    ("downloading the model again", "changing memory settings"),
-)
 NO_KERNEL = Advice(
     "This vLLM build has no kernel for the checkpoint's weight format on this GPU; its message lists why each "
     "candidate refused.",
     ("a checkpoint in a format this GPU has kernels for (or the unquantized model)", "a vLLM build that has the "
      "kernel, or the environment override the message names"), ("changing memory settings", "retrying unchanged"),
-)
-WEIGHTS_MISSING = Advice(
-    "The checkpoint lacks weights its config declares: a shard missing from the download, or an export that left a "
-    "tensor out (an lm_head with tie_word_embeddings false).",
-    ("the model's safetensors index against the files there", "download again; for a broken export, the model's own "
-     "fix or a config that matches its weights"), ("changing memory settings", "retrying unchanged"),
 )
 CONFIG_CHECK = Advice(
     "vLLM's own settings checks refused the combination it was given (a scheduler, cache, parallel, LoRA or "
@@ -284,14 +222,6 @@ QUANT_DTYPE = Advice(
      "on a GPU without that dtype (bfloat16 needs compute capability 8.0): a checkpoint quantized another way"),
     ("--dtype half when half is the dtype refused", "retrying unchanged"),
 )
-MISTRAL_TOKENIZER = Advice(
-    "vLLM loaded the model's tokenizer as a Mistral-format one, and the folder has no Mistral tokenizer file "
-    "(tekken.json or tokenizer.model.vN): either the files are incomplete, or the model is not a Mistral-format one "
-    "and the Mistral tokenizer was chosen for it.",
-    ("--tokenizer-mode hf (or auto) for a model with a Hugging Face tokenizer (tokenizer.json)",
-     "for a Mistral model: download it whole, tekken.json included"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
 QUANT_CONFIG_MISSING = Advice(
     "--quantization names a method, and the checkpoint has no quantization config vLLM can find for it (no "
     "quantization_config in config.json, no quant_config.json or the method's own file): the model is not quantized, "
@@ -314,13 +244,6 @@ FORK_CUDA = Advice(
     "child.",
     ("VLLM_WORKER_MULTIPROC_METHOD=spawn in the environment",
      "create the engine before any CUDA call, under `if __name__ == \"__main__\":` in a script"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-TOKENIZER_MISSING = Advice(
-    "The model's tokenizer class reads a SentencePiece file (tokenizer.model) that its folder or repository does not "
-    "have, and there is no tokenizer.json to use instead: transformers handed sentencepiece no file at all.",
-    ("list the model's files: tokenizer.json or tokenizer.model must be there beside config.json",
-     "--tokenizer naming the repository the checkpoint was made from (a quantized copy often leaves them out)"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
@@ -372,35 +295,23 @@ SOFTCAP_BACKEND = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
-DOWNLOAD_INTEGRITY = Advice(
-    "A downloaded weight file failed its checksum: the download was cut, or several processes downloaded into the "
-    "same cache at once (with VLLM_USE_MODELSCOPE and tensor parallelism each worker may fetch the model).",
-    ("download the model once before starting (`modelscope download` or `hf download`) and pass its local path",
-     "delete the partial file from the cache and start again"),
-    ("changing vLLM's memory settings",),
-)
 
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
+    **FILE_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
-    "hub": HUB_UNREACHABLE, "config_missing": CONFIG_MISSING, "exclusive": EXCLUSIVE_GPU,
-    "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE, "pp_layers": PP_LAYERS,
-    "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
+    "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE,
+    "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
     "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
-    "inspection_failed": INSPECTION_FAILED, "hub_refused": HUB_REFUSED, "quant_group": QUANT_SHAPE,
-    "config_check": CONFIG_CHECK, "no_weights": NO_WEIGHTS, "weights_unreadable": WEIGHTS_UNREADABLE,
-    "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "checkpoint_layout": CHECKPOINT_LAYOUT,
-    "not_multimodal": NOT_MULTIMODAL, "weights_missing": WEIGHTS_MISSING,
-    "tower_weights_missing": TOWER_WEIGHTS_MISSING, "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS,
-    "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA, "numa_bind": NUMA_BIND,
-    "tokenizer_missing": TOKENIZER_MISSING, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
-    "quant_config_missing": QUANT_CONFIG_MISSING, "mistral_tokenizer": MISTRAL_TOKENIZER, "quant_dtype": QUANT_DTYPE,
-    "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3,
-    "sleep_mode_platform": SLEEP_MODE_PLATFORM, "shards_missing": SHARDS_MISSING,
+    "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
+    "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
+    "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA,
+    "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
+    "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
+    "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,
     "no_attention_backend": NO_ATTENTION_BACKEND, "attention_backend": ATTENTION_BACKEND, "bnb_model": BNB_MODEL,
     "softcap_backend": SOFTCAP_BACKEND,
-    "download_integrity": DOWNLOAD_INTEGRITY,
 }
 
 

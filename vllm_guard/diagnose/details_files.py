@@ -1,0 +1,119 @@
+"""What helps for a reading about the model's files (a Diagnosis's detail): the Hub that cannot be reached or refuses,
+a missing config.json, weights that are missing, cut or unreadable, a tokenizer file the model lacks. The rules are
+rules_files.py and rules_network.py."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.knowledge import Advice
+
+HUB_UNREACHABLE = Advice(
+    "The Hugging Face Hub could not be reached: offline mode (HF_HUB_OFFLINE=1), no network, a proxy or a firewall. "
+    "vLLM resolves a model id on the Hub even when the files are cached (vllm #3719).",
+    ("the model's local path instead of its id (`hf download ID --local-dir DIR`, then --model DIR)",
+     "HF_HUB_OFFLINE=1 only once the config, tokenizer and weights are all in the cache",
+     "HF_ENDPOINT for a mirror, HTTPS_PROXY for a proxy"),
+    ("raising timeouts before the Hub answers at all", "changing vLLM's memory settings"),
+)
+
+CONFIG_MISSING = Advice(
+    "The model repository or folder has no config.json where vLLM looked: a wrong id or path, or the model lives on "
+    "another revision or in a subfolder.",
+    ("check the id and the files on the Hub", "--revision (and --tokenizer-revision) for a model on another branch",
+     "a local folder that holds config.json itself"), ("a token, when the Hub answered 404 rather than 401/403",),
+)
+
+HUB_REFUSED = Advice(
+    "The Hugging Face Hub answered but refused (429: too many requests), failed (5xx), or answered too slowly (a "
+    "read timeout): the network reaches it.",
+    ("for 429: HF_TOKEN (authenticated requests have a higher limit), then wait", "for 5xx: start again later",
+     "for a read timeout: HF_HUB_ETAG_TIMEOUT / HF_HUB_DOWNLOAD_TIMEOUT of a minute",
+     "download once with `hf download` and serve the local folder"), ("changing vLLM's memory settings",),
+)
+
+NO_WEIGHTS = Advice(
+    "The model folder or repository has no weight file vLLM can load: only the config and tokenizer arrived (a "
+    "download stopped, an upload not finished), or the weights are in a format --load-format does not read.",
+    ("list the folder: *.safetensors (or *.bin) shards as model.safetensors.index.json names them",
+     "download again (`hf download`), or point --load-format at the format the files are in"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+WEIGHTS_UNREADABLE = Advice(
+    "A weight file is not a whole checkpoint: a download cut short (MetadataIncompleteBuffer, PyTorch's zip "
+    "reader), or a git-lfs pointer or HTML page saved in its place (HeaderTooLarge).",
+    ("compare the file sizes with the repository's; `git lfs pull` in a git clone", "download the shards again"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+CHECKPOINT_LAYOUT = Advice(
+    "The checkpoint holds a weight that vLLM's implementation of its architecture does not define: a model saved "
+    "with another head (a sequence-classification or reward head on a generative architecture), extra modules a "
+    "fine-tune added, or a layout only a newer vLLM knows.",
+    ("the architecture the checkpoint was saved as (config.json's architectures) against vLLM's supported models",
+     "for a classifier or reward model: vLLM's pooling runner (--runner pooling) where this vLLM has the class",
+     "a newer vLLM, when the model is newer than it"), ("changing memory settings", "retrying unchanged"),
+)
+
+WEIGHTS_MISSING = Advice(
+    "The checkpoint lacks weights its config declares: a shard missing from the download, or an export that left a "
+    "tensor out (an lm_head with tie_word_embeddings false).",
+    ("the model's safetensors index against the files there", "download again; for a broken export, the model's own "
+     "fix or a config that matches its weights"), ("changing memory settings", "retrying unchanged"),
+)
+
+TOWER_WEIGHTS_MISSING = Advice(
+    "The checkpoint has no vision (or audio) tower, while vLLM's class for its architecture builds one: a text-only "
+    "export of a multimodal model. vLLM builds a tower while any medium it reads is accepted, and a medium left out "
+    "of --limit-mm-per-prompt keeps a limit of 999.",
+    ("--language-model-only, or --limit-mm-per-prompt with every medium at 0 (images and videos for most models)",
+     "a text-only architecture for the checkpoint (--hf-overrides), where vLLM has one"),
+    ("downloading the model again", "changing memory settings"),
+)
+
+TOKENIZER_MISSING = Advice(
+    "The model's tokenizer class reads a SentencePiece file (tokenizer.model) that its folder or repository does not "
+    "have, and there is no tokenizer.json to use instead: transformers handed sentencepiece no file at all.",
+    ("list the model's files: tokenizer.json or tokenizer.model must be there beside config.json",
+     "--tokenizer naming the repository the checkpoint was made from (a quantized copy often leaves them out)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+MISTRAL_TOKENIZER = Advice(
+    "vLLM loaded the model's tokenizer as a Mistral-format one, and the folder has no Mistral tokenizer file "
+    "(tekken.json or tokenizer.model.vN): either the files are incomplete, or the model is not a Mistral-format one "
+    "and the Mistral tokenizer was chosen for it.",
+    ("--tokenizer-mode hf (or auto) for a model with a Hugging Face tokenizer (tokenizer.json)",
+     "for a Mistral model: download it whole, tekken.json included"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+SHARDS_MISSING = Advice(
+    "The checkpoint's index (model.safetensors.index.json) names weight shards that the folder does not hold: a "
+    "download cut short or a partial copy (config.json and the index arrive first, so the folder looks complete).",
+    ("download the model again into the same folder (`hf download ID --local-dir DIR` fetches what is missing)",
+     "compare the shards the index names with the folder's files"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+DOWNLOAD_INTEGRITY = Advice(
+    "A downloaded weight file failed its checksum: the download was cut, or several processes downloaded into the "
+    "same cache at once (with VLLM_USE_MODELSCOPE and tensor parallelism each worker may fetch the model).",
+    ("download the model once before starting (`modelscope download` or `hf download`) and pass its local path",
+     "delete the partial file from the cache and start again"),
+    ("changing vLLM's memory settings",),
+)
+
+FILE_ADVICE: dict[str, Advice] = {
+    "hub": HUB_UNREACHABLE,
+    "config_missing": CONFIG_MISSING,
+    "hub_refused": HUB_REFUSED,
+    "no_weights": NO_WEIGHTS,
+    "weights_unreadable": WEIGHTS_UNREADABLE,
+    "checkpoint_layout": CHECKPOINT_LAYOUT,
+    "weights_missing": WEIGHTS_MISSING,
+    "tower_weights_missing": TOWER_WEIGHTS_MISSING,
+    "tokenizer_missing": TOKENIZER_MISSING,
+    "mistral_tokenizer": MISTRAL_TOKENIZER,
+    "shards_missing": SHARDS_MISSING,
+    "download_integrity": DOWNLOAD_INTEGRITY,
+}
