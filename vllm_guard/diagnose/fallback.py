@@ -295,8 +295,8 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logr
 def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
                     ctx: dict[str, Any]) -> Diagnosis | None:
     """version_mismatch (medium) when an installed package's import of a module not installed ended the start."""
-    missing = None if ready(lines) else _package_missing(lines, tbs)
-    if missing is None:
+    missing = _package_missing(lines, tbs)  # before ready(): a million-line log without the import costs nothing
+    if missing is None or ready(lines):
         return None
     return _raised_by_frame(lines, missing, "imported by", "package_missing", "package_missing", signal, ctx)
 
