@@ -261,7 +261,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
         return supported
     # before a hang: one rank's import that ended its start, the others waiting for it (a plugin vLLM logged as
     # skipped, or an import the start's progress went past, is not read)
-    missing = fallback.package_missing(lines, tbs, signal, ctx)
+    missing = fallback.package_missing(lines, tbs, reached, signal, ctx)
     if missing is not None:
         return missing
     hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited

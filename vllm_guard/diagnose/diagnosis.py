@@ -4,6 +4,7 @@ shows: the root cause first, cut to a readable length. Pure."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,17 @@ def ready(lines: list[LogLine]) -> bool:
 def cut(text: str) -> str:
     text = text.strip()
     return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}... (line cut)"
+
+
+# vLLM's plugin loader logs a plugin that fails to load, with its traceback, and goes on (plugins/__init__.py
+# load_plugins_by_group, 0.6-0.33: logger.exception("Failed to load plugin %s", ...)): not the start's failure.
+_PLUGIN_SKIPPED = "Failed to load plugin "
+
+
+def skipped_plugin(lines: Sequence[LogLine], first: int) -> bool:
+    """The traceback starting at line `first` is one vLLM logged for a plugin it skipped (its line just above)."""
+    return any(_PLUGIN_SKIPPED in lines[j].text and lines[j].proc == lines[first].proc
+               for j in range(max(0, first - 2), first))
 
 
 def evidence(lines: list[LogLine], i: int, text: str) -> tuple[str, ...]:

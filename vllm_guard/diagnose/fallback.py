@@ -12,7 +12,7 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, conditions, logread, progress
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready
+from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready, skipped_plugin
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
@@ -264,12 +264,10 @@ _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>(?!vl
 # An installed package's own code, or a vLLM platform plugin's package (often an editable install from a source
 # tree, not under site-packages): the plugins by name, not any folder called vllm_something (a user's vllm_demo/).
 _PLUGIN_PACKAGE = re.compile(r"[/\\]vllm_(?:ascend|omni|gaudi|spyre|rbln|metax|kunlun|mlu|musa)[/\\]")
-# vLLM's plugin loader logs a plugin that fails to import and goes on (plugins/__init__.py load_plugins_by_group:
-# logger.exception("Failed to load plugin %s", ...)).
-_PLUGIN_SKIPPED = re.compile(r"Failed to load plugin ")
 
 
-def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logread.Traceback | None:
+def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback],
+                     reached: progress.Progress) -> logread.Traceback | None:
     """The start's last error is an installed package importing a module that is not installed: a dependency its
     install left out (xgrammar's triton on a TPU host, blind27/b27-008), or a plugin's compiled part not built
     (vllm-ascend's custom_ops, blind23/b23-005). A user's own script importing what it lacks is not read."""
@@ -286,16 +284,15 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback]) -> logr
     # plugin it skipped, nor when the start's progress lines went on past it
     if not conditions.last_error(m.group(0), lines, tb.exception, {}):
         return None
-    if any(_PLUGIN_SKIPPED.search(above.text) for above in lines[max(0, tb.first - 2):tb.first + 1]):
+    if skipped_plugin(lines, tb.first):
         return None
-    reached = progress.progress(lines)
     return tb if reached.final == reached.at[tb.exception] else None
 
 
-def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
-                    ctx: dict[str, Any]) -> Diagnosis | None:
+def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: progress.Progress,
+                    signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:
     """version_mismatch (medium) when an installed package's import of a module not installed ended the start."""
-    missing = _package_missing(lines, tbs)  # before ready(): a million-line log without the import costs nothing
+    missing = _package_missing(lines, tbs, reached)  # before ready(): a log without the import costs nothing
     if missing is None or ready(lines):
         return None
     return _raised_by_frame(lines, missing, "imported by", "package_missing", "package_missing", signal, ctx)

@@ -11,7 +11,7 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, logread
 from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
-from vllm_guard.diagnose.diagnosis import Diagnosis
+from vllm_guard.diagnose.diagnosis import Diagnosis, skipped_plugin
 from vllm_guard.diagnose.hang import EVIDENCE_CHARS, HANG_STAGES, UNKNOWN, WaitingLine, activity_of, waiting_line
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
@@ -119,21 +119,12 @@ def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | 
                       context)
 
 
-# vLLM's plugin loader logs a plugin that fails to load, with its traceback, and goes on (plugins/__init__.py
-# load_plugins_by_group, 0.6-0.33: logger.exception("Failed to load plugin %s", ...)): no trouble for the start.
-_PLUGIN_SKIPPED = "Failed to load plugin "
-
-
 def _skipped_plugins(lines: Sequence[LogLine]) -> set[int]:
     """The lines of each plugin vLLM failed to load and went on without: its line and the traceback after it."""
     skipped: set[int] = set()
     for tb in logread.tracebacks(list(lines)):
-        if tb.exception is None or tb.first < 1:
-            continue
-        said = next((j for j in range(tb.first - 1, max(-1, tb.first - 3), -1)
-                     if _PLUGIN_SKIPPED in lines[j].text and lines[j].proc == lines[tb.first].proc), None)
-        if said is not None:
-            skipped.update(range(said, tb.exception + 1))
+        if tb.exception is not None and skipped_plugin(lines, tb.first):
+            skipped.update(range(max(0, tb.first - 2), tb.exception + 1))
     return skipped
 
 
