@@ -150,15 +150,14 @@ def run_cli_stdin(text: str, *extra: str, json_out: bool = True):
 KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016-gpu_oom.log",
                           "b8-032-version_mismatch.log", "b8-033-version_mismatch.log", "b9-036-startup_hang.log",
                           "b10-029-startup_hang.log", "b12-006-usage_error.log",
-                          "b13-015-unknown.log", "b15-009-unknown.log",
                           "b18-003-startup_hang.log",  # blind18's one, recorded at its score (README.md there)
                           "b19-012-unsupported_architecture.log",  # blind19's (its other, b19-013, is read since)
                           "b20-003-gpu_oom.log",  # blind20's: the collector named oom_cudagraph the closest reading
                           "b21-003-version_mismatch.log",  # blind21's: transformers' architecture words, as b8-032
                           "b22-011-unknown.log",  # blind22's: a weight name vLLM's class lacks, labelled unknown
-                          # blind27's four and blind28's one, each the collector's own second (or third) reading
+                          # blind27's three left and blind28's one, each the collector's own second (or third) reading
                           "b27-006-usage_error.log", "b27-007-unknown.log", "b27-015-usage_error.log",
-                          "b27-020-unknown.log", "b28-002-usage_error.log",
+                          "b28-002-usage_error.log",
                           # Triton's fp8e4nv refusal, labelled dtype_unsupported with quant_unsupported second: the
                           # house's class for a KV-cache dtype the GPU cannot run, as blind21/b21-004 is labelled
                           "b30-002-dtype_unsupported.log",

@@ -67,6 +67,9 @@ SOURCES: dict[str, str] = {
                        "(i.e., Gemma-2). ... export VLLM_ATTENTION_BACKEND=FLASHINFER.'",
     "selected_backend": "vLLM 0.11-0.33 platforms/cuda.py get_attn_backend_cls: 'Selected backend X is not valid for "
                         "this configuration. Reason: [...]' (--attention-backend or VLLM_ATTENTION_BACKEND)",
+    "nvfp4_moe_dp": "vLLM 0.10-0.11 model_executor/layers/quantization/utils/flashinfer_fp4_moe.py "
+                    "select_nvfp4_gemm_impl: 'CutlassExpertsFp4 doesn't support DP. Use flashinfer CUTLASS Fused MoE "
+                    "backend instead (set VLLM_USE_FLASHINFER_MOE_FP4=1)'",
     "bnb_model": "vLLM 0.5-0.26 model_executor/model_loader/loader.py (later bitsandbytes_loader.py) "
                  "BitsAndBytesModelLoader: 'AttributeError: Model X does not support BitsAndBytes quantization yet.' "
                  "(\"No 'packed_modules_mapping' found.\", 'MoE Model X ...')",

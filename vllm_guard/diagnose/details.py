@@ -285,6 +285,15 @@ BNB_MODEL = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+NVFP4_MOE_DP = Advice(
+    "vLLM's own CUTLASS kernels for NVFP4 mixture-of-experts layers do not run with data parallelism; FlashInfer's "
+    "CUTLASS fused-MoE kernels do, and vLLM uses them only when VLLM_USE_FLASHINFER_MOE_FP4=1 is set (and only on "
+    "the GPUs FlashInfer's check accepts: compute capability 10.0 in these releases).",
+    ("VLLM_USE_FLASHINFER_MOE_FP4=1, as vLLM's message says", "tensor parallelism instead of --data-parallel-size",
+     "a newer vLLM, whose MoE backend selection covers more GPUs"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 SOFTCAP_BACKEND = Advice(
     "Gemma-2's attention soft-caps its logits, and in this vLLM only the FlashInfer backend does that: vLLM chose "
     "another because VLLM_ATTENTION_BACKEND was not set when vLLM read it (set in a script after vLLM was imported), "
@@ -311,7 +320,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,
     "no_attention_backend": NO_ATTENTION_BACKEND, "attention_backend": ATTENTION_BACKEND, "bnb_model": BNB_MODEL,
-    "softcap_backend": SOFTCAP_BACKEND,
+    "softcap_backend": SOFTCAP_BACKEND, "nvfp4_moe_dp": NVFP4_MOE_DP,
 }
 
 

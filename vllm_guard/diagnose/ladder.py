@@ -139,6 +139,8 @@ NOT_RELAXABLE_DETAIL = {
     "no_attention_backend": "no attention backend of this vLLM runs the model on this GPU: another GPU or vLLM",
     "attention_backend": "the attention backend chosen refuses this model or GPU: drop it from the profile",
     "bnb_model": "this vLLM has no bitsandbytes support for the model's class: another format or vLLM",
+    "nvfp4_moe_dp": "vLLM's NVFP4 MoE kernels refuse data parallelism: VLLM_USE_FLASHINFER_MOE_FP4=1 or tensor "
+                    "parallelism, not a setting the ladder changes",
     "torch_schema": "this vLLM was written for another torch release: install the torch it pins, no setting helps",
     "softcap_backend": "this vLLM soft-caps Gemma-2's logits only on FlashInfer (VLLM_ATTENTION_BACKEND, Ampere or "
                        "later) or in a newer vLLM: not a setting the ladder changes",

@@ -166,7 +166,11 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
     # A terminal that hard-wraps a prefixed line writes the rest without the prefix ("(EngineCore pid=316) ...
     # (4.26 GiB KV cach" / "e is needed, ..."): an unprefixed next line may continue a prefixed one.
     if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 or len(line.text) < 60 \
-            or line.text.endswith((".", ":", ")")):
+            or line.text.endswith((".", ")")):
+        return None
+    # A colon ends a line that introduces the next record, except before a quoted value on the next line: a message
+    # wrapped before the name it quotes (blind37/b37-013: "... or 'namespace/repo_name':" / "'/home/...'").
+    if line.text.endswith(":") and not nxt.text.startswith(("'", '"')):
         return None
     if nxt.text.startswith(_RECORD_STARTS) or _NEW_RECORD.match(nxt.text):
         return None

@@ -33,6 +33,9 @@ _OOM = re.compile(
     r"|Error loading program: Attempting to reserve|Out of memory while trying to allocate)"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
+    # the same message's tail (2.1+), all a paste may keep when it is cut at its start (blind37/b37-002: a Hugging
+    # Face Space's error box)
+    r"|Of the allocated memory [\d.]{1,20} ?[GMK]i?B is allocated by PyTorch"
 )
 RULES: tuple[Rule, ...] = (
     # argparse refusing --quantization's value: this vLLM (or its platform plugin) does not know the method, as
@@ -212,6 +215,10 @@ RULES: tuple[Rule, ...] = (
     # 'get_expert_mapping' method."; blind33/b33-007: LlavaForConditionalGeneration on 0.6)
     Rule("quant_unsupported", re.compile(r"(?:MoE )?Model \w{1,128} does not support BitsAndBytes quantization yet"),
          LOADING, detail="bnb_model", source=SOURCES["bnb_model"]),
+    # vLLM's native CUTLASS NVFP4 MoE experts refuse data parallelism (FlashInfer's CUTLASS MoE runs it), when the
+    # experts are chosen as the weights are set up (blind37/b37-016: an NVFP4 MiniMax-M2 under DP)
+    Rule("quant_unsupported", re.compile(r"CutlassExpertsFp4 doesn't support DP"), LOADING, detail="nvfp4_moe_dp",
+         source=SOURCES["nvfp4_moe_dp"]),
     # vllm-ascend's graph capture (ACL graph through torch_npu's NPUGraph.capture_begin) failing to get memory: CANN
     # prints "[Error]: Failed to apply for memory." right after the call (blind33/b33-008, a second model on the NPU)
     Rule("oom_cudagraph", re.compile(r"AclmdlRICaptureBegin\(capture_stream_, capture_mode\), error code is \d{1,8}"),
