@@ -131,7 +131,8 @@ SOURCES: dict[str, str] = {
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
                     "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "
-                 "CUDA with multiprocessing, you must use the 'spawn' start method'",
+                 "CUDA with multiprocessing, you must use the 'spawn' start method'; torch_npu's npu/__init__.py "
+                 "_lazy_init the same with NPU",
     "sentencepiece_file": "sentencepiece's SWIG extension (_sentencepiece.SentencePieceProcessor_LoadFromFile, called "
                           "from sentencepiece/__init__.py LoadFromFile): 'TypeError: not a string' for a model file of "
                           "None, as transformers 4.x LlamaTokenizer.get_spm_processor passes it when the model has no "

@@ -129,6 +129,12 @@ _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device dete
                           r"detected, vLLM is running on UnspecifiedPlatform"
                           # torch.device("") from the unspecified platform's empty device_type (vLLM 0.6+)
                           r"|RuntimeError: Device string must not be empty")
+# A model class's load_weights looking up a checkpoint's weight name it does not have (params_dict[name], vLLM
+# 0.2-0.6; later vLLM says "There is no module or parameter named"): the checkpoint's layout and the installed vLLM's
+# (or transformers') class differ. Labelled model_access (blind39/b39-004, b39-005), unknown (blind10/b10-001),
+# quant_unsupported with a quantized checkpoint (blind23/b23-014): a candidate, not a class.
+_WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale|"
+                         r"weight_zero_point|input_scale)'")
 # NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
 _NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
@@ -157,6 +163,10 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
             return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
                               "/dev/shm (NCCL_DEBUG=INFO names which)"
+        if "KeyError: '" in line.text and _WEIGHT_KEY.search(logread.body(line.text)):
+            return "model_access", "the checkpoint holds a weight the installed vLLM's class for the model does not " \
+                                   "(a checkpoint in another layout or quantization format, or a model variant " \
+                                   "newer than this vLLM or transformers)"
         if "NCCL error" in line.text and "unhandled cuda error" in line.text:
             # a CUDA call failed inside NCCL's set-up: P2P between the GPUs, the driver (blind31/b31-007,
             # blind36/b36-002, labelled network by their collectors with those second readings)

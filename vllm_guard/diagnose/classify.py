@@ -267,8 +267,12 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
-    return Diagnosis("unknown", final_stage, {}, last_errors(lines, tbs), signal, context=ctx, confidence="none",
-                     stage_from=certainty.PROGRESS, hint=certainty.hint_for(lines, tbs))
+    # a paste of a traceback alone: its frames say where it failed when no progress line does (blind39/b39-004, a
+    # KeyError in a model's load_weights)
+    placed = certainty.stage_of_frames(tbs[-1].frames) if tbs and final_stage == BEFORE_START else None
+    return Diagnosis("unknown", placed or final_stage, {}, last_errors(lines, tbs), signal, context=ctx,
+                     confidence="none", stage_from=certainty.FRAMES if placed else certainty.PROGRESS,
+                     hint=certainty.hint_for(lines, tbs))
 
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],

@@ -239,9 +239,9 @@ OOM_OTHER_PROCESS = Advice(
     ("raising --gpu-memory-utilization", "--enforce-eager or a smaller batch while the GPU is held"),
 )
 FORK_CUDA = Advice(
-    "CUDA was already initialised in the process that started vLLM (the program touched the GPU before creating the "
-    "engine, or a library did at import), and vLLM's workers were forked from it: CUDA cannot be used in a forked "
-    "child.",
+    "CUDA (or an Ascend NPU's runtime) was already initialised in the process that started vLLM (the program "
+    "touched the GPU before creating the engine, or a library did at import), and vLLM's workers were forked from "
+    "it: the device cannot be used in a forked child.",
     ("VLLM_WORKER_MULTIPROC_METHOD=spawn in the environment",
      "create the engine before any CUDA call, under `if __name__ == \"__main__\":` in a script"),
     ("changing vLLM's memory settings", "retrying unchanged"),

@@ -56,7 +56,7 @@ _WORDS = (
     "AclmdlRICaptureBegin", "logits_soft_cap", "nrt_tensor_allocate", "driver node id",
     "integrity check failed",
     "# GPU blocks: 0", "No module named", "not a string",
-    "re-initialize CUDA", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
+    "in forked subprocess", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
     "mismatched major/minor versions", "Cannot find the config file for",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",

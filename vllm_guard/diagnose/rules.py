@@ -291,8 +291,9 @@ RULES: tuple[Rule, ...] = (
     # PyTorch's lazy CUDA init in a forked child of a process that had already initialised CUDA (torch/cuda/
     # __init__.py _lazy_init): the program touched the GPU before vLLM forked its workers. vLLM 0.32 switches to
     # spawn itself when it sees CUDA initialised (utils/system_utils.py _maybe_force_spawn); a path that does not,
-    # or an older release, fails so (blind11/b11-006: 0.5.4; blind22/b22-008).
-    Rule("usage_error", re.compile(r"Cannot re-initialize CUDA in forked subprocess"), BEFORE_START,
+    # or an older release, fails so (blind11/b11-006: 0.5.4; blind22/b22-008). torch_npu says the same of an Ascend
+    # NPU under vllm-ascend (blind39/b39-008).
+    Rule("usage_error", re.compile(r"Cannot re-initialize (?:CUDA|NPU) in forked subprocess"), BEFORE_START,
          detail="fork_cuda", source=SOURCES["fork_cuda"]),
     *FILE_RULES,
     *VERSION_RULES,
