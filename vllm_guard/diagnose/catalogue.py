@@ -157,7 +157,8 @@ SOURCES: dict[str, str] = {
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "
-                        ".../cumem_allocator.cpp:N')",
+                        ".../cumem_allocator.cpp:N'), and the driver API's as torch raises it ('CUDA driver error: "
+                        "out of memory', C10_CUDA_DRIVER_CHECK in c10/cuda/driver_api.h)",
     "ray_driver_bundle": "vLLM 0.4-0.10 executor/ray_utils.py _verify_bundles: 'driver node id X is not included in a "
                          "placement group P. ... You don't have enough GPUs available in a current node.'",
     "v0_zero_blocks": "vLLM 0.2-0.10 V0 executor determine_num_available_blocks: '# GPU blocks: 0, # CPU blocks: N', "

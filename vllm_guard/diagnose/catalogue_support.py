@@ -33,7 +33,8 @@ SUPPORT_SOURCES: dict[str, str] = {
     "oom_other_process": "PyTorch 2.1+ CUDACachingAllocator's OOM message, which lists the GPU's processes ('Process "
                          "N has X GiB memory in use') and this one's ('Including non-PyTorch memory, this process has "
                          "Y GiB memory in use'): another holds half the GPU or more, and at least twice what this "
-                         "process holds",
+                         "process holds; or, when the OOM came as vLLM allocated the KV cache it had sized, more than "
+                         "a tenth of the GPU (V0 sizes it without counting other processes)",
     "vllm_api": "the Python interpreter, when a program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's "
                 "vllm backend, LLaMA-Factory) calls it as another release spelled it: \"AttributeError: 'LLMEngine' "
                 "object has no attribute 'model_executor'\" (V1's LLMEngine, 0.8+), \"TypeError: __init__() got an "

@@ -22,7 +22,7 @@ from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, ev
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
-from vllm_guard.diagnose.markers import BEFORE_START, LOADING, stage_of
+from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, stage_of
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
 
@@ -306,7 +306,7 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
             placed, how = reached.oom_stage(lines, i, frame_stage)
-            held = held_by_another(text, numbers, own)
+            held = held_by_another(text, numbers, own, kv_sized=placed == KV_CACHE)
             if held is not None:  # the OOM names who holds the GPU: that is the failure, at whatever stage
                 at = UNKNOWN_STAGE if placed == BEFORE_START else placed
                 return Diagnosis("gpu_busy", at, {**numbers, **held}, evidence(lines, i, said), signal,

@@ -231,8 +231,9 @@ QUANT_CONFIG_MISSING = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 OOM_OTHER_PROCESS = Advice(
-    "Other processes hold most of this GPU's memory: PyTorch's out-of-memory message names them and how much they "
-    "hold, against what vLLM's process had when it ran out.",
+    "Other processes hold the memory vLLM needed on this GPU (most of it, or, when vLLM had already sized its KV "
+    "cache, the part it counted on): PyTorch's out-of-memory message names them and how much they hold, against "
+    "what vLLM's process had when it ran out.",
     ("find who holds it (nvidia-smi, or `vllm-guard snapshot`) and free the GPU, or wait for it",
      "give vLLM another GPU (CUDA_VISIBLE_DEVICES)", "stop orphaned VLLM::EngineCore processes you own",
      "lower --gpu-memory-utilization to what is free once vLLM itself has exited"),

@@ -84,15 +84,20 @@ _LISTED = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use")
 _THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
 
 
-def held_by_another(line: str, numbers: dict[str, Any],
-                    own_pids: Callable[[], frozenset[int]] = frozenset) -> dict[str, Any] | None:
+def held_by_another(line: str, numbers: dict[str, Any], own_pids: Callable[[], frozenset[int]] = frozenset,
+                    kv_sized: bool = False) -> dict[str, Any] | None:
     """PyTorch 2.1+'s OOM (CUDACachingAllocator reportProcessMemoryInfo) writes NVML's processes on the GPU in
     NVML's order, this one in place as "Including non-PyTorch memory, this process has ...", the others as "Process
     N has ...": other processes holding half the GPU or more, and at least twice what this one holds, are why it ran
     out. None when this process is not named as such (in a container's pid namespace it is a "Process N" too), when
     a listed pid is one of vLLM's own (two workers on one GPU), or when the figures add up to more than the GPU
     holds (a MIG slice reports its parent GPU's processes; NVML's "not available" prints as 16 GiB * 2**30). The
-    largest other process's figures, and all of theirs together."""
+    largest other process's figures, and all of theirs together.
+
+    kv_sized: the OOM came as vLLM allocated the KV cache it had sized from its own profile. V0 (0.6.4-0.10
+    worker.py determine_num_available_blocks) sizes it as utilization x total less its own use, not counting other
+    processes, so another one holding more than the headroom left above the default utilization (10% of the GPU) is
+    why it ran out, however much this one holds (blind38/b38-002: 16.64 of 44.34 GiB against this one's 27.53)."""
     this = _THIS.search(line)
     if this is None:
         return None
@@ -102,7 +107,9 @@ def held_by_another(line: str, numbers: dict[str, Any],
         return None
     others = sum(v for _, v in listed)
     total = numbers.get("total_gib") or (others + this_gib + (numbers.get("free_gib") or 0.0))
-    if others + this_gib > total * 1.02 + 0.5 or others < 2 * this_gib or others < 0.5 * total:
+    if others + this_gib > total * 1.02 + 0.5:
+        return None
+    if (others < 0.1 * total) if kv_sized else (others < 2 * this_gib or others < 0.5 * total):
         return None
     if any(pid in own_pids() for pid, _ in listed):  # read from the log only now: a scan of every line
         return None

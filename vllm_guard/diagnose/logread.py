@@ -188,6 +188,11 @@ _RECORD_STARTS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", 
 _LOG_PREFIX = re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
                          r"\[?[\w./-]{1,200}:\d{1,6}\] ?")
 _FRAME = re.compile(r'^\s{0,8}File "?(?P<path>[^"]{1,1000})", line \d{1,7}, in (?P<func>\S{1,200})')
+# IPython's (a notebook's cell output): 8.x "File /path/x.py:427, in LLMEngine._initialize_kv_caches(self)", 7.x
+# "/path/x.py in _initialize_kv_caches(self)"; its functions are qualified names, their last part is Python's name
+# (blind38: notebooks' saved outputs).
+_IPYTHON_FRAME = re.compile(r"^File (?P<path>.{1,1000}?\.py):\d{1,7}, in (?P<func>[\w.<>]{1,200})"
+                            r"|^(?P<path7>[~/].{0,1000}?\.py) in (?P<func7>[\w<>]{1,200})\(")
 _EXCEPTION_HEAD = re.compile(r"^(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt)"
                              r"(?::|$)|^(?:[a-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}: ")
 MAX_FRAMES = 400
@@ -202,6 +207,18 @@ def body(text: str) -> str:
     return text
 
 
+def _frame(b: str) -> Frame | None:
+    """A traceback frame's file and function, as Python or IPython writes it."""
+    m = _FRAME.match(b)
+    if m is not None:
+        return Frame(m.group("path"), m.group("func"))
+    if b.startswith(("File ", "/", "~")) and (m := _IPYTHON_FRAME.match(b)) is not None:
+        if m.group("path") is not None:
+            return Frame(m.group("path"), m.group("func").rsplit(".", 1)[-1])
+        return Frame(m.group("path7"), m.group("func7"))
+    return None
+
+
 def tracebacks(lines: list[LogLine]) -> list[Traceback]:
     """Every traceback, per process: interleaved processes each keep their own."""
     done: list[Traceback] = []
@@ -212,22 +229,24 @@ def tracebacks(lines: list[LogLine]) -> list[Traceback]:
             continue
         b = body(text)
         key = line.proc
-        # V0's workers put it at the end of their message: "Exception in worker ...: Traceback (most recent ..."
-        if b.startswith("Traceback (most recent call last)") or b.endswith("Traceback (most recent call last):"):
+        # V0's workers put it at the end of their message: "Exception in worker ...: Traceback (most recent ...";
+        # IPython heads it "OutOfMemoryError       Traceback (most recent call last)", without the colon
+        if b.startswith("Traceback (most recent call last)") or b.endswith(("Traceback (most recent call last):",
+                                                                             "Traceback (most recent call last)")):
             if key in open_:
                 first, frames = open_.pop(key)
                 done.append(Traceback(key, first, tuple(frames), None))
             open_[key] = (i, [])
             continue
-        m = _FRAME.match(b)
+        frame = _frame(b)
         if key not in open_:
-            if m is None:
+            if frame is None:
                 continue
             open_[key] = (i, [])  # an excerpt that starts inside a traceback
         first, frames = open_[key]
-        if m:
+        if frame is not None:
             if len(frames) < MAX_FRAMES:
-                frames.append(Frame(m.group("path"), m.group("func")))
+                frames.append(frame)
             continue
         if b[:1].isspace() or b.startswith(("^", "~")):
             continue  # the frame's source line, or the carets under it

@@ -118,9 +118,13 @@ RULES: tuple[Rule, ...] = (
     # error: out of memory"; V1's wrapper quoting a worker's, read as "Error in worker: ..."; blind32/b32-002, and
     # blind32/b32-009 typed by hand, "Runtime Error: Cuda error"), and as vLLM's sleep-mode allocator prints it
     # (csrc/cumem_allocator.cpp's CUDA_CHECK: "CUDA Error: out of memory at .../cumem_allocator.cpp:62"). Not the
-    # words alone on a line: Inductor's autotuning logs them for a choice it drops and goes on.
+    # words alone on a line: Inductor's autotuning logs them for a choice it drops and goes on. The driver API's
+    # (torch's C10_CUDA_DRIVER_CHECK, c10/cuda/driver_api.h: "CUDA driver error: out of memory"; the allocator's
+    # expandable segments and vLLM's sleep-mode pool map memory through it) is an error wherever it is written
+    # (blind38/b38-011: Unsloth printing it under "Error:" before it retried in the same process).
     Rule("oom", re.compile(r"(?:Error|ERROR)\b.{0,300}?(?i:cuda error): out of memory"
-                           r"|(?i:cuda error): out of memory at \S{0,300}cumem_allocator\.cpp"),
+                           r"|(?i:cuda error): out of memory at \S{0,300}cumem_allocator\.cpp"
+                           r"|CUDA driver error: out of memory"),
          source=SOURCES["cuda_runtime_oom"]),
     # AWS Neuron's runtime (NRT_RESOURCE, status 4) when a tensor does not fit the NeuronCores' memory
     # (transformers-neuronx under vLLM's neuron backend, 0.3-0.9; blind34/b34-002). Its placement helpers
