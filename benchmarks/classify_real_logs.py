@@ -45,7 +45,8 @@ pages outside GitHub: Hugging Face discussions and Spaces, CSDN, Juejin, NVIDIA'
 1 confident error, 1 labelled `unknown`) and `blind39/` (11 more from web pages outside GitHub: Hugging Face
 discussions, Ascend's forum, a Chinese blog, at commit 5c666b8: 6 right, no confident error, 1 labelled `unknown`)
 and `blind38/` (12 from committed files, most of them Jupyter notebooks' saved outputs, at commit 7c69adf: 10
-right, 1 confident error, 1 labelled `unknown`).
+right, 1 confident error, 1 labelled `unknown`) and `blind40/` (8 of the rarer kinds, /dev/shm, hangs, timeouts,
+from threads of any organisation, at commit 12c509b: 2 right, 1 confident error, 1 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -70,7 +71,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
-        "blind35", "blind36", "blind37", "blind38", "blind39")
+        "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -182,6 +183,7 @@ def main() -> int:
     print(_score("  blind37/ (scored once before: 9 of 16)", [r for r in failures if r.part == "blind37"]))
     print(_score("  blind38/ (scored once before: 10 of 12)", [r for r in failures if r.part == "blind38"]))
     print(_score("  blind39/ (scored once before: 6 of 11)", [r for r in failures if r.part == "blind39"]))
+    print(_score("  blind40/ (scored once before: 2 of 8)", [r for r in failures if r.part == "blind40"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
