@@ -34,10 +34,9 @@ def test_what_blind30_read_right_at_its_score() -> None:
 def test_triton_refusing_fp8_e4m3_below_compute_capability_8_9() -> None:
     # One worker line from a V100 with --kv-cache-dtype fp8: 'ValueError("type fp8e4nv not supported in this
     # architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')")'. Labelled dtype_unsupported by its
-    # collector, second reading quant_unsupported: the house's quant_unsupported is "the quantization method or the
-    # KV-cache dtype needs a newer GPU", so the reading stays a confident error against its label.
+    # collector, as blind40/b40-001 (an FP8 checkpoint) is: the float8 type is a dtype the GPU lacks.
     d = classify(blind_log("blind30", "b30-002"))
-    assert (d.cls, d.detail) == ("quant_unsupported", "fp8_e4m3")
+    assert (d.cls, d.detail) == ("dtype_unsupported", "fp8_e4m3")
     assert advice_for(d) is FP8_E4M3
     # the ladder takes an fp8 KV cache back to auto once; with the KV cache already not e4m3 nothing it sets helps
     step = next_step(d, Settings(max_model_len=33000, kv_cache_dtype="fp8"))

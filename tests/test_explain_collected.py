@@ -158,9 +158,6 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # blind27's three left and blind28's one, each the collector's own second (or third) reading
                           "b27-006-usage_error.log", "b27-007-unknown.log", "b27-015-usage_error.log",
                           "b28-002-usage_error.log",
-                          # Triton's fp8e4nv refusal, labelled dtype_unsupported with quant_unsupported second: the
-                          # house's class for a KV-cache dtype the GPU cannot run, as blind21/b21-004 is labelled
-                          "b30-002-dtype_unsupported.log",
                           # Neuron's allocation failure under helpers that place the KV cache as well as the weights:
                           # labelled oom_loading, read gpu_oom (its collector's second reading)
                           "b34-002-oom_loading.log"}

@@ -180,6 +180,23 @@ BEFORE_GRAPHS = Advice(
     ("--enforce-eager: CUDA graphs are not in this budget", "retrying unchanged"),
 )
 
+RAY_OBJECT_STORE = Advice(
+    "Ray's object store asked for more memory than /dev/shm holds (by default Ray sizes it at 30% of the node's RAM, "
+    "and a container's /dev/shm is often smaller): Ray's workers, vLLM's among them, then fail writing to it.",
+    ("docker run --shm-size above the object store's size, or --ipc=host (a pod: an emptyDir of medium Memory at "
+     "/dev/shm)", "`ray start --object-store-memory` below what /dev/shm holds"),
+    ("lowering vLLM's memory settings",),
+)
+
+OMNI_STAGE = Advice(
+    "vllm-omni waited --stage-init-timeout (300 s by default) for one of its stages' engine processes to say READY: "
+    "the stage was still loading, or it stopped without saying why (incomplete weight files have done this).",
+    ("the stage's own lines before the timeout: a stage that failed says why there",
+     "check that the model's weight files are complete (download them again if one is short)",
+     "a larger --stage-init-timeout for a big model on slow storage"),
+    ("changing vLLM's memory settings before the stage's own error is known",),
+)
+
 STARTUP_PROBE = Advice(
     "The kubelet killed the container: its startup probe failed failureThreshold times in a row, periodSeconds "
     "apart, before vLLM was ready. Loading a large model's weights, profiling and capturing CUDA graphs take "
@@ -316,7 +333,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
-    "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE, "quota": DISK_QUOTA,
+    "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
+    "omni_stage": OMNI_STAGE, "ray_object_store": RAY_OBJECT_STORE, "quota": DISK_QUOTA,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,

@@ -220,7 +220,7 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         return Step("kv-cache-dtype", "auto", "this GPU cannot run the fp8 KV cache: back to the model's dtype")
     # Triton's fp8e4nv refusal names no kernel: an e4m3 KV cache may be the cause (fp8_e5m2 is not e4m3), an FP8
     # checkpoint's own kernels otherwise; the KV cache is the one thing a setting changes, tried once
-    if d.cls == "quant_unsupported" and d.detail == "fp8_e4m3" and s.kv_cache_dtype in ("fp8", "fp8_e4m3"):
+    if d.cls == "dtype_unsupported" and d.detail == "fp8_e4m3" and s.kv_cache_dtype in ("fp8", "fp8_e4m3"):
         return Step("kv-cache-dtype", "auto", "this GPU cannot compile Triton's fp8 e4m3 for the KV cache: back to "
                     "the model's dtype")
     if d.cls == "first_request_failed" and d.detail == "timeout":

@@ -12,6 +12,7 @@ from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules_files import FILE_RULES
 from vllm_guard.diagnose.rules_gpus import GPU_COUNT_RULES
 from vllm_guard.diagnose.rules_network import NETWORK_RULES
+from vllm_guard.diagnose.rules_shm import SHM_RULES
 from vllm_guard.diagnose.rules_versions import VERSION_RULES
 
 SIGKILL, SIGBUS = 9, 7
@@ -132,16 +133,7 @@ RULES: tuple[Rule, ...] = (
     # do not say which: the stage is the start's.
     Rule("oom", re.compile(r"nrt_tensor_allocate status=4 message=\"Allocation Failure\""),
          source=SOURCES["neuron_oom"]),
-    Rule("shm_exhausted", re.compile(
-        r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
-        r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib"),
-         source=SOURCES["shm_vllm"]),
-    Rule("shm_exhausted", re.compile(r"Unexpected bus error encountered in worker|insufficient shared memory \(shm\)"
-                                     r"|Error while creating shared memory segment"
-                                     # NCCL's shmutils.cc: creating or sizing a segment; not "Error while
-                                     # attaching ... No such file" (another process's segment is gone: vllm #18831)
-                                     r"|NCCL WARN(?!.{0,300}?(?:attaching|No such file)).{0,300}?(?:/dev/shm|shm_open|"
-                                     r"[Ss]hared memory)|^Bus error|SIGBUS"), source=SOURCES["shm_other"]),
+    *SHM_RULES,
     Rule("tp_indivisible", re.compile(r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by "
                                       r"tensor parallel size \((?P<tp_size>\d+)\)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "heads", "tp_size"), source=SOURCES["tp_heads"]),
@@ -185,8 +177,9 @@ RULES: tuple[Rule, ...] = (
     # Triton compiles float8_e4m3fn (its fp8e4nv) only from compute capability 8.9: an fp8 KV cache (--kv-cache-dtype
     # fp8 is e4m3 on CUDA) through a Triton attention kernel, or an FP8 checkpoint's Triton kernels (block-FP8
     # matmul, fused MoE, per-token-group quant) on an A100, V100 or T4 fail so when the kernel first compiles
-    # (blind30/b30-002)
-    Rule("quant_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
+    # (blind30/b30-002). The float8 type is a dtype this GPU's compute capability lacks, as both real reports are
+    # labelled (b30-002, blind40/b40-001), whichever kernel asked for it.
+    Rule("dtype_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
                                          r"dtypes are"), detail="fp8_e4m3", when=conditions.never_ready,
          source=SOURCES["triton_fp8e4nv"]),
     # (the reasons follow the whole AttentionSelectorConfig(...), which runs past 500 characters)
@@ -382,6 +375,11 @@ RULES: tuple[Rule, ...] = (
                                        # before the message (core_client.py; blind23/b23-020)
                                        r"|raise TimeoutError\(\s*\"Timed out waiting for engines to send\"\s*$"),
          source=SOURCES["startup_timeout"]),
+    # vllm-omni's orchestrator waiting --stage-init-timeout for a stage's engine process (its
+    # engine/async_omni_engine.py, as the log names it; blind40/b40-006, a stage whose weights were incomplete)
+    Rule("startup_timeout", re.compile(r"Timed out waiting for READY from \w{0,40}EngineCore\w{0,40} after "
+                                       r"(?P<waited_s>\d{1,6})s"), detail="omni_stage",
+         numbers=lambda m: numbers_of(m, "waited_s"), source=SOURCES["omni_stage_timeout"]),
     # The kubelet giving up on a start (failureThreshold x periodSeconds of failed startup probes), as `kubectl
     # describe pod` and `kubectl get events` print it. One "Startup probe failed: ..." line is a probe that failed
     # once, while the start may still be going on: not this.
