@@ -46,7 +46,8 @@ pages outside GitHub: Hugging Face discussions and Spaces, CSDN, Juejin, NVIDIA'
 discussions, Ascend's forum, a Chinese blog, at commit 5c666b8: 6 right, no confident error, 1 labelled `unknown`)
 and `blind38/` (12 from committed files, most of them Jupyter notebooks' saved outputs, at commit 7c69adf: 10
 right, 1 confident error, 1 labelled `unknown`) and `blind40/` (8 of the rarer kinds, /dev/shm, hangs, timeouts,
-from threads of any organisation, at commit 12c509b: 2 right, 1 confident error, 1 labelled `unknown`).
+from threads of any organisation, at commit 12c509b: 2 right, 1 confident error, 1 labelled `unknown`) and
+`blind41/` (8 from model makers' and recipe repositories' threads, at commit 989aa14: 6 right, no confident error).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -71,7 +72,8 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
-        "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
+        "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
+        "blind41")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -184,6 +186,7 @@ def main() -> int:
     print(_score("  blind38/ (scored once before: 10 of 12)", [r for r in failures if r.part == "blind38"]))
     print(_score("  blind39/ (scored once before: 6 of 11)", [r for r in failures if r.part == "blind39"]))
     print(_score("  blind40/ (scored once before: 2 of 8)", [r for r in failures if r.part == "blind40"]))
+    print(_score("  blind41/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind41"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
