@@ -98,6 +98,9 @@ SOURCES: dict[str, str] = {
     "nccl": "PyTorch ProcessGroupNCCL.cpp watchdog ('Watchdog caught collective operation timeout'), NCCL "
             "('ncclRemoteError', 'NET/Socket : Connect')",
     "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",
+    "gloo_interface": "Gloo transport/tcp/device.cc (lookupAddrForIface, through torch.distributed's "
+                      "ProcessGroupGloo): '[enforce fail at .../gloo/transport/tcp/device.cc:N] ifa != nullptr. Unable "
+                      "to find address for: IFACE'",
     "ranks_missing": "PyTorch c10d TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp, waitForWorkers, the store "
                      "server on the first rank): 'DistStoreError: Timed out after N seconds waiting for clients. K/M "
                      "clients joined.'",

@@ -135,6 +135,10 @@ _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device dete
 # quant_unsupported with a quantized checkpoint (blind23/b23-014): a candidate, not a class.
 _WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale|"
                          r"weight_zero_point|input_scale)'")
+# torch.ops._C without an op vLLM's Python code calls: its compiled extension did not load (an earlier warning says
+# why) or was built from another source or for other GPUs (blind41/b41-003, labelled version_mismatch; blind4/b4-032,
+# a macOS build whose _C failed to load, labelled unknown): a candidate, not a class.
+_C_OP_MISSING = re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute '\w{1,128}'")
 # NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
 _NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
@@ -163,6 +167,10 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
             return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
                               "/dev/shm (NCCL_DEBUG=INFO names which)"
+        if "_OpNamespace" in line.text and _C_OP_MISSING.search(line.text):
+            return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
+                                       "did not load (an earlier warning says why) or was built from another " \
+                                       "vLLM source or for other GPUs"
         if "KeyError: '" in line.text and _WEIGHT_KEY.search(logread.body(line.text)):
             return "model_access", "the checkpoint holds a weight the installed vLLM's class for the model does not " \
                                    "(a checkpoint in another layout or quantization format, or a model variant " \

@@ -188,6 +188,15 @@ RAY_OBJECT_STORE = Advice(
     ("lowering vLLM's memory settings",),
 )
 
+GLOO_INTERFACE = Advice(
+    "Gloo was told to use a network interface this node does not have: GLOO_SOCKET_IFNAME names one of another "
+    "machine's interfaces (names differ between machines: eth0, ens5, enp1s0f0, bond0), so the CPU process group "
+    "vLLM makes beside NCCL's cannot start.",
+    ("`ip -br addr` on each node, and GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) set per node to that node's "
+     "interface on the network the nodes share, before `ray start` (docs/ray.md)",),
+    ("retrying unchanged", "changing vLLM's memory settings"),
+)
+
 OMNI_STAGE = Advice(
     "vllm-omni waited --stage-init-timeout (300 s by default) for one of its stages' engine processes to say READY: "
     "the stage was still loading, or it stopped without saying why (incomplete weight files have done this).",
@@ -334,7 +343,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
-    "omni_stage": OMNI_STAGE, "ray_object_store": RAY_OBJECT_STORE, "quota": DISK_QUOTA,
+    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "ray_object_store": RAY_OBJECT_STORE,
+    "quota": DISK_QUOTA,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,

@@ -18,6 +18,12 @@ NETWORK_RULES: tuple[Rule, ...] = (
          detail="nccl", source=SOURCES["nccl"]),
     Rule("network", re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/\w{1,32}\.cc:\d{1,6}\] "
                                r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo", source=SOURCES["gloo"]),
+    # Gloo's TCP device looking up the interface it was told to use (GLOO_SOCKET_IFNAME, or the one its host name
+    # resolves to) on a node that has no such interface (gloo/transport/tcp/device.cc lookupAddrForIface;
+    # blind41/b41-008: "eth0" on one node of a two-node Ray cluster)
+    Rule("network", re.compile(r"gloo/transport/tcp/device\.cc:\d{1,6}\] ifa != nullptr\. Unable to find address "
+                               r"for: (?P<interface>\S{1,64})"), BEFORE_START, detail="gloo_interface",
+         source=SOURCES["gloo_interface"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",

@@ -1,0 +1,35 @@
+"""`explain` on blind41 (tests/data/real-logs/blind41), the forty-first blind set of issue 26, after its one scoring.
+
+Collected from model makers' and recipe repositories' threads by a helper that never read the classifier, and scored
+once, whole, at commit 989aa14 (6 of 8 right, no confident error; README.md there). What its misses taught: Gloo's
+TCP device refusing an interface the node lacks, and that torch.ops._C without one of vLLM's ops is a candidate
+(a build that did not load, or another build), labelled two ways.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import GLOO_INTERFACE, advice_for
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+
+
+def test_gloo_told_to_use_an_interface_the_node_lacks() -> None:
+    # a Ray worker of a two-node cluster: "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/
+    # device.cc:83] ifa != nullptr. Unable to find address for: eth0 [repeated 6x across cluster]"
+    d = classify(blind_log("blind41", "b41-008"))
+    assert (d.cls, d.detail, d.confidence) == ("network", "gloo_interface", "high")
+    assert advice_for(d) is GLOO_INTERFACE and isinstance(next_step(d, Settings()), Stop)
+
+
+def test_a_missing_compiled_op_is_a_candidate() -> None:
+    for part, prefix in (("blind41", "b41-003"), ("blind4", "b4-032")):
+        d = classify(blind_log(part, prefix))
+        assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch", prefix
+
+
+def test_what_blind41_read_right_at_its_score() -> None:
+    want = {"b41-001": "remote_code_required", "b41-002": "unsupported_architecture",
+            "b41-004": "remote_code_required", "b41-005": "tp_indivisible", "b41-006": "usage_error",
+            "b41-007": "gpu_oom"}
+    assert {p: classify(blind_log("blind41", p)).cls for p in want} == want
