@@ -47,7 +47,9 @@ discussions, Ascend's forum, a Chinese blog, at commit 5c666b8: 6 right, no conf
 and `blind38/` (12 from committed files, most of them Jupyter notebooks' saved outputs, at commit 7c69adf: 10
 right, 1 confident error, 1 labelled `unknown`) and `blind40/` (8 of the rarer kinds, /dev/shm, hangs, timeouts,
 from threads of any organisation, at commit 12c509b: 2 right, 1 confident error, 1 labelled `unknown`) and
-`blind41/` (8 from model makers' and recipe repositories' threads, at commit 989aa14: 6 right, no confident error).
+`blind41/` (8 from model makers' and recipe repositories' threads, at commit 989aa14: 6 right, no confident error)
+and `blind42/` (7 from threads of libraries that start vLLM's engine themselves, at commit 9e6c3e1: 7 right, no
+confident error, 2 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -73,7 +75,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
-        "blind41")
+        "blind41", "blind42")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -187,6 +189,7 @@ def main() -> int:
     print(_score("  blind39/ (scored once before: 6 of 11)", [r for r in failures if r.part == "blind39"]))
     print(_score("  blind40/ (scored once before: 2 of 8)", [r for r in failures if r.part == "blind40"]))
     print(_score("  blind41/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind41"]))
+    print(_score("  blind42/ (scored once before: 7 of 7)", [r for r in failures if r.part == "blind42"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
