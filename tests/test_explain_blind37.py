@@ -27,7 +27,8 @@ def test_pytorchs_oom_message_cut_at_its_start_is_still_an_oom() -> None:
 
 
 def test_the_oom_tail_needs_its_figure() -> None:
-    assert classify("ERROR: the memory is allocated by PyTorch as usual\n").cls == "unknown"
+    assert classify("ERROR: Of the allocated memory most is allocated by PyTorch as usual\n").cls == "unknown"
+    assert classify("ERROR: Of the allocated memory 2.5 GiB is allocated by PyTorch\n").cls == "gpu_oom"
 
 
 def test_a_message_wrapped_before_the_path_it_quotes() -> None:
@@ -56,7 +57,8 @@ def test_a_failed_inspection_is_a_candidate_with_its_advice(part: str, prefix: s
     # vLLM raises "failed to be inspected" only for an architecture it supports; the subprocess's error says why
     d = classify(blind_log(part, prefix))
     assert (d.cls, d.detail, d.confidence) == ("unknown", "inspection_failed", "none")
-    assert d.hint is not None and d.hint[0] == "unsupported_architecture"
+    # the likelier cause, as the advice says: an install that does not import (the architecture is one vLLM has)
+    assert d.hint is not None and d.hint[0] == "version_mismatch"
     assert advice_for(d) is INSPECTION_FAILED and len(set(d.evidence)) == len(d.evidence)
 
 

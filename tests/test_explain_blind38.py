@@ -61,6 +61,26 @@ def test_the_pid_is_shown_as_written() -> None:
     assert "other_pid 358947" in result.out
 
 
+def test_the_drivers_out_of_memory_in_a_start_that_got_ready_is_no_failure() -> None:
+    # found by a review: a caller may catch it and go on (Unsloth retried), so only a start that never got ready
+    ready = next((DATA / "real-logs" / "startups").glob("013-*.log")).read_text().splitlines(keepends=True)
+    ready.insert(30, "(EngineCore_DP0 pid=230015) CUDA driver error: out of memory\n")
+    assert classify("".join(ready)).cls == "unknown"
+
+
+def test_the_headroom_is_the_logs_own_utilization() -> None:
+    # V0 printed "x gpu_memory_utilization (0.90)"; at 0.50 the 16.64 GiB another process holds fits the headroom
+    # of 22 GiB above it: not why the KV allocation ran out
+    log = blind_log("blind38", "b38-002")
+    assert classify(log.replace("gpu_memory_utilization (0.90)", "gpu_memory_utilization (0.50)")).cls != "gpu_busy"
+
+
+def test_a_warning_that_names_two_paths_is_no_ipython_frame() -> None:
+    text = ("RuntimeError                              Traceback (most recent call last)\n"
+            "/a/b.py:12: UserWarning: see /c/d.py in foo(x)\n")
+    assert logread.tracebacks(logread.read(text))[0].frames == ()
+
+
 def test_the_cuda_driver_apis_out_of_memory() -> None:
     # Unsloth printed "Error:" / "CUDA driver error: out of memory" while vLLM loaded the weights, then retried in the
     # same process and failed on "Duplicate layer name"

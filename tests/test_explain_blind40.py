@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import OMNI_STAGE, RAY_OBJECT_STORE, advice_for
+from vllm_guard.diagnose.details import OMNI_STAGE, advice_for
 
 
 def test_tritons_fp8e4nv_refusal_is_a_dtype_the_gpu_lacks() -> None:
@@ -20,17 +20,19 @@ def test_tritons_fp8e4nv_refusal_is_a_dtype_the_gpu_lacks() -> None:
     assert (d.cls, d.detail) == ("dtype_unsupported", "fp8_e4m3")
 
 
-def test_rays_object_store_larger_than_dev_shm() -> None:
+def test_rays_object_store_larger_than_dev_shm_is_a_candidate() -> None:
+    # the raylet gives the store what it counts available in /dev/shm and goes on (store_runner.cc): no failure of
+    # its own, but little /dev/shm is left for NCCL and vLLM
     d = classify(blind_log("blind40", "b40-002"))
-    assert (d.cls, d.detail, d.confidence) == ("shm_exhausted", "ray_object_store", "medium")
-    assert d.numbers == {"requested_bytes": 10200547328, "shm_available_bytes": 9663676416}
-    assert advice_for(d) is RAY_OBJECT_STORE
+    assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "shm_exhausted"
+    assert "9216 MiB" in d.hint[1]
 
 
-def test_rays_object_store_warning_in_a_start_that_got_ready_is_no_failure() -> None:
-    warning = blind_log("blind40", "b40-002")
-    ready = warning + "INFO:     Application startup complete.\n"
-    assert classify(ready).cls == "unknown"
+def test_rays_object_store_warning_does_not_hide_a_hang() -> None:
+    # found by a review: as a warning rule it was returned before the hang reading, and the ladder stopped
+    hang = blind_log("hangs", "h05")
+    d = classify(blind_log("blind40", "b40-002") + hang)
+    assert (d.cls, d.stage) == (classify(hang).cls, classify(hang).stage) == ("startup_hang", "custom_allreduce")
 
 
 def test_pythons_faulthandler_on_a_bus_error() -> None:

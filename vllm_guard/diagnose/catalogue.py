@@ -360,8 +360,6 @@ SOURCES: dict[str, str] = {
                       "folder nor a valid Hub id)",
     "startup_timeout": "vLLM V1 v1/engine/utils.py wait_for_engine_startup / core_client.py: 'Timed out waiting "
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
-    "ray_shm_store": "Ray's raylet (src/ray/object_manager/plasma/store_runner.cc): 'System memory request exceeds "
-                     "memory available in /dev/shm. The request is for N bytes, and the amount available is M bytes.'",
     "omni_stage_timeout": "vllm-omni's engine/async_omni_engine.py (2026, as its log names it): 'TimeoutError: Timed "
                           "out waiting for READY from StageEngineCoreProc after Ns. This typically indicates model "
                           "loading or initialization is taking too long.' (--stage-init-timeout, 300 s by default)",

@@ -119,6 +119,12 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
 _RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage")
 # Ray's warning at start in a container with Docker's default /dev/shm (ray/_private/services.py).
 _RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
+# The raylet's when the object store asks more than /dev/shm holds (src/ray/object_manager/plasma/store_runner.cc):
+# it gives the store what it counts available (90% of what is free) and goes on, a warning of no failure of its own,
+# but little of /dev/shm is left for NCCL and vLLM's queues (blind40/b40-002, a container's 10 GiB, labelled
+# shm_exhausted): a candidate, never a class, and never before a hang the log shows
+_RAY_STORE_SHRUNK = re.compile(r"System memory request exceeds memory available in /dev/shm\. The request is for "
+                               r"\d{1,20} bytes, and the amount available is (\d{1,20}) bytes")
 # vLLM's DeviceConfig when no platform is found: "Failed to infer device type" (0.5-0.33, config/device.py at
 # 0.33), "No supported device detected." (0.3-0.4), platforms/__init__.py's "No platform detected" (0.10+); and
 # PyTorch's words for a driver it cannot use (CUDAHooks "Found no NVIDIA driver on your system", cuInit's "CUDA
@@ -155,6 +161,10 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             m = _RAY_SMALL_SHM.search(line.text)
             if m and int(m.group(1)) < 1 << 30:
                 return "shm_exhausted", f"Ray warned that /dev/shm holds only {int(m.group(1)) >> 20} MiB"
+        if "System memory request exceeds" in line.text and (m := _RAY_STORE_SHRUNK.search(line.text)):
+            return "shm_exhausted", "Ray's object store asked for more than /dev/shm holds and took the " \
+                                    f"{int(m.group(1)) >> 20} MiB Ray counts available there: NCCL and vLLM's " \
+                                    "shared memory share what is left"
         if any(w in line.text for w in ("device", "driver", "platform", "Device")) and _NO_PLATFORM.search(line.text):
             # vLLM found no platform: a build for another one (the PyPI wheel is CUDA's; a CPU-only torch, a broken
             # torch_xla) or no GPU visible (a container without GPUs); real reports are both (blind5/b5-040,

@@ -50,6 +50,9 @@ _CONTEXT = (
     (re.compile(r"max_num_batched_tokens=(\d+)"), "max_num_batched_tokens"),
     (re.compile(r"'max_num_seqs': (\d+)"), "max_num_seqs"),
     (re.compile(r"'gpu_memory_utilization': ([\d.]+)"), "gpu_memory_utilization"),
+    # V0's worker (0.6.4-0.10 worker.py determine_num_available_blocks): "... total_gpu_memory (44.34GiB) x
+    # gpu_memory_utilization (0.90) = 39.91GiB"
+    (re.compile(r"x gpu_memory_utilization \(([\d.]+)\)"), "gpu_memory_utilization"),
     (re.compile(r"enforce_eager=(True|False)"), "enforce_eager"),
     (re.compile(r"kv_cache_dtype=(\w+)"), "kv_cache_dtype"),
     (re.compile(r"'kv_cache_dtype': '(\w+)'"), "kv_cache_dtype"),
@@ -306,7 +309,8 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
         if rule.cls == "oom":
             placed, how = reached.oom_stage(lines, i, frame_stage)
-            held = held_by_another(text, numbers, own, kv_sized=placed == KV_CACHE)
+            held = held_by_another(text, numbers, own, kv_sized=placed == KV_CACHE,
+                                   utilization=ctx.get("gpu_memory_utilization"))
             if held is not None:  # the OOM names who holds the GPU: that is the failure, at whatever stage
                 at = UNKNOWN_STAGE if placed == BEFORE_START else placed
                 return Diagnosis("gpu_busy", at, {**numbers, **held}, evidence(lines, i, said), signal,

@@ -180,14 +180,6 @@ BEFORE_GRAPHS = Advice(
     ("--enforce-eager: CUDA graphs are not in this budget", "retrying unchanged"),
 )
 
-RAY_OBJECT_STORE = Advice(
-    "Ray's object store asked for more memory than /dev/shm holds (by default Ray sizes it at 30% of the node's RAM, "
-    "and a container's /dev/shm is often smaller): Ray's workers, vLLM's among them, then fail writing to it.",
-    ("docker run --shm-size above the object store's size, or --ipc=host (a pod: an emptyDir of medium Memory at "
-     "/dev/shm)", "`ray start --object-store-memory` below what /dev/shm holds"),
-    ("lowering vLLM's memory settings",),
-)
-
 GLOO_INTERFACE = Advice(
     "Gloo was told to use a network interface this node does not have: GLOO_SOCKET_IFNAME names one of another "
     "machine's interfaces (names differ between machines: eth0, ens5, enp1s0f0, bond0), so the CPU process group "
@@ -343,8 +335,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
-    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "ray_object_store": RAY_OBJECT_STORE,
-    "quota": DISK_QUOTA,
+    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "quota": DISK_QUOTA,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,

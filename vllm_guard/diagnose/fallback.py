@@ -342,17 +342,18 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
     for line in lines:
         if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
             # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output
-            # (an install that does not import, or an architecture this vLLM lacks), which no rule read. vLLM raises
-            # "failed to be inspected" only for an architecture it supports (registry.py _raise_for_unsupported,
-            # 0.6.4-0.33), and real reports are labelled both ways (blind5/b5-006 unsupported_architecture,
-            # blind13/b13-015 and blind37/b37-011 unknown): a candidate, not a class.
+            # (most often an install that does not import), which no rule read. vLLM raises "failed to be
+            # inspected" only for an architecture it supports (registry.py _raise_for_unsupported, 0.6.4-0.33), and
+            # real reports are labelled both ways (blind5/b5-006 unsupported_architecture, blind13/b13-015 and
+            # blind37/b37-011 unknown): a candidate, not a class; the install, as the advice says, is the likelier.
             evidence = tuple(dict.fromkeys((cut(line.text), *last_errors(lines, tbs, 3))))
             return Diagnosis("unknown", BEFORE_START, {}, evidence, signal, "inspection_failed", ctx,
                              confidence="none", template=SUPPORT_SOURCES["inspection_failed"],
                              stage_from=certainty.MESSAGE,
-                             hint=("unsupported_architecture", "vLLM could not import the model's class in a "
-                                   "subprocess; that subprocess's own error, not in this log, says why (an install "
-                                   "that does not import, or an architecture this vLLM lacks)"))
+                             hint=("version_mismatch", "vLLM supports the architecture but could not import its "
+                                   "class in a subprocess: most often an install that does not import (torch, "
+                                   "transformers or a kernel package of another version); the subprocess's own "
+                                   "error, above vLLM's line when the log has it, says which"))
 
     for line in lines:
         if "free disk space" in line.text:

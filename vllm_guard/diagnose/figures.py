@@ -85,7 +85,7 @@ _THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
 
 
 def held_by_another(line: str, numbers: dict[str, Any], own_pids: Callable[[], frozenset[int]] = frozenset,
-                    kv_sized: bool = False) -> dict[str, Any] | None:
+                    kv_sized: bool = False, utilization: float | None = None) -> dict[str, Any] | None:
     """PyTorch 2.1+'s OOM (CUDACachingAllocator reportProcessMemoryInfo) writes NVML's processes on the GPU in
     NVML's order, this one in place as "Including non-PyTorch memory, this process has ...", the others as "Process
     N has ...": other processes holding half the GPU or more, and at least twice what this one holds, are why it ran
@@ -96,8 +96,9 @@ def held_by_another(line: str, numbers: dict[str, Any], own_pids: Callable[[], f
 
     kv_sized: the OOM came as vLLM allocated the KV cache it had sized from its own profile. V0 (0.6.4-0.10
     worker.py determine_num_available_blocks) sizes it as utilization x total less its own use, not counting other
-    processes, so another one holding more than the headroom left above the default utilization (10% of the GPU) is
-    why it ran out, however much this one holds (blind38/b38-002: 16.64 of 44.34 GiB against this one's 27.53)."""
+    processes, so another one holding more than the headroom above the utilization (the log's, else the default
+    0.9's 10% of the GPU) is why it ran out, however much this one holds (blind38/b38-002: 16.64 of 44.34 GiB
+    against this one's 27.53)."""
     this = _THIS.search(line)
     if this is None:
         return None
@@ -109,7 +110,8 @@ def held_by_another(line: str, numbers: dict[str, Any], own_pids: Callable[[], f
     total = numbers.get("total_gib") or (others + this_gib + (numbers.get("free_gib") or 0.0))
     if others + this_gib > total * 1.02 + 0.5:
         return None
-    if (others < 0.1 * total) if kv_sized else (others < 2 * this_gib or others < 0.5 * total):
+    headroom = 1.0 - (utilization if utilization is not None and 0.0 < utilization < 1.0 else 0.9)
+    if (others <= headroom * total) if kv_sized else (others < 2 * this_gib or others < 0.5 * total):
         return None
     if any(pid in own_pids() for pid, _ in listed):  # read from the log only now: a scan of every line
         return None

@@ -192,7 +192,7 @@ _FRAME = re.compile(r'^\s{0,8}File "?(?P<path>[^"]{1,1000})", line \d{1,7}, in (
 # "/path/x.py in _initialize_kv_caches(self)"; its functions are qualified names, their last part is Python's name
 # (blind38: notebooks' saved outputs).
 _IPYTHON_FRAME = re.compile(r"^File (?P<path>.{1,1000}?\.py):\d{1,7}, in (?P<func>[\w.<>]{1,200})"
-                            r"|^(?P<path7>[~/].{0,1000}?\.py) in (?P<func7>[\w<>]{1,200})\(")
+                            r"|^(?P<path7>[~/]\S{0,1000}?\.py) in (?P<func7>[\w<>]{1,200})\(")
 _EXCEPTION_HEAD = re.compile(r"^(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt)"
                              r"(?::|$)|^(?:[a-z_][\w]{0,100}\.){0,8}[A-Z]\w{0,100}: ")
 MAX_FRAMES = 400
@@ -212,7 +212,9 @@ def _frame(b: str) -> Frame | None:
     m = _FRAME.match(b)
     if m is not None:
         return Frame(m.group("path"), m.group("func"))
-    if b.startswith(("File ", "/", "~")) and (m := _IPYTHON_FRAME.match(b)) is not None:
+    # the words each form spells, tested first: a long run of warnings with paths inside a traceback left open
+    # costs a substring test a line, not the regex
+    if b.startswith(("File ", "/", "~")) and (", in " in b or ".py in " in b) and (m := _IPYTHON_FRAME.match(b)):
         if m.group("path") is not None:
             return Frame(m.group("path"), m.group("func").rsplit(".", 1)[-1])
         return Frame(m.group("path7"), m.group("func7"))

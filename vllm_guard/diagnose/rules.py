@@ -119,13 +119,14 @@ RULES: tuple[Rule, ...] = (
     # error: out of memory"; V1's wrapper quoting a worker's, read as "Error in worker: ..."; blind32/b32-002, and
     # blind32/b32-009 typed by hand, "Runtime Error: Cuda error"), and as vLLM's sleep-mode allocator prints it
     # (csrc/cumem_allocator.cpp's CUDA_CHECK: "CUDA Error: out of memory at .../cumem_allocator.cpp:62"). Not the
-    # words alone on a line: Inductor's autotuning logs them for a choice it drops and goes on. The driver API's
-    # (torch's C10_CUDA_DRIVER_CHECK, c10/cuda/driver_api.h: "CUDA driver error: out of memory"; the allocator's
-    # expandable segments and vLLM's sleep-mode pool map memory through it) is an error wherever it is written
-    # (blind38/b38-011: Unsloth printing it under "Error:" before it retried in the same process).
+    # words alone on a line: Inductor's autotuning logs them for a choice it drops and goes on.
     Rule("oom", re.compile(r"(?:Error|ERROR)\b.{0,300}?(?i:cuda error): out of memory"
-                           r"|(?i:cuda error): out of memory at \S{0,300}cumem_allocator\.cpp"
-                           r"|CUDA driver error: out of memory"),
+                           r"|(?i:cuda error): out of memory at \S{0,300}cumem_allocator\.cpp"),
+         source=SOURCES["cuda_runtime_oom"]),
+    # The driver API's (torch's C10_CUDA_DRIVER_CHECK, c10/cuda/driver_api.h: "CUDA driver error: out of memory"; the
+    # allocator's expandable segments and vLLM's sleep-mode pool map memory through it), in a start that never got
+    # ready: a caller may catch it and go on (blind38/b38-011: Unsloth printed it under "Error:" and retried).
+    Rule("oom", re.compile(r"CUDA driver error: out of memory"), when=conditions.never_ready,
          source=SOURCES["cuda_runtime_oom"]),
     # AWS Neuron's runtime (NRT_RESOURCE, status 4) when a tensor does not fit the NeuronCores' memory
     # (transformers-neuronx under vLLM's neuron backend, 0.3-0.9; blind34/b34-002). Its placement helpers
@@ -178,7 +179,8 @@ RULES: tuple[Rule, ...] = (
     # fp8 is e4m3 on CUDA) through a Triton attention kernel, or an FP8 checkpoint's Triton kernels (block-FP8
     # matmul, fused MoE, per-token-group quant) on an A100, V100 or T4 fail so when the kernel first compiles
     # (blind30/b30-002). The float8 type is a dtype this GPU's compute capability lacks, as both real reports are
-    # labelled (b30-002, blind40/b40-001), whichever kernel asked for it.
+    # labelled (b30-002, blind40/b40-001), whichever kernel asked for it; vLLM's own refusals above name the KV cache
+    # and stay quant_unsupported, as blind21/b21-004 is labelled.
     Rule("dtype_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
                                          r"dtypes are"), detail="fp8_e4m3", when=conditions.never_ready,
          source=SOURCES["triton_fp8e4nv"]),

@@ -1,14 +1,12 @@
-"""The failure rules about shared memory (/dev/shm): vLLM's own check, a bus error however it is written, NCCL's
-segments, and Ray's object store sized past what /dev/shm holds. Read in their place in rules.RULES."""
+"""The failure rules about shared memory (/dev/shm): vLLM's own check, a bus error however it is written, and NCCL's
+segments. Read in their place in rules.RULES."""
 
 from __future__ import annotations
 
 import re
 
-from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import numbers_of
-from vllm_guard.diagnose.markers import BEFORE_START
 from vllm_guard.diagnose.rule import Rule
 
 SHM_RULES: tuple[Rule, ...] = (
@@ -24,11 +22,4 @@ SHM_RULES: tuple[Rule, ...] = (
                                      r"[Ss]hared memory)|^Bus error|SIGBUS"
                                      # Python's faulthandler on SIGBUS (a worker writing past /dev/shm; blind40/b40-003)
                                      r"|Fatal Python error: Bus error"), source=SOURCES["shm_other"]),
-    # Ray's object store sized past what /dev/shm holds (src/ray/object_manager/plasma/store_runner.cc, a raylet
-    # warning): a start that then fails without a decisive line failed on it (blind40/b40-002, a container's 9 GiB)
-    Rule("shm_exhausted", re.compile(r"System memory request exceeds memory available in /dev/shm\. The request is for "
-                                     r"(?P<requested_bytes>\d{1,20}) bytes, and the amount available is "
-                                     r"(?P<shm_available_bytes>\d{1,20}) bytes"), BEFORE_START,
-         detail="ray_object_store", numbers=lambda m: numbers_of(m, "requested_bytes", "shm_available_bytes"),
-         when=conditions.never_ready, warning=True, source=SOURCES["ray_shm_store"]),
 )
