@@ -48,8 +48,8 @@ and `blind38/` (12 from committed files, most of them Jupyter notebooks' saved o
 right, 1 confident error, 1 labelled `unknown`) and `blind40/` (8 of the rarer kinds, /dev/shm, hangs, timeouts,
 from threads of any organisation, at commit 12c509b: 2 right, 1 confident error, 1 labelled `unknown`) and
 `blind41/` (8 from model makers' and recipe repositories' threads, at commit 989aa14: 6 right, no confident error)
-and `blind42/` (7 from threads of libraries that start vLLM's engine themselves, at commit 9e6c3e1: 7 right, no
-confident error, 2 labelled `unknown`).
+and `blind42/` (7 from threads of libraries that start vLLM's engine themselves, at commit 9e6c3e1: 7 right by class,
+5 with the two hangs' labelled stage, no confident error by class, 2 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -189,7 +189,8 @@ def main() -> int:
     print(_score("  blind39/ (scored once before: 6 of 11)", [r for r in failures if r.part == "blind39"]))
     print(_score("  blind40/ (scored once before: 2 of 8)", [r for r in failures if r.part == "blind40"]))
     print(_score("  blind41/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind41"]))
-    print(_score("  blind42/ (scored once before: 7 of 7)", [r for r in failures if r.part == "blind42"]))
+    print(_score("  blind42/ (scored once before: 7 of 7 by class, 5 with the hangs' stage)",
+                 [r for r in failures if r.part == "blind42"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
