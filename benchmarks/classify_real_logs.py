@@ -49,7 +49,9 @@ right, 1 confident error, 1 labelled `unknown`) and `blind40/` (8 of the rarer k
 from threads of any organisation, at commit 12c509b: 2 right, 1 confident error, 1 labelled `unknown`) and
 `blind41/` (8 from model makers' and recipe repositories' threads, at commit 989aa14: 6 right, no confident error)
 and `blind42/` (7 from threads of libraries that start vLLM's engine themselves, at commit 9e6c3e1: 7 right by class,
-5 with the two hangs' labelled stage, no confident error by class, 2 labelled `unknown`).
+5 with the two hangs' labelled stage, no confident error by class, 2 labelled `unknown`) and `blind43/` (16 from
+threads about vLLM 0.25-0.33 and their new features, at commit 69b7557: 10 right, no confident error, 6 labelled
+`unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -75,7 +77,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
-        "blind41", "blind42")
+        "blind41", "blind42", "blind43")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -191,6 +193,7 @@ def main() -> int:
     print(_score("  blind41/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind41"]))
     print(_score("  blind42/ (scored once before: 7 of 7 by class, 5 with the hangs' stage)",
                  [r for r in failures if r.part == "blind42"]))
+    print(_score("  blind43/ (scored once before: 10 of 16)", [r for r in failures if r.part == "blind43"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
