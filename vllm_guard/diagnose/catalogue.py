@@ -45,6 +45,12 @@ SOURCES: dict[str, str] = {
     "tp_heads": "vLLM 0.1-0.33 verify_with_parallel_config (config.py; config/model.py at 0.33): 'Total number of "
                 "attention heads (N) must be divisible by tensor parallel size (T)'",
     "tp_group": "vLLM 0.33 distributed/utils.py: 'Weight ... is not divisible by group_size=N'",
+    "deep_gemm": "vLLM 0.10-0.33 utils/deep_gemm.py _missing: 'RuntimeError: DeepGEMM backend is not available or "
+                 "outdated. Please install or update the `deep_gemm` to a newer version to enable FP8 kernels.'",
+    "fp8_block_tp": "vLLM 0.7-0.33 model_executor/layers/quantization/utils/fp8_utils.py "
+                    "validate_fp8_block_shape(_moe): 'Weight output_partition_size = N is not divisible by weight "
+                    "quantization block_n = B.', 'The output_size of gate's and up's weight = N is not divisible by "
+                    "weight quantization block_n = B.' (and block_k for the input side)",
     "tp_kv_heads": "vLLM model_executor/layers/linear.py, distributed/utils.py divide(): 'AssertionError: N is not "
                    "divisible by M'",
     "bf16": "vLLM 0.1-0.33 _check_if_gpu_supports_dtype (V0 worker/worker.py; platforms/cuda.py at 0.33): "

@@ -136,6 +136,15 @@ QUANT_SHAPE = Advice(
      "--quantization gptq)"), ("retrying unchanged",),
 )
 
+QUANT_BLOCK = Advice(
+    "The checkpoint is FP8 in blocks (most often 128 x 128), and tensor parallel gives each GPU a share of a layer "
+    "that is not a whole number of blocks.",
+    ("a --tensor-parallel-size that leaves each share a multiple of the block (fewer GPUs)",
+     "for a mixture-of-experts model, --enable-expert-parallel: whole experts on each GPU, not slices of each",
+     "--pipeline-parallel-size across the GPUs instead"),
+    ("retrying unchanged", "changing vLLM's memory settings"),
+)
+
 INTERNAL_PORT = Advice(
     "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
     "(vLLM's, or the framework's that drives it). vLLM picks a free port and binds it later, so another job on the "
@@ -335,7 +344,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
-    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "quota": DISK_QUOTA,
+    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,

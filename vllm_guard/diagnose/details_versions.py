@@ -120,7 +120,18 @@ TORCH_SCHEMA = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
+DEEP_GEMM = Advice(
+    "vLLM called one of DeepGEMM's FP8 kernels, and the optional deep_gemm package is not installed or is older than "
+    "this vLLM needs: an FP8 checkpoint's layers, DeepSeek's sparse-attention indexer, or the kernel warm-up some "
+    "releases run at start even for models without FP8 layers.",
+    ("deep_gemm built at the commit this vLLM pins (its tools/install_deepgemm.sh; the PyPI source package lacks "
+     "its CUTLASS submodule)", "for a model without FP8 layers: VLLM_DEEP_GEMM_WARMUP=skip, or VLLM_USE_DEEP_GEMM=0",
+     "a vLLM image that ships deep_gemm"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR,
     "package_missing": PACKAGE_MISSING,

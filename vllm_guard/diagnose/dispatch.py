@@ -61,7 +61,8 @@ _WORDS = (
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",
-    "is allocated by PyTorch", "CutlassExpertsFp4",
+    "is allocated by PyTorch", "CutlassExpertsFp4", "gate's and up's weight", "down's weight",
+    "input_size_per_partition", "output_partition_size", "DeepGEMM backend",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

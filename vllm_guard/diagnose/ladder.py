@@ -100,6 +100,8 @@ NOT_RELAXABLE_DETAIL = {
     "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "
            "changes that",
     "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",
+    "deep_gemm": "the deep_gemm package is missing or too old: install it (a model without FP8 layers can skip "
+                 "it with VLLM_DEEP_GEMM_WARMUP=skip in the profile's [env] table)",
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",

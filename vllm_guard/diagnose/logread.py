@@ -87,9 +87,10 @@ _NOISE = re.compile(
     r"|^[\w.-]{1,64}\s{1,32}\| "
     r"|^\[rank\d{1,5}\]: "
     r"|^> ?"
+    r"|^\u258e ?"  # a quote's bar as some renderers copy it ("\u258e Available KV cache memory"; blind43/b43-014)
     r"|^[\s\xa0]{0,8}\| "
 )
-_PREFIX_START = frozenset("0123456789[>|\xa0 ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz(")
+_PREFIX_START = frozenset("0123456789[>|\xa0\u258e ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz(")
 _LEVELS = ("INFO", "WARN", "ERROR", "DEBUG", "CRITICAL", "Traceback", "File", "Loading")
 
 

