@@ -68,8 +68,10 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_node_memory"]),
     Rule("gpu_busy", re.compile(
         r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) "
-        r"on startup "
-        r"is less than desired GPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
+        # the head decides: a paste may wrap it after "is less" (blind46/b46-001); 0.32+ also says "than the
+        # engine's budget after excluding external process's weights" (v1/worker/utils.py request_memory)
+        r"on startup is less(?: than (?:desired GPU memory utilization|the engine's budget after excluding external "
+        r"process's weights) \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\))?"),
         BEFORE_START, numbers=lambda m: numbers_of(m, "free_gib", "total_gib", "utilization", "requested_gib"),
          source=SOURCES["gpu_busy"]),
     Rule("kv_cache_too_small", re.compile(
