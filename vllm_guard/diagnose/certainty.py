@@ -145,6 +145,11 @@ _WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzer
 # why) or was built from another source or for other GPUs (blind41/b41-003, labelled version_mismatch; blind4/b4-032,
 # a macOS build whose _C failed to load, labelled unknown): a candidate, not a class.
 _C_OP_MISSING = re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute '\w{1,128}'")
+# PyTorch's caching allocator asserting on NVML while it writes its out-of-memory message (c10/cuda/
+# CUDACachingAllocator.cpp reportProcessMemoryInfo, called only when an allocation failed): NVML cannot list the
+# GPU's processes (a MIG slice, some containers). Labelled gpu_oom (blind45/b45-004, a MIG 1g.5gb) and unknown
+# (blind13/b13-021, blind17/b17-012, collected/c047, with OOM as their second reading): a candidate, not a class.
+_NVML_ASSERT = re.compile(r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \S{0,300}CUDACachingAllocator\.cpp")
 # NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
 _NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
@@ -177,6 +182,10 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
             return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
                               "/dev/shm (NCCL_DEBUG=INFO names which)"
+        if "NVML_SUCCESS" in line.text and _NVML_ASSERT.search(line.text):
+            return "gpu_oom", "PyTorch's allocator asserts so while it writes its out-of-memory message and NVML " \
+                              "cannot list the GPU's processes (a MIG slice, some containers): an allocation most " \
+                              "likely failed"
         if "_OpNamespace" in line.text and _C_OP_MISSING.search(line.text):
             return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
                                        "did not load (an earlier warning says why) or was built from another " \
