@@ -54,7 +54,8 @@ threads about vLLM 0.25-0.33 and their new features, at commit 69b7557: 10 right
 `unknown`) and `blind46/` (6 from pull requests' threads, at commit 5b6142e: 5 right, no confident error, 4 labelled
 `unknown`) and `blind45/` (9 quoted in markdown and text files committed to repositories, at commit a301b16: 8
 right, no confident error) and `blind48/` (15 from vLLM's threads on models and features, at commit 68d2362: 6 right,
-no confident error).
+no confident error) and `blind47/` (11 from vLLM's threads on platforms and set-ups, at commit 8433bb4: 5 right, no
+confident error, 1 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -80,7 +81,8 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
-        "blind41", "blind42", "blind43", "blind45", "blind46", "blind48")
+        "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
+        "blind48")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -199,6 +201,7 @@ def main() -> int:
     print(_score("  blind43/ (scored once before: 10 of 16)", [r for r in failures if r.part == "blind43"]))
     print(_score("  blind45/ (scored once before: 8 of 9)", [r for r in failures if r.part == "blind45"]))
     print(_score("  blind46/ (scored once before: 5 of 6)", [r for r in failures if r.part == "blind46"]))
+    print(_score("  blind47/ (scored once before: 5 of 11)", [r for r in failures if r.part == "blind47"]))
     print(_score("  blind48/ (scored once before: 6 of 15)", [r for r in failures if r.part == "blind48"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
