@@ -9,6 +9,8 @@ A message whose wording changed across releases has one rule per wording, each c
 
 from __future__ import annotations
 
+from vllm_guard.diagnose.catalogue_settings import SETTINGS_SOURCES
+
 SOURCES: dict[str, str] = {
     "usage_error": "argparse (vllm serve's parser, entrypoints/cli/serve.py; exit status 2), all releases",
     "cpu_node_memory": "vLLM CPU build 0.32-0.33, v1/worker/cpu_worker.py: 'Available memory on node N ... is "
@@ -369,6 +371,17 @@ SOURCES: dict[str, str] = {
     "omni_stage_timeout": "vllm-omni's engine/async_omni_engine.py (2026, as its log names it): 'TimeoutError: Timed "
                           "out waiting for READY from StageEngineCoreProc after Ns. This typically indicates model "
                           "loading or initialization is taking too long.' (--stage-init-timeout, 300 s by default)",
+    "local_world_size": "vLLM 0.11-0.33 v1/worker/gpu_worker.py init_device: 'AssertionError: local_world_size (N) "
+                        "must be less than or equal to the number of visible devices (M).'",
+    "rocblas_arch": "rocBLAS library/src/tensile_host.cpp: 'rocBLAS error: Cannot read .../TensileLibrary.dat: ... "
+                    "for GPU arch : gfxNNNN' (no kernels for this GPU in the installed ROCm libraries)",
+    "ray_gcs": "Ray's gcs_rpc_client.h: 'Failed to connect to GCS within N seconds. GCS may have been killed.'",
+    "flashinfer_mla_kv": "FlashInfer's MLA planner (mla plan()): 'MLA kv_data_type torch.X is not supported. "
+                         "Supported dtypes: [...]'",
+    "flex_attention": "vLLM 0.9-0.33 v1/attention/backends/flex_attention.py: 'NotImplementedError: FlexAttention "
+                      "does not support sliding window yet.' (alibi slopes, logits soft cap, kv sharing, other "
+                      "attention types)",
+    **SETTINGS_SOURCES,
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
                      "pkg/kubelet/kuberuntime computePodActions): 'Container NAME failed startup probe, will be "
                      "restarted'",

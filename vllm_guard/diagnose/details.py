@@ -4,6 +4,7 @@ program written for another vLLM release), and the advice a diagnosis gets."""
 from __future__ import annotations
 
 from vllm_guard.diagnose.details_files import FILE_ADVICE
+from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, Advice
@@ -198,6 +199,24 @@ GLOO_INTERFACE = Advice(
     ("retrying unchanged", "changing vLLM's memory settings"),
 )
 
+FLEX_ATTENTION = Advice(
+    "vLLM runs attention with FlexAttention, the backend it falls back to where FlashAttention cannot run (compute "
+    "capability below 8.0: T4, V100, RTX 20xx) or the one VLLM_ATTENTION_BACKEND names, and FlexAttention lacks a "
+    "feature this model's attention needs (sliding window, soft-capping, ALiBi).",
+    ("a GPU of compute capability 8.0 or later, where FlashAttention runs it",
+     "if VLLM_ATTENTION_BACKEND names FLEX_ATTENTION: another backend", "a newer vLLM, whose backends may cover it"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+RAY_GCS = Advice(
+    "A Ray process could not reach the cluster's control store (the GCS on the head node): the head stopped or "
+    "restarted, a firewall blocks its port, or the node's address is not the one the head knows. In vLLM 0.2, "
+    "loading the model from a thread other than the main one did this on a single machine.",
+    ("`ray status` on the node: is the head reachable", "RAY_ADDRESS and the head's port (6379) open between nodes",
+     "create the engine in the program's main thread"),
+    ("retrying unchanged",),
+)
+
 OMNI_STAGE = Advice(
     "vllm-omni waited --stage-init-timeout (300 s by default) for one of its stages' engine processes to say READY: "
     "the stage was still loading, or it stopped without saying why (incomplete weight files have done this).",
@@ -335,6 +354,7 @@ SOFTCAP_BACKEND = Advice(
 
 DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
+    **SETTINGS_ADVICE,
     **FILE_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE,
@@ -344,7 +364,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
-    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,
+    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "flex_attention": FLEX_ATTENTION,
+    "ray_gcs": RAY_GCS, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,
     "process_group_size": PROCESS_GROUP_SIZE, "fp8_e4m3": FP8_E4M3, "sleep_mode_platform": SLEEP_MODE_PLATFORM,

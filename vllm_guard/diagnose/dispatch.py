@@ -63,6 +63,9 @@ _WORDS = (
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",
     "is allocated by PyTorch", "CutlassExpertsFp4", "gate's and up's weight", "down's weight",
     "input_size_per_partition", "output_partition_size", "DeepGEMM backend",
+    "Pipeline parallelism is only", "Speculative decoding with draft", "Expected both speculative_model",
+    "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
+    "MLA kv_data_type", "FlexAttention does not support",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

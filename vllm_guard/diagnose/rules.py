@@ -68,10 +68,11 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_node_memory"]),
     Rule("gpu_busy", re.compile(
         r"Free memory on device(?: (?P<device>\S{1,64}))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) "
-        # the head decides: a paste may wrap it after "is less" (blind46/b46-001); 0.32+ also says "than the
-        # engine's budget after excluding external process's weights" (v1/worker/utils.py request_memory)
+        # 0.32+ also says "than the engine's budget after excluding external process's weights" (v1/worker/utils.py
+        # request_memory); a line that ends at "is less" is the head of a message a paste wrapped there
+        # (blind46/b46-001), one wrapped further on is read joined, with its figures
         r"on startup is less(?: than (?:desired GPU memory utilization|the engine's budget after excluding external "
-        r"process's weights) \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\))?"),
+        r"process's weights) \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)|\s{0,4}$)"),
         BEFORE_START, numbers=lambda m: numbers_of(m, "free_gib", "total_gib", "utilization", "requested_gib"),
          source=SOURCES["gpu_busy"]),
     Rule("kv_cache_too_small", re.compile(
@@ -154,6 +155,12 @@ RULES: tuple[Rule, ...] = (
     # validate_configuration: compute capability, head size, MLA or sparse MLA, sinks, sliding window), e.g.
     # DeepSeek V3.2's sparse MLA below Hopper (blind33/b33-002). A setting listed among the reasons (block size, a
     # KV connector, batch invariance) is in the advice.
+    # FlexAttention, the backend vLLM falls back to where FlashAttention cannot run (compute capability below 8.0)
+    # or the one VLLM_ATTENTION_BACKEND names, without a feature the model's attention needs (0.9-0.33
+    # v1/attention/backends/flex_attention.py; blind48/b48-009: gpt-oss's sliding window)
+    Rule("unsupported_architecture", re.compile(r"FlexAttention does not support (?P<feature>sliding window|alibi "
+                                                r"slopes|logits soft cap|kv sharing|\w{1,20} attention)"), LOADING,
+         detail="flex_attention", source=SOURCES["flex_attention"]),
     Rule("unsupported_architecture", re.compile(r"No valid attention backend found for \S{1,64} with "
                                                 r"(?:AttentionSelectorConfig\(|head_size)"), LOADING,
          detail="no_attention_backend", source=SOURCES["no_backend"]),
@@ -205,17 +212,46 @@ RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"GPU memory utilization must be less than 1\.0\. Got "
                                    r"(?P<gpu_memory_utilization>[\d.]+)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "gpu_memory_utilization"), source=SOURCES["gpu_utilization_range"]),
-    Rule("usage_error", re.compile(r"Pipeline parallelism is not supported for this model"), BEFORE_START,
-         detail="pp_unsupported", source=SOURCES["pp_unsupported"]),
+    # (vLLM 0.5's allow-list: "Pipeline parallelism is only supported for the following  architectures: [...]",
+    # blind48/b48-015)
+    Rule("usage_error", re.compile(r"Pipeline parallelism is not supported for this model"
+                                   r"|Pipeline parallelism is only supported for the following {1,2}architectures"),
+         BEFORE_START, detail="pp_unsupported", source=SOURCES["pp_unsupported"]),
+    # LoRA asked for a model class without it: V0's loader (0.3-0.6 model_loader/loader.py "Model X does not support
+    # LoRA, but LoRA is enabled."), V1's runner (0.7-0.33 lora_model_runner_mixin.py "X does not support LoRA yet.");
+    # blind48/b48-011, b48-012
+    Rule("usage_error", re.compile(r"\b\w{1,100}For\w{1,60} does not support LoRA(?:, but LoRA is enabled| yet)"),
+         BEFORE_START, detail="lora_model", source=SOURCES["lora_model"]),
+    # V1's speculative config before separate draft models came back (0.10-0.13 config/speculative.py), and 0.5-0.6's
+    # check of a draft model's settings (config.py SpeculativeConfig.maybe_create_spec_config; blind48/b48-013, b48-014)
+    Rule("usage_error", re.compile(r"Speculative decoding with draft model is not supported yet"
+                                   r"|Expected both speculative_model and num_speculative_tokens to be provided"),
+         BEFORE_START, detail="spec_config", source=SOURCES["spec_config"]),
+    # A RoPE type some vLLM knows, named by the model's config.json to a vLLM that predates it (Llama 3.1's llama3
+    # before 0.5.3), then any other name (a --rope-scaling typo; blind48/b48-001's "extended"): get_rope in
+    # model_executor/layers/rotary_embedding.py (rotary_embedding/__init__.py at 0.32)
+    Rule("version_mismatch", re.compile(r"Unknown RoPE scaling type (?:llama3|yarn|dynamic|linear|longrope|su|mrope|"
+                                        r"deepseek_yarn|default|ntk|mllama4|proportional|bailing_mrope|openpangu|"
+                                        r"dual_chunk_attention|dynamic_ntk)\b"), BEFORE_START, detail="rope_newer",
+         source=SOURCES["rope_type"]),
+    Rule("usage_error", re.compile(r"Unknown RoPE scaling type (?P<rope_type>\w{1,64})"), BEFORE_START,
+         detail="rope_type", source=SOURCES["rope_type"]),
+    # A cache or home folder the start cannot write (OpenShift's arbitrary user with HOME=/: "/.cache"; a read-only
+    # mount), and a shell that cannot execute vllm at all (blind47/b47-007, retyped in lower case; b47-008)
+    Rule("usage_error", re.compile(r"(?i:PermissionError: \[Err(?:no|or) 13\] Permission denied): "
+                                   r"'(?P<path>[^']{1,512})'"
+                                   r"|^/bin/(?:ba|da)?sh: (?:\d{1,6}: )?vllm: Permission denied"), BEFORE_START,
+         detail="permission", when=conditions.never_ready, source=SOURCES["permission"]),
     Rule("usage_error", re.compile(r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of"), BEFORE_START,
          detail="lora_rank", numbers=lambda m: numbers_of(m, "max_lora_rank"), source=SOURCES["lora_rank"]),
     # FP8 block quantization (128x128 blocks) split by tensor parallel into shares that are not whole blocks (vLLM
-    # 0.7-0.33 quantization/utils/fp8_utils.py validate_fp8_block_shape and _moe): the head alone decides, for the
-    # message is often wrapped after "is not" (blind43/b43-005: a MoE's 768 over TP 8)
+    # 0.7-0.33 quantization/utils/fp8_utils.py validate_fp8_block_shape and _moe): a line that ends at "is not" is
+    # the head of a message wrapped there (blind43/b43-005: a MoE's 768 over TP 8), one wrapped further on is read
+    # joined
     Rule("tp_indivisible", re.compile(r"(?:The output_size of gate's and up's weight|The input_size of down's weight"
                                       r"|Weight input_size_per_partition|Weight output_partition_size) = "
-                                      r"(?P<size>\d{1,9}) is not"
-                                      r"(?: divisible by weight quantization block_[nk] = (?P<block>\d{1,6}))?"),
+                                      r"(?P<size>\d{1,9}) is not(?: divisible by weight quantization block_[nk] = "
+                                      r"(?P<block>\d{1,6})|\s{0,4}$)"),
          LOADING, detail="quant_block", numbers=lambda m: numbers_of(m, "size", "block"),
          source=SOURCES["fp8_block_tp"]),
     Rule("tp_indivisible", re.compile(r"The input size is not aligned with the quantized weight shape"

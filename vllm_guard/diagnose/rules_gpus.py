@@ -13,6 +13,11 @@ from vllm_guard.diagnose.markers import BEFORE_START
 from vllm_guard.diagnose.rule import Rule
 
 GPU_COUNT_RULES: tuple[Rule, ...] = (
+    # V1's worker asserting that the ranks it runs on this node fit the GPUs it sees (0.11-0.33 v1/worker/
+    # gpu_worker.py init_device; blind47/b47-006: 16 on a node of 8 under a two-node Ray cluster)
+    Rule("too_few_gpus", re.compile(r"local_world_size \((?P<world_size>\d{1,6})\) must be less than or equal to the "
+                                    r"number of visible devices \((?P<gpus>\d{1,6})\)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["local_world_size"]),
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
                                     r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),

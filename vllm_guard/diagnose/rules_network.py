@@ -24,6 +24,10 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"gloo/transport/tcp/device\.cc:\d{1,6}\] ifa != nullptr\. Unable to find address "
                                r"for: (?P<interface>\S{1,64})"), BEFORE_START, detail="gloo_interface",
          source=SOURCES["gloo_interface"]),
+    # Ray's core worker that cannot reach the cluster's control store (src/ray/gcs/gcs_client/gcs_rpc_client.h:
+    # "Failed to connect to GCS within N seconds. GCS may have been killed."; blind47/b47-009)
+    Rule("network", re.compile(r"Failed to connect to GCS within (?P<waited_s>\d{1,6}) seconds"), BEFORE_START,
+         detail="ray_gcs", numbers=lambda m: numbers_of(m, "waited_s"), source=SOURCES["ray_gcs"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",

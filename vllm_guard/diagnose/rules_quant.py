@@ -63,4 +63,8 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
     Rule("quant_unsupported", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: "
                                          r"\[[^\]]{0,1000}kv_cache_dtype not supported"), LOADING,
          detail="kv_cache_dtype", source=SOURCES["selected_backend"]),
+    # FlashInfer's MLA planner refusing the KV cache's dtype (flashinfer mla plan(): "MLA kv_data_type torch.uint8
+    # is not supported. Supported dtypes: [...]"), an fp8 KV cache handed to it as raw bytes (blind48/b48-008)
+    Rule("quant_unsupported", re.compile(r"MLA kv_data_type torch\.\w{1,32} is not supported"), LOADING,
+         detail="kv_cache_dtype", source=SOURCES["flashinfer_mla_kv"]),
 )

@@ -27,6 +27,11 @@ VERSION_RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_torch"]),
     Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
          detail="gpu_arch", source=SOURCES["no_kernel_image"]),
+    # ROCm's twin: rocBLAS without a Tensile library for the GPU's gfx target (library/src/tensile_host.cpp;
+    # blind47/b47-004: a Radeon 890M, gfx1150, under an image built for others)
+    Rule("version_mismatch", re.compile(r"rocBLAS error: Cannot read \S{1,512}TensileLibrary\S{0,64}: .{0,80}?for GPU "
+                                        r"arch ?: ?(?P<gfx>gfx\w{2,8})"), detail="gpu_arch",
+         source=SOURCES["rocblas_arch"]),
     # PyTorch's own warning that its build has no kernels for a GPU (torch/cuda/__init__.py _check_cubins): a
     # warning, about every visible GPU (an old second card warns too), so the failure only when the start never got
     # ready and no decisive error follows it.

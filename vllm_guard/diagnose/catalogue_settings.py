@@ -1,0 +1,16 @@
+"""Where the messages about the start's own settings come from (LoRA, speculative decoding, RoPE scaling, a folder
+the start cannot write): part of catalogue.SOURCES, kept apart to keep that file readable."""
+
+from __future__ import annotations
+
+SETTINGS_SOURCES: dict[str, str] = {
+    "lora_model": "vLLM 0.3-0.6 model_executor/model_loader/loader.py: 'Model X does not support LoRA, but LoRA is "
+                  "enabled.'; 0.7-0.33 v1/worker/lora_model_runner_mixin.py: 'X does not support LoRA yet.'",
+    "spec_config": "vLLM 0.10-0.13 config/speculative.py __post_init__: 'Speculative decoding with draft model is not "
+                   "supported yet.'; 0.5-0.6 config.py SpeculativeConfig.maybe_create_spec_config: 'Expected both "
+                   "speculative_model and num_speculative_tokens to be provided, but found ...'",
+    "rope_type": "vLLM 0.2-0.33 get_rope (model_executor/layers/rotary_embedding.py; rotary_embedding/__init__.py at "
+                 "0.32): 'ValueError: Unknown RoPE scaling type X'",
+    "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
+                  "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
+}

@@ -1,0 +1,55 @@
+"""The advice for the readings about the start's own settings: LoRA on a model class without it, a speculative
+decoding set-up this vLLM refuses, a RoPE scaling type, a folder the start cannot write. Part of
+details.DETAIL_ADVICE."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.knowledge import Advice
+
+LORA_MODEL = Advice(
+    "LoRA is enabled, and the model's class in this vLLM has no LoRA support (it was added model by model).",
+    ("serve without --enable-lora: merge the adapter into the weights, or serve the base model alone",
+     "a vLLM release that lists LoRA for the architecture (docs: supported models, the LoRA column)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+SPEC_CONFIG = Advice(
+    "The speculative-decoding settings are ones this vLLM refuses: a separate draft model where its engine had none "
+    "(V1 before 0.14), or a draft model's settings that do not fit it (a speculator that predicts fewer tokens than "
+    "num_speculative_tokens).",
+    ("another method this vLLM has (ngram, EAGLE, Medusa, MTP), or a release that runs draft models",
+     "num_speculative_tokens no larger than the draft model predicts (an MLPSpeculator's n_predict)"),
+    ("retrying unchanged",),
+)
+
+ROPE_TYPE = Advice(
+    "The RoPE scaling type is one no vLLM knows: a --rope-scaling (or --hf-overrides) value with a typo, or a "
+    "config.json written for another program.",
+    ("a type vLLM knows: linear, dynamic, yarn, llama3, longrope, ntk (each release's rotary_embedding lists them)",
+     "drop the override and let the model's own config.json decide"),
+    ("retrying unchanged",),
+)
+
+ROPE_NEWER = Advice(
+    "The model's config.json names a RoPE scaling type a later vLLM knows and this one does not (Llama 3.1's "
+    "llama3 before vLLM 0.5.3, YaRN or LongRoPE before theirs).",
+    ("a vLLM release that supports the model",),
+    ("--max-model-len: the type is read whatever the length asked", "retrying unchanged"),
+)
+
+PERMISSION = Advice(
+    "The start cannot write a folder it needs (its cache under $HOME, the Hugging Face cache, torch.compile's cache), "
+    "or the container's user cannot run vllm at all: most often an image run as an arbitrary user (OpenShift) whose "
+    "HOME is / or whose files belong to root.",
+    ("HOME, HF_HOME and VLLM_CACHE_ROOT set to a folder the user can write (an emptyDir or a volume)",
+     "an image built for arbitrary users (group 0 with group-write on its folders and its virtual environment)"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
+SETTINGS_ADVICE: dict[str, Advice] = {
+    "lora_model": LORA_MODEL,
+    "spec_config": SPEC_CONFIG,
+    "rope_type": ROPE_TYPE,
+    "rope_newer": ROPE_NEWER,
+    "permission": PERMISSION,
+}
