@@ -11,6 +11,11 @@ SETTINGS_SOURCES: dict[str, str] = {
                    "speculative_model and num_speculative_tokens to be provided, but found ...'",
     "rope_type": "vLLM 0.2-0.33 get_rope (model_executor/layers/rotary_embedding.py; rotary_embedding/__init__.py at "
                  "0.32): 'ValueError: Unknown RoPE scaling type X'",
+    "custom_allreduce_cuda": "vLLM 0.3-0.33 csrc/custom_all_reduce.cuh CUDACHECK: 'Failed: Cuda error FILE:LINE "
+                             "'REASON'' (the custom all-reduce's IPC buffers between the GPUs)",
+    "hccl_port": "HCCL (CANN, through torch_npu): 'EJ0003: ... Failed to bind the IP port. Reason: The IP address and "
+                 "port have been bound already.', hccl_socket.cc 'listen on ip[A] and specific port[P] fail. Please "
+                 "check the port status and whether the port is being used by other process.'",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
 }

@@ -49,7 +49,10 @@ FRAME_STAGES: tuple[tuple[str, frozenset[str]], ...] = (
 # them (weights are created, then loaded), never the profiling run, the CUDA-graph capture or the KV cache's
 # allocation. A paste that cut the frames above it (load_model, initialize_model) still shows the stage
 # (blind31/b31-008: nn.Linear's torch.empty in a diffusion transformer's __init__).
-_NN_MODULE = re.compile(r"[/\\]torch[/\\]nn[/\\]modules[/\\]\w{1,64}\.py$")
+_NN_MODULE = re.compile(r"[/\\]torch[/\\]nn[/\\]modules[/\\]\w{1,64}\.py$"
+                        # vLLM's own layers' constructors allocate their weights too (0.1-0.33 model_executor/;
+                        # blind49/b49-001: ColumnParallelLinear.__init__ in 0.1.2)
+                        r"|[/\\]vllm[/\\]model_executor[/\\](?:\w{1,64}[/\\]){0,4}\w{1,64}\.py$")
 
 
 def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:

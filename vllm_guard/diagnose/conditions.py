@@ -109,5 +109,6 @@ def only_tower_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, A
 def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """CANN's own words for a failed allocation ("[Error]: Failed to apply for memory.") follow within the next lines
     of the same process: torch_npu prints the ACL error's detail right after the call that failed."""
-    return any("Failed to apply for memory" in after.text and after.proc == lines[i].proc
+    # (a line whose process prefix the paste cut is taken as the process's own: blind50/b50-004)
+    return any("Failed to apply for memory" in after.text and (after.proc == lines[i].proc or not lines[i].proc)
                for after in lines[i + 1:i + 4])

@@ -46,7 +46,27 @@ PERMISSION = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
+CUSTOM_ALLREDUCE = Advice(
+    "vLLM's custom all-reduce kernels failed a CUDA call between the GPUs: they share buffers over CUDA IPC, which "
+    "some set-ups refuse (GPUs without P2P between them, a container without IPC, a driver or virtualisation that "
+    "blocks it). NCCL's own all-reduce does not need it.",
+    ("--disable-custom-all-reduce", "`nvidia-smi topo -m` and the guard's P2P probe (`vllm-guard check`) show "
+     "whether the GPUs reach each other"),
+    ("changing vLLM's memory settings",),
+)
+
+HCCL_PORT = Advice(
+    "HCCL (Ascend's collectives) could not listen on its port: another process on the node holds it, most often "
+    "another vLLM instance started with the same base port (HCCL_IF_BASE_PORT, 60000 by default) or the same KV "
+    "connector port.",
+    ("a different HCCL_IF_BASE_PORT (and KV connector port) for each instance on the node",
+     "`ss -ltnp` to see who holds the port"),
+    ("retrying while the other instance runs",),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "custom_allreduce": CUSTOM_ALLREDUCE,
+    "hccl_port": HCCL_PORT,
     "lora_model": LORA_MODEL,
     "spec_config": SPEC_CONFIG,
     "rope_type": ROPE_TYPE,

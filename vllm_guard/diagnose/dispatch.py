@@ -65,7 +65,8 @@ _WORDS = (
     "input_size_per_partition", "output_partition_size", "DeepGEMM backend",
     "Pipeline parallelism is only", "Speculative decoding with draft", "Expected both speculative_model",
     "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
-    "MLA kv_data_type", "FlexAttention does not support",
+    "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
+    "and specific port",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -132,7 +132,9 @@ RULES: tuple[Rule, ...] = (
     # The driver API's (torch's C10_CUDA_DRIVER_CHECK, c10/cuda/driver_api.h: "CUDA driver error: out of memory"; the
     # allocator's expandable segments and vLLM's sleep-mode pool map memory through it), in a start that never got
     # ready: a caller may catch it and go on (blind38/b38-011: Unsloth printed it under "Error:" and retried).
-    Rule("oom", re.compile(r"CUDA driver error: out of memory"), when=conditions.never_ready,
+    # (its colon escaped: a rule with a `when` spelling the dispatch's "error:" would be tried again on every line
+    # that holds it, and a crash loop's million repeated errors would each cost the rules again; issue 28)
+    Rule("oom", re.compile(r"CUDA driver error\: out of memory"), when=conditions.never_ready,
          source=SOURCES["cuda_runtime_oom"]),
     # AWS Neuron's runtime (NRT_RESOURCE, status 4) when a tensor does not fit the NeuronCores' memory
     # (transformers-neuronx under vLLM's neuron backend, 0.3-0.9; blind34/b34-002). Its placement helpers
@@ -183,7 +185,8 @@ RULES: tuple[Rule, ...] = (
          source=SOURCES["nvfp4_moe_dp"]),
     # vllm-ascend's graph capture (ACL graph through torch_npu's NPUGraph.capture_begin) failing to get memory: CANN
     # prints "[Error]: Failed to apply for memory." right after the call (blind33/b33-008, a second model on the NPU)
-    Rule("oom_cudagraph", re.compile(r"AclmdlRICaptureBegin\(capture_stream_, capture_mode\), error code is \d{1,8}"),
+    # (the call's name alone: V1's wrapper quote may cut it there, blind50/b50-004)
+    Rule("oom_cudagraph", re.compile(r"AclmdlRICaptureBegin\(capture_stream_,"),
          CUDA_GRAPH, when=conditions.npu_memory_follows, source=SOURCES["acl_capture"]),
     Rule("max_len_exceeds_model", re.compile(
         r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "

@@ -28,6 +28,11 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # "Failed to connect to GCS within N seconds. GCS may have been killed."; blind47/b47-009)
     Rule("network", re.compile(r"Failed to connect to GCS within (?P<waited_s>\d{1,6}) seconds"), BEFORE_START,
          detail="ray_gcs", numbers=lambda m: numbers_of(m, "waited_s"), source=SOURCES["ray_gcs"]),
+    # vLLM's custom all-reduce kernels failing a CUDA call between the GPUs (csrc/custom_all_reduce.cuh's CUDACHECK,
+    # 0.3-0.33: "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'"): its IPC
+    # buffers, which NCCL's own all-reduce does not need (blind49/b49-009)
+    Rule("network", re.compile(r"Failed: Cuda error \S{0,300}custom_all_reduce\.cuh:\d{1,6} '(?P<reason>[^']{1,100})'"),
+         detail="custom_allreduce", source=SOURCES["custom_allreduce_cuda"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",
@@ -80,4 +85,10 @@ NETWORK_RULES: tuple[Rule, ...] = (
                                    r"address already in use)|has failed to bind to \S{1,300} \(errno: 98 - Address "
                                    r"already in use\)"), BEFORE_START, detail="internal_port",
          source=SOURCES["tcpstore_bind"]),
+    # HCCL (Ascend's collectives, under vllm-ascend) that cannot listen on its port: another process on the node holds
+    # it, most often a second instance with the same HCCL_IF_BASE_PORT or KV connector port (blind50/b50-006,
+    # b50-008)
+    Rule("port_in_use", re.compile(r"Failed to bind the IP port\. Reason: The IP address and port have been bound "
+                                   r"already|listen on ip\[[^\]]{1,64}\] and specific port\[(?P<port>\d{1,5})\] fail"),
+         BEFORE_START, detail="hccl_port", numbers=lambda m: numbers_of(m, "port"), source=SOURCES["hccl_port"]),
 )
