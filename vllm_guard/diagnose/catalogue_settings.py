@@ -16,6 +16,9 @@ SETTINGS_SOURCES: dict[str, str] = {
     "hccl_port": "HCCL (CANN, through torch_npu): 'EJ0003: ... Failed to bind the IP port. Reason: The IP address and "
                  "port have been bound already.', hccl_socket.cc 'listen on ip[A] and specific port[P] fail. Please "
                  "check the port status and whether the port is being used by other process.'",
+    "no_model_type": "transformers configuration_auto.py AutoConfig.from_pretrained: 'ValueError: Unrecognized model "
+                     "in PATH. Should have a `model_type` key in its config.json, or contain one of the following "
+                     "strings in its name: ...'",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
 }

@@ -103,7 +103,18 @@ DOWNLOAD_INTEGRITY = Advice(
     ("changing vLLM's memory settings",),
 )
 
+NO_MODEL_TYPE = Advice(
+    "transformers read a config.json without a model_type: the folder is not a whole model (a LoRA adapter, a GGUF "
+    "folder, a download cut short), or the process cannot read the model's files (a container user without "
+    "permission on a mounted cache reads nothing useful).",
+    ("point --model at the base model's folder or Hub id (an adapter goes in --lora-modules)",
+     "check that the user vLLM runs as can read the files (podman: --userns=keep-id; Kubernetes: fsGroup)",
+     "download the model again if its config.json is short"),
+    ("retrying unchanged",),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "no_model_type": NO_MODEL_TYPE,
     "hub": HUB_UNREACHABLE,
     "config_missing": CONFIG_MISSING,
     "hub_refused": HUB_REFUSED,

@@ -13,7 +13,7 @@ from vllm_guard.diagnose.rules import RULES
 # (tests/test_explain_collected.py tries the words over every real log and the accelerators' OOM lines).
 _WORDS = (
     "Free memory on device", "max seq len",
-    "number of tokens that can be stored", "No available memory", "Cannot auto-fit", "Error in memory profiling",
+    "number of tokens that can be", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
     "User-specified max_model_len", "World size", "DP adjusted", "Failed to infer device", "Errno 98", "No space left",
@@ -66,7 +66,7 @@ _WORDS = (
     "Pipeline parallelism is only", "Speculative decoding with draft", "Expected both speculative_model",
     "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
-    "and specific port",
+    "and specific port", "Unrecognized model in",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -83,10 +83,11 @@ RULES: tuple[Rule, ...] = (
         KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "needed_gib", "available_gib", "estimated_max_len"),
          source=SOURCES["kv_too_small"]),
     Rule("kv_cache_too_small", re.compile(
-        # a paste may end before the token count (b11-037); people retype it into issues ("the model’s max sew
-        # len", "maxinum": blind6/b6-024, blind9/b9-002), and its second half is vLLM's words alone
+        # a paste may end before the token count (b11-037), or inside "stored" (blind51/b51-002); people retype it
+        # into issues ("the model’s max sew len", "maxinum": blind6/b6-024, blind9/b9-002), and its second half is
+        # vLLM's words alone
         r"[Tt]he model.s max se\w len \((?P<max_seq_len>\d+)\) is larger than the max\w{0,4} number of tokens "
-        r"that can be stored in KV cache(?: \((?P<kv_tokens>\d+)\))?"),
+        r"that can be(?: stored in KV cache(?: \((?P<kv_tokens>\d+)\))?| ?[a-z]{0,6}\s{0,4}$)"),
         KV_CACHE, numbers=lambda m: numbers_of(m, "max_seq_len", "kv_tokens"), source=SOURCES["kv_too_small_v0"]),
     Rule("no_kv_memory", re.compile(r"No available memory for the cache blocks|Cannot auto-fit max_model_len: not "
                                     r"enough GPU memory"), KV_CACHE, source=SOURCES["no_kv_memory"]),

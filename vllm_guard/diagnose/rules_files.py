@@ -89,4 +89,10 @@ FILE_RULES: tuple[Rule, ...] = (
                                     r"InvalidHeaderDeserialization|invalid JSON in header)"
                                     r"|PytorchStreamReader failed reading zip archive"),
          LOADING, detail="weights_unreadable", source=SOURCES["weights_unreadable"]),
+    # transformers' AutoConfig when config.json has no model_type (a model type it does not know is another message):
+    # the folder is not a whole model (an adapter, a GGUF folder, a download cut short) or cannot be read (a
+    # container user without the files' permissions: blind51/b51-001, Red Hat's own troubleshooting page)
+    Rule("model_access", re.compile(r"Unrecognized model in \S{1,512}\. Should have a [`']?model_type[`']? key in "
+                                    r"its config\.json"), BEFORE_START, detail="no_model_type",
+         source=SOURCES["no_model_type"]),
 )
