@@ -57,3 +57,15 @@ def test_what_blind43_read_right_at_its_score() -> None:
             "b43-004": "unknown", "b43-006": "unknown", "b43-007": "oom_profiling", "b43-012": "unknown",
             "b43-013": "unknown", "b43-015": "no_kv_memory", "b43-016": "unknown"}
     assert {p: classify(blind_log("blind43", p)).cls for p in want} == want
+
+
+def test_marlins_wrapped_head_is_not_fp8_blocks() -> None:
+    # a review's case: Marlin's "Weight input_size_per_partition = N is not divisible by min_thread_k", wrapped
+    text = "ValueError: Weight input_size_per_partition = 1376 is not\n    divisible by min_thread_k = 128.\n"
+    assert classify(text).detail != "quant_block"
+
+
+def test_a_kernels_vmem_is_not_the_devices_memory() -> None:
+    line = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem while "
+            "Attempting to allocate 12.00M\n")
+    assert classify(line).cls != "gpu_oom"

@@ -45,3 +45,21 @@ def test_what_blind47_read_right_at_its_score() -> None:
     want = {"b47-001": "unknown", "b47-002": "network", "b47-003": "version_mismatch", "b47-005": "too_few_gpus",
             "b47-011": "version_mismatch"}
     assert {p: classify(blind_log("blind47", p)).cls for p in want} == want
+
+
+def test_a_permission_warning_does_not_hide_the_failure_after_it() -> None:
+    # a review's case: vLLM's usage-stats thread cannot write ~/.config under HOME=/ and the start goes on, then
+    # fails on its KV cache
+    kv = ("ValueError: To serve at least one request with the model's max seq len (32768), (4.00 GiB KV cache is "
+          "needed, which is larger than the available KV cache memory (2.00 GiB).\n")
+    stats = ("Exception in thread Thread-1 (_report_usage_worker):\n"
+             "PermissionError: [Errno 13] Permission denied: '/.config'\n")
+    assert classify(stats + kv).cls == "kv_cache_too_small"
+    assert classify(stats).cls == "usage_error"
+
+
+def test_rays_gcs_line_after_another_failure_is_not_the_cause() -> None:
+    gcs = ("(raylet) [2024-01-01 00:00:00,000 E 1 1] gcs_rpc_client.h:179: Failed to connect to GCS within 60 seconds. "
+           "GCS may have been killed.\n")
+    assert classify("RuntimeError: some failure of the driver xyz\n" + gcs).cls != "network"
+    assert classify(gcs).cls == "network"

@@ -65,3 +65,7 @@ def test_what_blind48_read_right_at_its_score() -> None:
     want = {"b48-002": "usage_error", "b48-004": "usage_error", "b48-005": "quant_unsupported",
             "b48-006": "usage_error", "b48-007": "tp_indivisible", "b48-010": "quant_unsupported"}
     assert {p: classify(blind_log("blind48", p)).cls for p in want} == want
+
+
+def test_rope_types_some_vllm_knows_include_the_newest() -> None:
+    assert classify("ValueError: Unknown RoPE scaling type xdrope\n").detail == "rope_newer"

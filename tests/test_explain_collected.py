@@ -163,7 +163,7 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           "b34-002-oom_loading.log",
                           # vLLM's custom all-reduce failing its CUDA IPC call (csrc/custom_all_reduce.cuh), labelled
                           # unknown with network as its third reading; blind49/b49-009's same line is labelled
-                          # network, and --disable-custom-all-reduce is the remedy either way
+                          # network, and the advice (--disable-custom-all-reduce, no ladder step) is the same either way
                           "b13-018-unknown.log"}
 
 

@@ -58,8 +58,11 @@ _NN_MODULE = re.compile(r"[/\\]torch[/\\]nn[/\\]modules[/\\]\w{1,64}\.py$"
 def stage_of_frames(frames: Iterable[logread.Frame]) -> str | None:
     """The start-up stage a traceback's frames were in, or None when they do not say."""
     frames = tuple(frames)
-    stage = stage_of_functions({f.func for f in frames})
-    if stage is None and any(f.func == "__init__" and _NN_MODULE.search(f.path) for f in frames):
+    funcs = {f.func for f in frames}
+    stage = stage_of_functions(funcs)
+    # a layer's constructor is the model's construction, unless a forward pass built it (a dummy run: profiling)
+    if stage is None and "forward" not in funcs and any(f.func == "__init__" and _NN_MODULE.search(f.path)
+                                                       for f in frames):
         return LOADING
     return stage
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose import certainty, fallback, guard_report, hang_log, logread, progress
+from vllm_guard.diagnose import certainty, conditions, fallback, guard_report, hang_log, logread, progress
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
@@ -227,7 +227,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             if key in tried:
                 continue
             rules = rules_for(body)  # no rule word lives in vLLM's logging prefix: read the body only
-            if rules is None or not any(rule.when for rule in rules):
+            if rules is None or not any(rule.when and rule.when not in conditions.LOG_WIDE for rule in rules):
                 tried.add(key)
             if rules is None:
                 continue

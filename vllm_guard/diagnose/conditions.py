@@ -51,6 +51,14 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
 _LATER_ERROR = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception): \S")
 
 
+def first_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The start never got ready and no error came before this line: a line a process prints as it goes down after
+    another's failure (Ray's workers when the head is gone) is not the failure."""
+    if ready(lines):
+        return False
+    return not any(_LATER_ERROR.search(before.text) and not WRAPPERS.search(before.text) for before in lines[:i])
+
+
 def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The start never got ready and no other error follows this line but vLLM's wrappers of it ("Engine core
     initialization failed"): a warning-like import failure vLLM went on after is not the failure."""
@@ -112,3 +120,9 @@ def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, A
     # (a line whose process prefix the paste cut is taken as the process's own: blind50/b50-004)
     return any("Failed to apply for memory" in after.text and (after.proc == lines[i].proc or not lines[i].proc)
                for after in lines[i + 1:i + 4])
+
+
+# Conditions that read the whole log and not the line's place in it: a line that holds the same words as one read
+# before gets the same answer, so the per-line memo of classify may skip it (a million repeated warnings cost one
+# reading; issue 28).
+LOG_WIDE: frozenset[Callable[[str, list[LogLine], int, dict[str, Any]], bool]] = frozenset({never_ready})

@@ -15,10 +15,11 @@ LORA_MODEL = Advice(
 
 SPEC_CONFIG = Advice(
     "The speculative-decoding settings are ones this vLLM refuses: a separate draft model where its engine had none "
-    "(V1 before 0.14), or a draft model's settings that do not fit it (a speculator that predicts fewer tokens than "
-    "num_speculative_tokens).",
+    "(V1 before 0.14), or a draft model's settings that do not fit it (num_speculative_tokens not given, or more "
+    "than a speculator predicts).",
     ("another method this vLLM has (ngram, EAGLE, Medusa, MTP), or a release that runs draft models",
-     "num_speculative_tokens no larger than the draft model predicts (an MLPSpeculator's n_predict)"),
+     "num_speculative_tokens given with the draft model, and no larger than it predicts (an MLPSpeculator's "
+     "n_predict)"),
     ("retrying unchanged",),
 )
 

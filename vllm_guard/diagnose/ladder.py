@@ -101,7 +101,10 @@ NOT_RELAXABLE_DETAIL = {
            "changes that",
     "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",
     "hccl_port": "HCCL's port is held by another process on the node: give each instance its own HCCL_IF_BASE_PORT",
-    "custom_allreduce": "custom all-reduce is already disabled: NCCL's all-reduce failed too, see the network",
+    # not the ladder's own step: its disable-custom-all-reduce also sets NCCL_P2P_DISABLE (launch/remembered.py,
+    # for a P2P hang), which a failed CUDA IPC call does not call for
+    "custom_allreduce": "vLLM's custom all-reduce failed a CUDA call between the GPUs: disable-custom-all-reduce "
+                        "in the profile (NCCL's all-reduce instead)",
     "deep_gemm": "the deep_gemm package is missing or too old: install it (a model without FP8 layers can skip "
                  "it with VLLM_DEEP_GEMM_WARMUP=skip in the profile's [env] table)",
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
@@ -238,9 +241,6 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     if d.cls == "port_in_use" and d.detail == "internal_port" and unchanged_retries == 0:
         return Step(None, None, "an internal port was taken between being picked and bound: start once more "
                     "unchanged (another free port is picked)")
-    if d.cls == "network" and d.detail == "custom_allreduce" and not s.disable_custom_all_reduce:
-        return Step("disable-custom-all-reduce", True, "vLLM's custom all-reduce failed a CUDA call between the "
-                    "GPUs: NCCL's all-reduce instead")
     if d.cls == "startup_hang":
         return _hang(d, s)
     if d.detail == "profiling_assertion":

@@ -34,7 +34,8 @@ _OOM = re.compile(
     # (its program's or buffer's words may come between: "Error loading program 'jit__multi_slice': Attempting to
     # reserve", "Error allocating device buffer: Attempting to allocate"; blind43/b43-008, b43-009 on TPU v5p, v7x)
     r"|RESOURCE_EXHAUSTED: (?:.{0,80}?Ran out of memory in memory space hbm"
-    r"|.{0,240}?Attempting to (?:allocate|reserve) [\d.]|Out of memory while trying to allocate)"
+    r"|(?!.{0,240}?memory space [sv]mem).{0,240}?Attempting to (?:allocate|reserve) [\d.]"
+    r"|Out of memory while trying to allocate)"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
     # the same message's tail (2.1+), all a paste may keep when it is cut at its start (blind37/b37-002: a Hugging
@@ -236,26 +237,33 @@ RULES: tuple[Rule, ...] = (
     # model_executor/layers/rotary_embedding.py (rotary_embedding/__init__.py at 0.32)
     Rule("version_mismatch", re.compile(r"Unknown RoPE scaling type (?:llama3|yarn|dynamic|linear|longrope|su|mrope|"
                                         r"deepseek_yarn|default|ntk|mllama4|proportional|bailing_mrope|openpangu|"
-                                        r"dual_chunk_attention|dynamic_ntk)\b"), BEFORE_START, detail="rope_newer",
-         source=SOURCES["rope_type"]),
+                                        r"dual_chunk_attention|xdrope|deepseek_llama_scaling)\b"), BEFORE_START,
+         detail="rope_newer", source=SOURCES["rope_type"]),
     Rule("usage_error", re.compile(r"Unknown RoPE scaling type (?P<rope_type>\w{1,64})"), BEFORE_START,
          detail="rope_type", source=SOURCES["rope_type"]),
     # A cache or home folder the start cannot write (OpenShift's arbitrary user with HOME=/: "/.cache"; a read-only
-    # mount), and a shell that cannot execute vllm at all (blind47/b47-007, retyped in lower case; b47-008)
+    # mount; blind47/b47-007, retyped in lower case): a warning, since a thread may hit it and the start go on
+    # (vLLM's usage-stats reporter writes under ~/.config), so any decisive line after it wins
     Rule("usage_error", re.compile(r"(?i:PermissionError: \[Err(?:no|or) 13\] Permission denied): "
-                                   r"'(?P<path>[^']{1,512})'"
-                                   r"|^/bin/(?:ba|da)?sh: (?:\d{1,6}: )?vllm: Permission denied"), BEFORE_START,
-         detail="permission", when=conditions.never_ready, source=SOURCES["permission"]),
+                                   r"'(?P<path>[^']{1,512})'"), BEFORE_START, detail="permission",
+         when=conditions.never_ready, warning=True, source=SOURCES["permission"]),
+    # A shell that cannot execute vllm at all: nothing of vLLM ran (blind47/b47-008, OpenShift's arbitrary user)
+    Rule("usage_error", re.compile(r"^/bin/(?:ba|da)?sh: (?:\d{1,6}: )?vllm: Permission denied"), BEFORE_START,
+         detail="permission", source=SOURCES["permission"]),
     Rule("usage_error", re.compile(r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of"), BEFORE_START,
          detail="lora_rank", numbers=lambda m: numbers_of(m, "max_lora_rank"), source=SOURCES["lora_rank"]),
     # FP8 block quantization (128x128 blocks) split by tensor parallel into shares that are not whole blocks (vLLM
     # 0.7-0.33 quantization/utils/fp8_utils.py validate_fp8_block_shape and _moe): a line that ends at "is not" is
     # the head of a message wrapped there (blind43/b43-005: a MoE's 768 over TP 8), one wrapped further on is read
     # joined
+    # ("Weight input_size_per_partition = N is not" is Marlin's head too: that wording needs its FP8 tail)
     Rule("tp_indivisible", re.compile(r"(?:The output_size of gate's and up's weight|The input_size of down's weight"
-                                      r"|Weight input_size_per_partition|Weight output_partition_size) = "
-                                      r"(?P<size>\d{1,9}) is not(?: divisible by weight quantization block_[nk] = "
-                                      r"(?P<block>\d{1,6})|\s{0,4}$)"),
+                                      r"|Weight output_partition_size) = (?P<size>\d{1,9}) is not(?: divisible by "
+                                      r"weight quantization block_[nk] = (?P<block>\d{1,6})|\s{0,4}$)"),
+         LOADING, detail="quant_block", numbers=lambda m: numbers_of(m, "size", "block"),
+         source=SOURCES["fp8_block_tp"]),
+    Rule("tp_indivisible", re.compile(r"Weight input_size_per_partition = (?P<size>\d{1,9}) is not divisible by "
+                                      r"weight quantization block_k = (?P<block>\d{1,6})"),
          LOADING, detail="quant_block", numbers=lambda m: numbers_of(m, "size", "block"),
          source=SOURCES["fp8_block_tp"]),
     Rule("tp_indivisible", re.compile(r"The input size is not aligned with the quantized weight shape"

@@ -26,13 +26,18 @@ NETWORK_RULES: tuple[Rule, ...] = (
          source=SOURCES["gloo_interface"]),
     # Ray's core worker that cannot reach the cluster's control store (src/ray/gcs/gcs_client/gcs_rpc_client.h:
     # "Failed to connect to GCS within N seconds. GCS may have been killed."; blind47/b47-009)
+    # Not when another error came first: Ray's workers print it as they go down after the driver's failure.
     Rule("network", re.compile(r"Failed to connect to GCS within (?P<waited_s>\d{1,6}) seconds"), BEFORE_START,
-         detail="ray_gcs", numbers=lambda m: numbers_of(m, "waited_s"), source=SOURCES["ray_gcs"]),
+         detail="ray_gcs", numbers=lambda m: numbers_of(m, "waited_s"), when=conditions.first_error,
+         source=SOURCES["ray_gcs"]),
     # vLLM's custom all-reduce kernels failing a CUDA call between the GPUs (csrc/custom_all_reduce.cuh's CUDACHECK,
     # 0.3-0.33: "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'"): its IPC
-    # buffers, which NCCL's own all-reduce does not need (blind49/b49-009)
-    Rule("network", re.compile(r"Failed: Cuda error \S{0,300}custom_all_reduce\.cuh:\d{1,6} '(?P<reason>[^']{1,100})'"),
-         detail="custom_allreduce", source=SOURCES["custom_allreduce_cuda"]),
+    # buffers, which NCCL's own all-reduce does not need (blind49/b49-009). Not CUDA's sticky errors (an illegal
+    # access, a launch failure), which the next checked call reports whichever kernel caused them, nor an OOM; and
+    # only in a start that never got ready.
+    Rule("network", re.compile(r"Failed: Cuda error \S{0,300}custom_all_reduce\.cuh:\d{1,6} '(?!an illegal memory|"
+                               r"unspecified launch|out of memory|misaligned address)(?P<reason>[^']{1,100})'"),
+         detail="custom_allreduce", when=conditions.never_ready, source=SOURCES["custom_allreduce_cuda"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",
