@@ -119,6 +119,12 @@ def _entries(base: Path) -> list[dict[str, object]]:
     return json.loads(index.read_text()) if index.is_file() else []
 
 
+# The blind sets' collectors named a hang's stage in the words of their label list; the classifier's names for the
+# same stages (diagnose/hang.py HANG_STAGES)
+_HANG_STAGE = {"p2p_check": "custom_allreduce", "placement_group": "ray_placement", "weight_loading": "weights_loading",
+               "cudagraph": "graph_capture", "other": "unknown"}
+
+
 def evaluate(real: Path = REAL, *, include_blind: bool = True) -> tuple[list[Result], list[Result]]:
     """(failures, start-ups): each log classified as `vllm-guard explain FILE` does.
 
@@ -132,7 +138,7 @@ def evaluate(real: Path = REAL, *, include_blind: bool = True) -> tuple[list[Res
             if is_blind and not include_blind:
                 continue
             d = classify((base / str(entry["file"])).read_text(errors="replace"))
-            want = str(entry["stage"]) if "stage" in entry else None
+            want = _HANG_STAGE.get(str(entry["stage"]), str(entry["stage"])) if "stage" in entry else None
             failures.append(Result(str(entry["file"]), str(entry["class"]), d.cls, d.stage, part, is_blind, want))
     startups = []
     for path in sorted((real / "startups").glob("*.log")):

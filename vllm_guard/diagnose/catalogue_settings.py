@@ -16,6 +16,9 @@ SETTINGS_SOURCES: dict[str, str] = {
     "hccl_port": "HCCL (CANN, through torch_npu): 'EJ0003: ... Failed to bind the IP port. Reason: The IP address and "
                  "port have been bound already.', hccl_socket.cc 'listen on ip[A] and specific port[P] fail. Please "
                  "check the port status and whether the port is being used by other process.'",
+    "tokenizer_old": "vLLM 0.1-0.2 transformers_utils/tokenizer.py get_tokenizer: 'RuntimeError: Failed to load the "
+                     "tokenizer. If you are using a LLaMA-based model, use 'hf-internal-testing/llama-tokenizer' "
+                     "instead of the original tokenizer.'",
     "no_model_type": "transformers configuration_auto.py AutoConfig.from_pretrained: 'ValueError: Unrecognized model "
                      "in PATH. Should have a `model_type` key in its config.json, or contain one of the following "
                      "strings in its name: ...'",

@@ -113,7 +113,16 @@ NO_MODEL_TYPE = Advice(
     ("retrying unchanged",),
 )
 
+TOKENIZER_OLD = Advice(
+    "vLLM 0.1-0.2 could not load the model's tokenizer (it re-raises whatever transformers raised): tokenizer files "
+    "missing from a merged or converted checkpoint, or a LLaMA tokenizer that needs sentencepiece and protobuf.",
+    ("--tokenizer hf-internal-testing/llama-tokenizer for a LLaMA-based model, as vLLM's message says, or the base "
+     "model's tokenizer", "pip install sentencepiece protobuf", "a vLLM release that names the underlying error"),
+    ("retrying unchanged",),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "tokenizer_old": TOKENIZER_OLD,
     "no_model_type": NO_MODEL_TYPE,
     "hub": HUB_UNREACHABLE,
     "config_missing": CONFIG_MISSING,

@@ -55,7 +55,7 @@ _WORDS = (
     "referenced in index but missing", "infer_schema", "Selected backend", "BitsAndBytes quantization yet",
     "AclmdlRICaptureBegin", "logits_soft_cap", "nrt_tensor_allocate", "driver node id",
     "integrity check failed",
-    "# GPU blocks: 0", "No module named", "not a string",
+    "# GPU blocks: ", "No module named", "not a string",
     "in forked subprocess", "RESOURCE_EXHAUSTED", "UnsupportedArchitectureError", "raise TimeoutError",
     "mismatched major/minor versions", "Cannot find the config file for",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
@@ -66,7 +66,7 @@ _WORDS = (
     "Pipeline parallelism is only", "Speculative decoding with draft", "Expected both speculative_model",
     "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
-    "and specific port", "Unrecognized model in",
+    "and specific port", "Unrecognized model in", "Failed to load the tokenizer",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -35,6 +35,8 @@ def _cut_repeat(last: LogLine, before: LogLine) -> bool:
             and all(x == y or (x.isdigit() and y.isdigit()) for x, y in zip(a, b[:len(a)], strict=True)))
 
 
+# A last line that is only the start of a process prefix, cut where the paste ends ("(autoscaler"; blind52/b52-010)
+_CUT_PREFIX = re.compile(r"^\(\w{1,40}$")
 STOP_LINES = 4  # the last lines that may name the stage a log stops in (a cut line, a stray line after it)
 # The stages a log that just stops can name: NCCL's set-up and the P2P check hang without a line, and a process
 # killed there is rare. A log that stops while loading, compiling or capturing is as often a start the host's OOM
@@ -68,7 +70,8 @@ def log_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | N
     (NCCL's set-up, the P2P check) and nothing follows them (``log_stops``). A log that merely
     stops elsewhere is no evidence (every truncated paste does); nor is one that ends in an error."""
     end = len(lines)
-    if end >= 2 and waiting_line(lines[-1].text) is None and _cut_repeat(lines[-1], lines[-2]):
+    if end >= 2 and waiting_line(lines[-1].text) is None and (_cut_repeat(lines[-1], lines[-2])
+                                                                or _CUT_PREFIX.match(lines[-1].text)):
         end -= 1
     found: tuple[WaitingLine, dict[str, Any], LogLine] | None = None
     first = end

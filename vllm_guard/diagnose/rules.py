@@ -104,7 +104,8 @@ RULES: tuple[Rule, ...] = (
     # V0's executor (0.2-0.10 gpu_executor.py / distributed_gpu_executor.py determine_num_available_blocks) logs the
     # blocks it found before the workers raise "No available memory for the cache blocks" (worker.py
     # raise_if_cache_size_invalid), a line a paste often cuts (blind35/b35-007): a warning, a decisive line wins.
-    Rule("no_kv_memory", re.compile(r"# GPU blocks: 0, # CPU blocks: \d{1,12}"), KV_CACHE,
+    # (0.1's figure may go negative, "# GPU blocks: -1", before torch refuses a tensor of that size; blind52/b52-002)
+    Rule("no_kv_memory", re.compile(r"# GPU blocks: (?:0|-\d{1,9}), # CPU blocks: \d{1,12}"), KV_CACHE,
          when=conditions.never_ready, warning=True, source=SOURCES["v0_zero_blocks"]),
     # 0.6.5-0.9 said it in their profiling summary, then found no block for it and raised "No available memory for
     # the cache blocks" (V0: 0 GPU blocks; V1 0.8-0.9: check_enough_kv_cache_memory), a line a paste often cuts.
@@ -225,7 +226,8 @@ RULES: tuple[Rule, ...] = (
     # LoRA asked for a model class without it: V0's loader (0.3-0.6 model_loader/loader.py "Model X does not support
     # LoRA, but LoRA is enabled."), V1's runner (0.7-0.33 lora_model_runner_mixin.py "X does not support LoRA yet.");
     # blind48/b48-011, b48-012
-    Rule("usage_error", re.compile(r"\b\w{1,100}For\w{1,60} does not support LoRA(?:, but LoRA is enabled| yet)"),
+    Rule("usage_error", re.compile(r"Model \w{1,128} does not support LoRA, but LoRA is enabled"
+                                   r"|\b\w{1,100}(?:For\w{1,60}|Model) does not support LoRA yet"),
          BEFORE_START, detail="lora_model", source=SOURCES["lora_model"]),
     # V1's speculative config before separate draft models came back (0.10-0.13 config/speculative.py), and 0.5-0.6's
     # check of a draft model's settings (config.py SpeculativeConfig.maybe_create_spec_config; blind48/b48-013, b48-014)

@@ -89,6 +89,11 @@ FILE_RULES: tuple[Rule, ...] = (
                                     r"InvalidHeaderDeserialization|invalid JSON in header)"
                                     r"|PytorchStreamReader failed reading zip archive"),
          LOADING, detail="weights_unreadable", source=SOURCES["weights_unreadable"]),
+    # vLLM 0.1-0.2's get_tokenizer re-raising any tokenizer failure (transformers_utils/tokenizer.py): the model's
+    # tokenizer files, or a LLaMA tokenizer that needs protobuf or the fast conversion (blind52/b52-004, b52-005)
+    Rule("model_access", re.compile(r"Failed to load the tokenizer\. If you are using a LLaMA-based model, use "
+                                    r"'hf-internal-testing/llama-tokenizer'"), BEFORE_START, detail="tokenizer_old",
+         source=SOURCES["tokenizer_old"]),
     # transformers' AutoConfig when config.json has no model_type (a model type it does not know is another message):
     # the folder is not a whole model (an adapter, a GGUF folder, a download cut short) or cannot be read (a
     # container user without the files' permissions: blind51/b51-001, Red Hat's own troubleshooting page)
