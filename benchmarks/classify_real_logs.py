@@ -59,7 +59,8 @@ confident error, 1 labelled `unknown`), `blind49/` (9 from vLLM's threads by how
 commit 038c80f: 7 right, 1 confident error, 2 labelled `unknown`) and `blind50/` (9 from the other vllm-project
 repositories' threads, at commit 038c80f: 5 right, no confident error, 3 labelled `unknown`) and `blind51/` (8 from
 documentation, knowledge-base and blog pages, at commit 1ebb3cc: 6 right, no confident error, 2 labelled `unknown`)
-and `blind52/` (12 from threads about vLLM 0.1-0.5, at commit b8851d1: 7 right, no confident error).
+`blind52/` (12 from threads about vLLM 0.1-0.5, at commit b8851d1: 7 right, no confident error) and `blind53/` (3 from
+serving platforms' threads, at commit 8d08675: 2 right, no confident error, 1 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -86,7 +87,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
-        "blind48", "blind49", "blind50", "blind51", "blind52")
+        "blind48", "blind49", "blind50", "blind51", "blind52", "blind53")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -217,6 +218,7 @@ def main() -> int:
     print(_score("  blind50/ (scored once before: 5 of 9)", [r for r in failures if r.part == "blind50"]))
     print(_score("  blind51/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind51"]))
     print(_score("  blind52/ (scored once before: 7 of 12)", [r for r in failures if r.part == "blind52"]))
+    print(_score("  blind53/ (scored once before: 2 of 3)", [r for r in failures if r.part == "blind53"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
