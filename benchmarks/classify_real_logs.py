@@ -60,7 +60,8 @@ commit 038c80f: 7 right, 1 confident error, 2 labelled `unknown`) and `blind50/`
 repositories' threads, at commit 038c80f: 5 right, no confident error, 3 labelled `unknown`) and `blind51/` (8 from
 documentation, knowledge-base and blog pages, at commit 1ebb3cc: 6 right, no confident error, 2 labelled `unknown`)
 `blind52/` (12 from threads about vLLM 0.1-0.5, at commit b8851d1: 7 right, no confident error) and `blind53/` (3 from
-serving platforms' threads, at commit 8d08675: 2 right, no confident error, 1 labelled `unknown`).
+serving platforms' threads, at commit 8d08675: 2 right, no confident error, 1 labelled `unknown`) and `blind54/` (8
+from training and RL frameworks' threads, at commit a3309da: 8 right, no confident error, 7 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -87,7 +88,8 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
-        "blind48", "blind49", "blind50", "blind51", "blind52", "blind53")
+        "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
+        "blind54")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -219,6 +221,7 @@ def main() -> int:
     print(_score("  blind51/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind51"]))
     print(_score("  blind52/ (scored once before: 7 of 12)", [r for r in failures if r.part == "blind52"]))
     print(_score("  blind53/ (scored once before: 2 of 3)", [r for r in failures if r.part == "blind53"]))
+    print(_score("  blind54/ (scored once before: 8 of 8)", [r for r in failures if r.part == "blind54"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
