@@ -5,6 +5,7 @@ seconds, under 10 s).
 - a million error lines of a crash loop (the same error, the time changing), the KV failure last;
 - a million error lines that all differ (a counter in each message), so that no line is read twice;
 - a million lines of OOM tracebacks (frames and the exception, repeated);
+- 100,000 different lines that rules with conditions read (warnings, Ray's teardown line), the KV failure last;
 - `vllm-guard explain FILE` (in-process) on the crash-loop file, the all-different one and a million short
   error lines (65 MiB): it reads the last 64 MiB (safefile.LOG_TAIL_BYTES), parses and renders.
 
@@ -69,6 +70,19 @@ def oom_tracebacks(lines: int) -> str:
     return "\n".join(block * (lines // len(block))) + "\n"
 
 
+def conditioned_lines(lines: int) -> str:
+    """Lines that rules with conditions read, each different: PermissionError warnings, V0's negative block counts,
+    Ray's GCS line after another error; the KV failure last. A condition that reads the whole log for each line makes
+    this quadratic (a review of blind47-52's rules found two)."""
+    third = lines // 3
+    out = ["RuntimeError: some failure of the driver"]
+    out += [f"PermissionError: [Errno 13] Permission denied: '/.cache/x/{i}'" for i in range(third)]
+    out += [f"INFO 06-21 10:00:18 llm_engine.py:128] # GPU blocks: -{i + 1}, # CPU blocks: 512" for i in range(third)]
+    out += [f"(raylet) [2024-01-01 00:00:{i % 60:02d},000 E 1 1] gcs_rpc_client.h:179: Failed to connect to GCS within "
+            "60 seconds. GCS may have been killed." for i in range(third)]
+    return "\n".join(out + FAILURE) + "\n"
+
+
 def _median(runs: int, f: Callable[[], object]) -> float:
     times = []
     for _ in range(runs):
@@ -85,7 +99,9 @@ def main() -> None:
               "kv_cache_too_small"),
              (f"{big:,} error lines of a crash loop, the KV failure last", crash_loop(big), "kv_cache_too_small"),
              (f"{big:,} error lines, all different", distinct_errors(big), "unknown"),
-             (f"{big:,} lines of OOM tracebacks in the profile run", oom_tracebacks(big), "oom_profiling"))
+             (f"{big:,} lines of OOM tracebacks in the profile run", oom_tracebacks(big), "oom_profiling"),
+             ("100,000 lines that rules' conditions read, the KV failure last", conditioned_lines(100_000),
+              "kv_cache_too_small"))
     for name, text, expected in cases:
         got = classify(text).cls
         assert got == expected, (name, got)

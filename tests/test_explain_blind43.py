@@ -62,10 +62,10 @@ def test_what_blind43_read_right_at_its_score() -> None:
 def test_marlins_wrapped_head_is_not_fp8_blocks() -> None:
     # a review's case: Marlin's "Weight input_size_per_partition = N is not divisible by min_thread_k", wrapped
     text = "ValueError: Weight input_size_per_partition = 1376 is not\n    divisible by min_thread_k = 128.\n"
-    assert classify(text).detail != "quant_block"
+    assert (classify(text).cls, classify(text).detail) == ("unknown", None)  # the head alone names no kernel
 
 
 def test_a_kernels_vmem_is_not_the_devices_memory() -> None:
     line = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem while "
             "Attempting to allocate 12.00M\n")
-    assert classify(line).cls != "gpu_oom"
+    assert classify(line).cls == "unknown"

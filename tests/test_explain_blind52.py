@@ -44,3 +44,14 @@ def test_what_blind52_read_right_at_its_score() -> None:
             "b52-007": "unsupported_architecture", "b52-009": "unsupported_architecture",
             "b52-011": "unsupported_architecture", "b52-012": "unsupported_architecture"}
     assert {p: classify(blind_log("blind52", p)).cls for p in want} == want
+
+
+def test_the_per_line_memo_skips_repeats_of_a_condition_read_over_the_whole_log() -> None:
+    # a review's check, on a log the memo must not change: one warning, repeated, then the failure; and the warning
+    # alone (kept once, whichever copy)
+    blocks = "INFO 06-21 10:00:18 llm_engine.py:128] # GPU blocks: -1, # CPU blocks: 512\n" * 50
+    kv = ("ValueError: To serve at least one request with the model's max seq len (32768), (4.00 GiB KV cache is "
+          "needed, which is larger than the available KV cache memory (2.00 GiB).\n")
+    assert classify(blocks + kv).cls == "kv_cache_too_small"
+    d = classify(blocks)
+    assert (d.cls, len(d.evidence) >= 1) == ("no_kv_memory", True)

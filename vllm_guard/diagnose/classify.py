@@ -294,7 +294,9 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
                          template=certainty.HOST_OOM_SOURCE, stage_from=certainty.PROGRESS)
     for rule in rules:
         m = rule.pattern.search(text)
-        if not m or (rule.when is not None and not rule.when(text, lines, i, ctx)):
+        if not m or (rule.warning and any(d.template == rule.source for d in aside)):
+            continue  # a warning of its kind is kept once: its condition need not be asked again
+        if rule.when is not None and not rule.when(text, lines, i, ctx):
             continue
         if rule.cls == "oom" and any(d.cls == "gpu_oom" for d in aside) and frame_stage(lines[i].proc, i) is None:
             continue  # an OOM the log does not place is already kept: its figures are not needed again

@@ -56,7 +56,17 @@ def first_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     another's failure (Ray's workers when the head is gone) is not the failure."""
     if ready(lines):
         return False
-    return not any(_LATER_ERROR.search(before.text) and not WRAPPERS.search(before.text) for before in lines[:i])
+    global _first_error_memo
+    memo = _first_error_memo  # the log's first error, found once per log (many such lines: issue 28)
+    if memo[0] is not lines:
+        first = next((k for k, before in enumerate(lines)
+                      if _LATER_ERROR.search(before.text) and not WRAPPERS.search(before.text)), len(lines))
+        memo = _first_error_memo = (lines, first)
+    return memo[1] >= i
+
+
+# (lines, index of its first error) of the last log first_error read
+_first_error_memo: tuple[list[LogLine] | None, int] = (None, 0)
 
 
 def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

@@ -41,9 +41,21 @@ _READY = re.compile(r"Application startup complete|Starting vLLM server on")
 
 
 def ready(lines: list[LogLine]) -> bool:
-    """vLLM said it serves (the two substrings first: a million lines cost a substring test each)."""
-    return any(("startup complete" in line.text or "Starting vLLM server" in line.text)
-               and _READY.search(line.text) for line in lines)
+    """vLLM said it serves (the two substrings first: a million lines cost a substring test each). The answer for
+    the last log asked is kept: rules' conditions ask it once per line they match, and a log of many such lines
+    would otherwise be read whole again for each (issue 28)."""
+    global _ready_memo
+    memo = _ready_memo  # one read: another thread may replace it
+    if memo[0] is lines:
+        return memo[1]
+    answer = any(("startup complete" in line.text or "Starting vLLM server" in line.text)
+                 and _READY.search(line.text) for line in lines)
+    _ready_memo = (lines, answer)
+    return answer
+
+
+# (lines, answer) of the last log ready() read; holding the list keeps its identity from being reused
+_ready_memo: tuple[list[LogLine] | None, bool] = (None, False)
 
 
 def cut(text: str) -> str:

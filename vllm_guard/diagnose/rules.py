@@ -34,7 +34,7 @@ _OOM = re.compile(
     # (its program's or buffer's words may come between: "Error loading program 'jit__multi_slice': Attempting to
     # reserve", "Error allocating device buffer: Attempting to allocate"; blind43/b43-008, b43-009 on TPU v5p, v7x)
     r"|RESOURCE_EXHAUSTED: (?:.{0,80}?Ran out of memory in memory space hbm"
-    r"|(?!.{0,240}?memory space [sv]mem).{0,240}?Attempting to (?:allocate|reserve) [\d.]"
+    r"|(?!.{0,240}?Ran out of memory in memory space [sv]mem).{0,240}?Attempting to (?:allocate|reserve) [\d.]"
     r"|Out of memory while trying to allocate)"
     r"|Tried to allocate [\d.]{1,20} ?[GMK]i?B(?:\. GPU \d{1,3} has a total capacity| \(GPU \d{1,3}; [\d.]{1,20} ?"
     r"[GMK]i?B total capacity)"
