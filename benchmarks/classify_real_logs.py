@@ -61,7 +61,9 @@ repositories' threads, at commit 038c80f: 5 right, no confident error, 3 labelle
 documentation, knowledge-base and blog pages, at commit 1ebb3cc: 6 right, no confident error, 2 labelled `unknown`)
 `blind52/` (12 from threads about vLLM 0.1-0.5, at commit b8851d1: 7 right, no confident error) and `blind53/` (3 from
 serving platforms' threads, at commit 8d08675: 2 right, no confident error, 1 labelled `unknown`) and `blind54/` (8
-from training and RL frameworks' threads, at commit a3309da: 8 right, no confident error, 7 labelled `unknown`).
+from training and RL frameworks' threads, at commit a3309da: 8 right, no confident error, 7 labelled `unknown`),
+`blind55/` (1 from a Kubernetes guide's committed file, at commit b4c04be: right) and `blind56/` (7 from people's own
+machines' committed notes and notebooks, at commit b4c04be: 6 right, no confident error, 2 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -89,7 +91,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
         "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
-        "blind54")
+        "blind54", "blind55", "blind56")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -222,6 +224,8 @@ def main() -> int:
     print(_score("  blind52/ (scored once before: 7 of 12)", [r for r in failures if r.part == "blind52"]))
     print(_score("  blind53/ (scored once before: 2 of 3)", [r for r in failures if r.part == "blind53"]))
     print(_score("  blind54/ (scored once before: 8 of 8)", [r for r in failures if r.part == "blind54"]))
+    print(_score("  blind55/ (scored once before: 1 of 1)", [r for r in failures if r.part == "blind55"]))
+    print(_score("  blind56/ (scored once before: 6 of 7)", [r for r in failures if r.part == "blind56"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
