@@ -22,8 +22,9 @@ def api_bind(port_group: str) -> Callable[[str, list[LogLine], int, dict[str, An
             # uvicorn binds only the API port: when the log does not name it, uvicorn's own error decides
             return int(m.group(1)) == ctx.get("port", int(m.group(1)))
         # CPython's bare "[Errno 98] Address already in use": decisive only in the API server's own
-        # socket setup (launcher.py create_server_socket), not in ZMQ, torch.distributed or NCCL.
-        window = " ".join(line.text for line in lines[max(0, i - 15): i + 1])
+        # socket setup (launcher.py create_server_socket), not in ZMQ, torch.distributed or NCCL. The frames may
+        # follow the error when a person pastes them in that order (blind56/b56-005).
+        window = " ".join(line.text for line in lines[max(0, i - 15): i + 4])
         if re.search(r"zmq|ZMQ|c10d|TCPStore|nccl|NCCL|server socket has failed|MASTER_PORT|tcp://", window):
             return False
         return bool(re.search(r"create_server_socket|sock\.bind|serve_http|setup_server|uvicorn|run_server", window))
