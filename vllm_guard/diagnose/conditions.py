@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose import logread
-from vllm_guard.diagnose.diagnosis import WRAPPERS, ready
+from vllm_guard.diagnose.diagnosis import WRAPPERS, per_log, ready
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 
@@ -55,19 +55,13 @@ _LATER_ERROR = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}[A-Z]\w{0,60}(?:Error
 def first_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The start never got ready and no error came before this line: a line a process prints as it goes down after
     another's failure (Ray's workers when the head is gone) is not the failure."""
-    if ready(lines):
-        return False
-    global _first_error_memo
-    memo = _first_error_memo  # the log's first error, found once per log (many such lines: issue 28)
-    if memo[0] is not lines:
-        first = next((k for k, before in enumerate(lines)
-                      if _LATER_ERROR.search(before.text) and not WRAPPERS.search(before.text)), len(lines))
-        memo = _first_error_memo = (lines, first)
-    return memo[1] >= i
+    return not ready(lines) and per_log(lines, _first_error_at) >= i
 
 
-# (lines, index of its first error) of the last log first_error read
-_first_error_memo: tuple[list[LogLine] | None, int] = (None, 0)
+def _first_error_at(lines: list[LogLine]) -> int:
+    """The index of the log's first error that is not one of vLLM's wrappers (the length when none)."""
+    return next((k for k, line in enumerate(lines)
+                 if _LATER_ERROR.search(line.text) and not WRAPPERS.search(line.text)), len(lines))
 
 
 def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

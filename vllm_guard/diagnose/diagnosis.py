@@ -4,7 +4,7 @@ shows: the root cause first, cut to a readable length. Pure."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,22 +40,31 @@ ERRORISH = re.compile(r"Error|ERROR|Exception|error:|Traceback|failed|Killed")
 _READY = re.compile(r"Application startup complete|Starting vLLM server on")
 
 
+def per_log(lines: list[LogLine], compute: Callable[[list[LogLine]], Any]) -> Any:
+    """compute(lines), worked out once per log: rules' conditions ask such a fact of the whole log once per line
+    they match, and a log of many such lines would otherwise be read whole again for each (issue 28). The facts of
+    the last log asked are kept, with the list itself, so its identity cannot be reused for another."""
+    global _facts
+    memo = _facts  # one read: another thread may replace it
+    if memo[0] is not lines:
+        memo = _facts = (lines, {})
+    if compute not in memo[1]:
+        memo[1][compute] = compute(lines)
+    return memo[1][compute]
+
+
+# (lines, {fact: value}) of the last log per_log() was asked about
+_facts: tuple[list[LogLine] | None, dict[Callable[[list[LogLine]], Any], Any]] = (None, {})
+
+
+def _serves(lines: list[LogLine]) -> bool:
+    return any(("startup complete" in line.text or "Starting vLLM server" in line.text)
+               and _READY.search(line.text) for line in lines)
+
+
 def ready(lines: list[LogLine]) -> bool:
-    """vLLM said it serves (the two substrings first: a million lines cost a substring test each). The answer for
-    the last log asked is kept: rules' conditions ask it once per line they match, and a log of many such lines
-    would otherwise be read whole again for each (issue 28)."""
-    global _ready_memo
-    memo = _ready_memo  # one read: another thread may replace it
-    if memo[0] is lines:
-        return memo[1]
-    answer = any(("startup complete" in line.text or "Starting vLLM server" in line.text)
-                 and _READY.search(line.text) for line in lines)
-    _ready_memo = (lines, answer)
-    return answer
-
-
-# (lines, answer) of the last log ready() read; holding the list keeps its identity from being reused
-_ready_memo: tuple[list[LogLine] | None, bool] = (None, False)
+    """vLLM said it serves (the two substrings first: a million lines cost a substring test each)."""
+    return bool(per_log(lines, _serves))
 
 
 def cut(text: str) -> str:
