@@ -63,7 +63,9 @@ documentation, knowledge-base and blog pages, at commit 1ebb3cc: 6 right, no con
 serving platforms' threads, at commit 8d08675: 2 right, no confident error, 1 labelled `unknown`) and `blind54/` (8
 from training and RL frameworks' threads, at commit a3309da: 8 right, no confident error, 7 labelled `unknown`),
 `blind55/` (1 from a Kubernetes guide's committed file, at commit b4c04be: right) and `blind56/` (7 from people's own
-machines' committed notes and notebooks, at commit b4c04be: 6 right, no confident error, 2 labelled `unknown`).
+machines' committed notes and notebooks, at commit b4c04be: 6 right, no confident error, 2 labelled `unknown`),
+`blind57/` (5 from threads found through forums and discussions, at commit acbce62: 4 right, 1 confident error) and
+`blind58/` (2 from the newest releases' threads, at commit acbce62: 2 right, both labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -91,7 +93,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
         "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
-        "blind54", "blind55", "blind56")
+        "blind54", "blind55", "blind56", "blind57", "blind58")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -226,6 +228,8 @@ def main() -> int:
     print(_score("  blind54/ (scored once before: 8 of 8)", [r for r in failures if r.part == "blind54"]))
     print(_score("  blind55/ (scored once before: 1 of 1)", [r for r in failures if r.part == "blind55"]))
     print(_score("  blind56/ (scored once before: 6 of 7)", [r for r in failures if r.part == "blind56"]))
+    print(_score("  blind57/ (scored once before: 4 of 5)", [r for r in failures if r.part == "blind57"]))
+    print(_score("  blind58/ (scored once before: 2 of 2)", [r for r in failures if r.part == "blind58"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
