@@ -67,7 +67,7 @@ def test_acl_graph_capture_quoted_with_its_prefix_cut() -> None:
 
 def test_what_they_read_right_at_their_score() -> None:
     want = {"b49-002": "gpu_oom", "b49-003": "unknown", "b49-004": "no_kv_memory",
-            "b49-005": "unsupported_architecture", "b49-006": "unknown", "b49-007": "kv_cache_too_small",
+            "b49-006": "unknown", "b49-007": "kv_cache_too_small",
             "b49-008": "kv_cache_too_small"}
     assert {p: classify(blind_log("blind49", p)).cls for p in want} == want
     want = {"b50-002": "model_access", "b50-003": "unknown", "b50-005": "version_mismatch", "b50-007": "unknown",

@@ -16,7 +16,6 @@ from vllm_guard.diagnose.classify import classify
 
 
 @pytest.mark.parametrize(("prefix", "cls", "detail", "confidence"), [
-    ("b9-001", "unsupported_architecture", "checkpoint_layout", "high"),  # a seq-cls 'score' head on Qwen2-VL
     ("b9-008", "too_few_gpus", None, "high"),  # Ray Serve: a GPU replica, total resources available: {}
     ("b9-012", "version_mismatch", "vllm_api", "medium"),  # BentoVLLM passes served_model= to OpenAIServingCompletion
     ("b9-023", "too_few_gpus", "no_gpu", "medium"),  # no platform and no libcuda.so.1 in the pod

@@ -154,7 +154,6 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           "b19-012-unsupported_architecture.log",  # blind19's (its other, b19-013, is read since)
                           "b20-003-gpu_oom.log",  # blind20's: the collector named oom_cudagraph the closest reading
                           "b21-003-version_mismatch.log",  # blind21's: transformers' architecture words, as b8-032
-                          "b22-011-unknown.log",  # blind22's: a weight name vLLM's class lacks, labelled unknown
                           # blind27's three left and blind28's one, each the collector's own second (or third) reading
                           "b27-006-usage_error.log", "b27-007-unknown.log", "b27-015-usage_error.log",
                           "b28-002-usage_error.log",

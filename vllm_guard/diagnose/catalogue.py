@@ -316,8 +316,6 @@ SOURCES: dict[str, str] = {
     "ray_serve_unscheduled": "Ray Serve 2.x serve/_private/deployment_state.py: 'Deployment X ... N replicas that "
                              "have taken more than 30s to be scheduled ... Resources required for each replica: "
                              "[...GPU...], total resources available: {...}' with no GPU among them",
-    "weights_loader": "vLLM 0.6-0.33 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
-                      "module or parameter named 'X' in Y' (a checkpoint weight vLLM's class does not define)",
     "compressed_tensors_scheme": "vLLM 0.5-0.33 compressed_tensors.py _get_scheme_from_parts: "
                                  "'NotImplementedError: No compressed-tensors compatible scheme was found.'",
     "minicpmv_version": "vLLM 0.5-0.10 model_executor/models/minicpmv.py MiniCPMV.__new__: 'Currently, MiniCPMV only "

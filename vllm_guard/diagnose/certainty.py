@@ -142,11 +142,15 @@ _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device dete
                           # torch.device("") from the unspecified platform's empty device_type (vLLM 0.6+)
                           r"|RuntimeError: Device string must not be empty")
 # A model class's load_weights looking up a checkpoint's weight name it does not have (params_dict[name], vLLM
-# 0.2-0.6; later vLLM says "There is no module or parameter named"): the checkpoint's layout and the installed vLLM's
-# (or transformers') class differ. Labelled model_access (blind39/b39-004, b39-005), unknown (blind10/b10-001),
-# quant_unsupported with a quantized checkpoint (blind23/b23-014): a candidate, not a class.
+# 0.2-0.6), or vLLM 0.6-0.33's AutoWeightsLoader saying so (model_executor/models/utils.py _load_module: "There is no
+# module or parameter named 'X' in Y"): the checkpoint's layout and the installed vLLM's (or transformers') class
+# differ. Real reports label the two wordings four ways: model_access (blind39/b39-004, b39-005, blind57/b57-003),
+# unsupported_architecture (blind9/b9-001, blind37/b37-009, blind49/b49-005), unknown (blind10/b10-001,
+# blind22/b22-011), quant_unsupported with a quantized checkpoint (blind23/b23-014, blind25/b25-012): a candidate,
+# not a class.
 _WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale|"
                          r"weight_zero_point|input_scale)'")
+_NO_PARAMETER = re.compile(r"There is no module or parameter named(?: '[\w.]{1,300}' in \w{1,128}|\s*$)")
 # torch.ops._C without an op vLLM's Python code calls: its compiled extension did not load (an earlier warning says
 # why) or was built from another source or for other GPUs (blind41/b41-003, labelled version_mismatch; blind4/b4-032,
 # a macOS build whose _C failed to load, labelled unknown): a candidate, not a class.
@@ -196,9 +200,11 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
                                        "did not load (an earlier warning says why) or was built from another " \
                                        "vLLM source or for other GPUs"
-        if "KeyError: '" in line.text and _WEIGHT_KEY.search(logread.body(line.text)):
+        if (("KeyError: '" in line.text and _WEIGHT_KEY.search(logread.body(line.text)))
+                or ("no module or parameter" in line.text and _NO_PARAMETER.search(line.text))):
             return "model_access", "the checkpoint holds a weight the installed vLLM's class for the model does not " \
-                                   "(a checkpoint in another layout or quantization format, or a model variant " \
+                                   "(a head for another task, such as a classifier's 'score', a checkpoint in another " \
+                                   "layout or quantization format, or a model variant " \
                                    "newer than this vLLM or transformers)"
         if "NCCL error" in line.text and "unhandled cuda error" in line.text:
             # a CUDA call failed inside NCCL's set-up: P2P between the GPUs, the driver (blind31/b31-007,

@@ -45,15 +45,6 @@ WEIGHTS_UNREADABLE = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
-CHECKPOINT_LAYOUT = Advice(
-    "The checkpoint holds a weight that vLLM's implementation of its architecture does not define: a model saved "
-    "with another head (a sequence-classification or reward head on a generative architecture), extra modules a "
-    "fine-tune added, or a layout only a newer vLLM knows.",
-    ("the architecture the checkpoint was saved as (config.json's architectures) against vLLM's supported models",
-     "for a classifier or reward model: vLLM's pooling runner (--runner pooling) where this vLLM has the class",
-     "a newer vLLM, when the model is newer than it"), ("changing memory settings", "retrying unchanged"),
-)
-
 WEIGHTS_MISSING = Advice(
     "The checkpoint lacks weights its config declares: a shard missing from the download, or an export that left a "
     "tensor out (an lm_head with tie_word_embeddings false).",
@@ -129,7 +120,6 @@ FILE_ADVICE: dict[str, Advice] = {
     "hub_refused": HUB_REFUSED,
     "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE,
-    "checkpoint_layout": CHECKPOINT_LAYOUT,
     "weights_missing": WEIGHTS_MISSING,
     "tower_weights_missing": TOWER_WEIGHTS_MISSING,
     "tokenizer_missing": TOKENIZER_MISSING,

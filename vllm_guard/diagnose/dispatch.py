@@ -44,7 +44,7 @@ _WORDS = (
     "Can't load the configuration", "Incorrect path_or_model_id", "Can't load tokenizer", "No supported config format",
     "Cannot find model module", "Could not detect config format", "failed to listen on any", "failed to bind to",
     "unable to mmap", "Client error '", "Server error '", "FP8 quantized models",
-    "to be scheduled", "There is no module or parameter named", "compressed-tensors compatible",
+    "to be scheduled", "compressed-tensors compatible",
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus", "with CUDA capability sm_",

@@ -177,7 +177,6 @@ NOT_RELAXABLE_DETAIL = {
     "weights_unreadable": "a weight file is truncated or not the file itself (a git-lfs pointer): download it again",
     "internal_port": "an internal port was taken twice: set VLLM_PORT (or MASTER_PORT) to a free range",
     "mmap_enomem": "the host refused to map the weights into memory: raise the memory limit, no vLLM option helps",
-    "checkpoint_layout": "the checkpoint has weights vLLM's class for its architecture does not define",
     "not_multimodal": "this vLLM does not treat the model as multimodal: a newer vLLM, or no multimodal option",
     "weights_missing": "the checkpoint lacks weights its config declares: download it whole",
     "tower_weights_missing": "the checkpoint has no tower for the media still accepted: --language-model-only or "

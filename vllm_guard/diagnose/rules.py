@@ -366,11 +366,6 @@ RULES: tuple[Rule, ...] = (
                                                 r"with vLLM|Cannot find model module\. '\w{1,128}' is not a "
                                                 r"registered model"), BEFORE_START,
          source=SOURCES["transformers_fallback"]),
-    # vLLM 0.6-0.33 AutoWeightsLoader (model_executor/models/utils.py _load_module): the checkpoint holds a weight
-    # vLLM's class for the architecture does not have (a head for another task, a layout a newer vLLM knows).
-    Rule("unsupported_architecture", re.compile(r"There is no module or parameter named '[\w.]{1,300}' in "
-                                                r"\w{1,128}"), LOADING, detail="checkpoint_layout",
-         source=SOURCES["weights_loader"]),
     Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
                                                 r"not supported yet"
                                                 # transformers' own GGUF loader (modeling_gguf_pytorch_utils.py),
