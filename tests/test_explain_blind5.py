@@ -63,7 +63,8 @@ def test_an_infeasible_request_without_a_gpu_is_not_a_lack_of_gpus() -> None:
 
 
 @pytest.mark.parametrize("prefix", ["b5-012", "b5-013"])
-def test_nccls_system_error_stays_unknown_with_its_hint_also_cut_mid_word(prefix: str) -> None:
-    # the interface or /dev/shm (collected/c049, the same line, was /dev/shm): not decided, but named
+def test_nccls_system_error_is_network_also_cut_mid_word(prefix: str) -> None:
+    # the interface, /dev/shm or P2P (collected/c049, the same line, was /dev/shm): said medium, the advice says how
+    # to tell which; b5-012's paste ends inside the words ("unhandled syst")
     d = classify(_log(prefix))
-    assert (d.cls, d.hint and d.hint[0]) == ("unknown", "network")
+    assert (d.cls, d.detail, d.confidence) == ("network", "nccl_unhandled", "medium")

@@ -131,11 +131,11 @@ def test_unknown_shows_the_workers_exception_not_the_wrappers() -> None:
     text = "\n".join([
         "(Worker_TP0 pid=2) ERROR 01-01 00:00:00 [w.py:1] Traceback (most recent call last):",
         '(Worker_TP0 pid=2) ERROR 01-01 00:00:00 [w.py:1]   File "/v/worker.py", line 9, in init_device',
-        "(Worker_TP0 pid=2) ERROR 01-01 00:00:00 [w.py:1] RuntimeError: NCCL error: unhandled system error",
+        "(Worker_TP0 pid=2) ERROR 01-01 00:00:00 [w.py:1] RuntimeError: cu_seqlens_q must be on CUDA",
         "(EngineCore pid=1) RuntimeError: Engine core initialization failed. See root cause above.",
     ])
     d = classify(text)
-    assert d.cls == "unknown" and d.evidence[0].endswith("RuntimeError: NCCL error: unhandled system error")
+    assert d.cls == "unknown" and d.evidence[0].endswith("RuntimeError: cu_seqlens_q must be on CUDA")
 
 
 # --- starts ------------------------------------------------------------------------------------

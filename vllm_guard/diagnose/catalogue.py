@@ -105,6 +105,9 @@ SOURCES: dict[str, str] = {
     "ray_version": "Ray _private/utils.py check_version_info: 'Version mismatch: The cluster was started with ...'",
     "nccl": "PyTorch ProcessGroupNCCL.cpp watchdog ('Watchdog caught collective operation timeout'), NCCL "
             "('ncclRemoteError', 'NET/Socket : Connect')",
+    "nccl_unhandled": "vLLM 0.4-0.33 distributed/device_communicators/pynccl_wrapper.py NCCL_CHECK: 'NCCL error: "
+                      "unhandled system error' / 'unhandled cuda error'; PyTorch c10d NCCLUtils: 'NCCL error in: "
+                      "FILE:N, unhandled system error, NCCL version X'",
     "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",
     "gloo_interface": "Gloo transport/tcp/device.cc (lookupAddrForIface, through torch.distributed's "
                       "ProcessGroupGloo): '[enforce fail at .../gloo/transport/tcp/device.cc:N] ifa != nullptr. Unable "

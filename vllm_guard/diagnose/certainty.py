@@ -160,8 +160,6 @@ _C_OP_MISSING = re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute
 # GPU's processes (a MIG slice, some containers). Labelled gpu_oom (blind45/b45-004, a MIG 1g.5gb) and unknown
 # (blind13/b13-021, blind17/b17-012, collected/c047, with OOM as their second reading): a candidate, not a class.
 _NVML_ASSERT = re.compile(r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \S{0,300}CUDACachingAllocator\.cpp")
-# NCCL's "unhandled system error" cut inside its words where a paste ends (blind5/b5-012: "unhandled syst").
-_NCCL_SYSTEM_CUT = re.compile(r"NCCL error: unhandled s[a-z ]{0,12}$")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -187,11 +185,6 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "no usable device platform: a vLLM or torch built for another platform, an " \
                                        "NVIDIA driver missing or not matching its libraries, or no GPU visible to " \
                                        "the process (a container or Ray actor without GPUs)"
-        if "NCCL error" in line.text and ("unhandled system error" in line.text or
-                                          (line is lines[-1] and _NCCL_SYSTEM_CUT.search(line.text))):
-            # a system call failed inside NCCL: sockets (the interface) or shared memory, NCCL_DEBUG=INFO says which
-            return "network", "NCCL failed a system call while connecting the workers: the network interface or " \
-                              "/dev/shm (NCCL_DEBUG=INFO names which)"
         if "NVML_SUCCESS" in line.text and _NVML_ASSERT.search(line.text):
             return "gpu_oom", "PyTorch's allocator asserts so while it writes its out-of-memory message and NVML " \
                               "cannot list the GPU's processes (a MIG slice, some containers): an allocation most " \
@@ -203,14 +196,9 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
         if (("KeyError: '" in line.text and _WEIGHT_KEY.search(logread.body(line.text)))
                 or ("no module or parameter" in line.text and _NO_PARAMETER.search(line.text))):
             return "model_access", "the checkpoint holds a weight the installed vLLM's class for the model does not " \
-                                   "(a head for another task, such as a classifier's 'score', a checkpoint in another " \
-                                   "layout or quantization format, or a model variant " \
-                                   "newer than this vLLM or transformers)"
-        if "NCCL error" in line.text and "unhandled cuda error" in line.text:
-            # a CUDA call failed inside NCCL's set-up: P2P between the GPUs, the driver (blind31/b31-007,
-            # blind36/b36-002, labelled network by their collectors with those second readings)
-            return "network", "NCCL failed a CUDA call while connecting the workers: P2P between the GPUs or the " \
-                              "driver (NCCL_DEBUG=INFO names which; NCCL_P2P_DISABLE=1 tests P2P)"
+                                   "(a head for another task, such as a classifier's 'score', a checkpoint in " \
+                                   "another layout or quantization format, or a model variant newer than this " \
+                                   "vLLM or transformers)"
     cut = [tb for tb in tbs if tb.exception is None and tb.frames]
     if cut:
         stage = stage_of_frames(cut[-1].frames)

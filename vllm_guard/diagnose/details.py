@@ -199,6 +199,16 @@ GLOO_INTERFACE = Advice(
     ("retrying unchanged", "changing vLLM's memory settings"),
 )
 
+NCCL_UNHANDLED = Advice(
+    "NCCL failed a system or CUDA call while it connected vLLM's workers, and its error does not say which: a "
+    "socket on the nodes' network (the wrong interface, a firewall), its shared-memory transport (/dev/shm, 64 MiB "
+    "in Docker by default), or P2P between the GPUs (IOMMU, a VM, consumer GPUs).",
+    ("NCCL_DEBUG=INFO: NCCL's own WARN line names the call that failed",
+     "in a container: --ipc=host or --shm-size of several GiB (docs/docker.md)",
+     "NCCL_P2P_DISABLE=1 for one start tests P2P; NCCL_SOCKET_IFNAME names the interface between nodes"),
+    ("lowering memory settings", "retrying unchanged"),
+)
+
 FLEX_ATTENTION = Advice(
     "vLLM runs attention with FlexAttention, the backend it falls back to where FlashAttention cannot run (compute "
     "capability below 8.0: T4, V100, RTX 20xx) or the one VLLM_ATTENTION_BACKEND names, and FlexAttention lacks a "
@@ -365,6 +375,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
     "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "flex_attention": FLEX_ATTENTION,
+    "nccl_unhandled": NCCL_UNHANDLED,
     "ray_gcs": RAY_GCS, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,

@@ -38,6 +38,16 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"Failed: Cuda error \S{0,300}custom_all_reduce\.cuh:\d{1,6} '(?!an illegal memory|"
                                r"unspecified launch|out of memory|misaligned address)(?P<reason>[^']{1,100})'"),
          detail="custom_allreduce", when=conditions.never_ready, source=SOURCES["custom_allreduce_cuda"]),
+    # NCCL failing a system or CUDA call while it connects the ranks: "NCCL error: unhandled system error" (vLLM's
+    # own pynccl wrapper, distributed/device_communicators/pynccl_wrapper.py NCCL_CHECK, 0.4-0.33) or torch's
+    # "NCCL error in: .../ProcessGroupNCCL.cpp:N, unhandled system error, NCCL version ..." (c10d). The words do not
+    # say which call (a socket on the nodes' network, /dev/shm, P2P between the GPUs; NCCL_DEBUG=INFO does), and
+    # real reports label them network when nothing else says which (blind3/b3-021, b3-022, blind4/b4-011,
+    # blind5/b5-012, b5-013, blind23/b23-007, blind31/b31-007, blind36/b36-002, b36-014, blind53/b53-001): a warning,
+    # said only when no decisive line, no signal and no function that raises one failure says more (a /dev/shm
+    # message beside it decides shm_exhausted: failures/028, collected/c042). A paste may cut its last word.
+    Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled (?:system error|cuda error|s[a-z]{0,5}$)"),
+         detail="nccl_unhandled", when=conditions.never_ready, warning=True, source=SOURCES["nccl_unhandled"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",
