@@ -22,6 +22,10 @@ SETTINGS_SOURCES: dict[str, str] = {
     "no_model_type": "transformers configuration_auto.py AutoConfig.from_pretrained: 'ValueError: Unrecognized model "
                      "in PATH. Should have a `model_type` key in its config.json, or contain one of the following "
                      "strings in its name: ...'",
+    "ray_node_ip": "vLLM 0.5-0.30 Ray executors' _init_workers_ray (executor/ray_gpu_executor.py 0.5-0.6, "
+                   "executor/ray_distributed_executor.py 0.7-0.10, v1/executor/ray_executor.py 0.11-0.30): "
+                   "'RuntimeError: Every node should have a unique IP address. Got N nodes with node ids [...] and M "
+                   "unique IP addresses {...}'",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
 }

@@ -65,7 +65,16 @@ HCCL_PORT = Advice(
     ("retrying while the other instance runs",),
 )
 
+RAY_NODE_IP = Advice(
+    "vLLM's Ray executor found nodes that report one and the same IP address: VLLM_HOST_IP set to a single address "
+    "on every node (a shared .env file or image), or nodes whose containers share one network address.",
+    ("unset VLLM_HOST_IP, or set it on each node to that node's own address (the one Ray registered it under, "
+     "which `ray list nodes` shows; docs/ray.md)", "on every node, containers on the host's network (`--network host`)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "ray_node_ip": RAY_NODE_IP,
     "custom_allreduce": CUSTOM_ALLREDUCE,
     "hccl_port": HCCL_PORT,
     "lora_model": LORA_MODEL,

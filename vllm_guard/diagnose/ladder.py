@@ -97,6 +97,7 @@ NOT_RELAXABLE = {
 }
 # A reading within a class (Diagnosis.detail) whose reason differs from the class's own.
 NOT_RELAXABLE_DETAIL = {
+    "ray_node_ip": "two nodes report one IP address to vLLM's Ray executor: VLLM_HOST_IP per node, not a vLLM option",
     "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "
            "changes that",
     "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",

@@ -48,6 +48,10 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # message beside it decides shm_exhausted: failures/028, collected/c042). A paste may cut its last word.
     Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled (?:system error|cuda error|s[a-z]{0,5}$)"),
          detail="nccl_unhandled", when=conditions.never_ready, warning=True, source=SOURCES["nccl_unhandled"]),
+    # vLLM's Ray executor, when two nodes report one IP address: VLLM_HOST_IP set alike on every node
+    # (blind59/b59-001, a shared .env), a setting to change, not the network's reach.
+    Rule("usage_error", re.compile(r"Every node should have a unique IP address\. Got (?P<nodes>\d{1,6}) nodes"),
+         BEFORE_START, detail="ray_node_ip", numbers=lambda m: numbers_of(m, "nodes"), source=SOURCES["ray_node_ip"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",
