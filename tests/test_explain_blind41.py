@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import GLOO_INTERFACE, advice_for
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_network import GLOO_INTERFACE
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

@@ -36,3 +36,14 @@ def test_what_blind57_and_blind58_read_right_at_their_score() -> None:
             "b57-004": "unsupported_architecture", "b57-005": "dtype_unsupported"}
     assert {p: classify(blind_log("blind57", p)).cls for p in want} == want
     assert {classify(blind_log("blind58", p)).cls for p in ("b58-001", "b58-002")} == {"unknown"}
+
+
+@pytest.mark.parametrize("text", [
+    # wrapped after "in" and after "parameter": the loader's own phrase is enough for the candidate
+    "ValueError: There is no module or parameter named 'visual_tokenizer.vte.qweight' in\n"
+    "OvisForConditionalGeneration\n",
+    "ValueError: There is no module or parameter\nnamed 'score' in Qwen2VLForConditionalGeneration\n",
+])
+def test_the_weight_loaders_candidate_survives_a_wrap(text: str) -> None:
+    d = classify(text)
+    assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "model_access"

@@ -27,6 +27,19 @@ def test_the_message_on_one_line_as_vllm_0_11_logs_it() -> None:
     assert (classify(text).cls, classify(text).detail) == ("usage_error", "ray_node_ip")
 
 
+def test_wrapped_after_its_first_sentence_and_more_addresses_than_nodes() -> None:
+    # the first sentence is vLLM's alone; a paste may wrap right after it (57 characters: too short for the reader
+    # to rejoin). More addresses than nodes: the driver took another interface than Ray registered its node under.
+    text = ("RuntimeError: Every node should have a unique IP address.\n"
+            "Got 2 nodes with node ids ['8f2c', '1a7d'] and 3 unique IP addresses {'10.0.0.5', '10.0.0.6', "
+            "'172.17.0.2'}.\n")
+    d = classify(text)
+    assert (d.cls, d.detail) == ("usage_error", "ray_node_ip")
+    one_line = classify(text.replace(".\nGot", ". Got"))
+    assert one_line.numbers == {"nodes": 2, "ips": 3}
+    assert "more when" in advice_for(one_line).explanation
+
+
 def test_what_blind59_read_right_at_its_score() -> None:
     want = {"b59-002": "usage_error", "b59-003": "model_access", "b59-004": "oom_profiling"}
     assert {p: classify(blind_log("blind59", p)).cls for p in want} == want

@@ -108,6 +108,11 @@ SOURCES: dict[str, str] = {
     "nccl_unhandled": "vLLM 0.4-0.33 distributed/device_communicators/pynccl_wrapper.py NCCL_CHECK: 'NCCL error: "
                       "unhandled system error' / 'unhandled cuda error'; PyTorch c10d NCCLUtils: 'NCCL error in: "
                       "FILE:N, unhandled system error, NCCL version X'",
+    "remote_gguf": "vLLM 0.9-0.11 transformers_utils/config.py get_config: 'Invalid repository ID or local directory "
+                   "specified: 'X'. ... 3. For GGUF: pass the local path of the GGUF checkpoint. Loading GGUF from a "
+                   "remote repo directly is not yet supported.' (0.13+ also reads REPO:QUANT_TYPE, gguf_utils.py)",
+    "engine_handshake": "vLLM 0.9-0.34 v1/engine/core.py EngineCoreProc.startup_handshake: 'RuntimeError: Did not "
+                        "receive response from front-end process within 5 minutes' (HANDSHAKE_TIMEOUT_MINS)",
     "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",
     "gloo_interface": "Gloo transport/tcp/device.cc (lookupAddrForIface, through torch.distributed's "
                       "ProcessGroupGloo): '[enforce fail at .../gloo/transport/tcp/device.cc:N] ifa != nullptr. Unable "

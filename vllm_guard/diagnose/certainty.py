@@ -150,7 +150,8 @@ _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device dete
 # not a class.
 _WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale|"
                          r"weight_zero_point|input_scale)'")
-_NO_PARAMETER = re.compile(r"There is no module or parameter named(?: '[\w.]{1,300}' in \w{1,128}|\s*$)")
+# The phrase is the loader's own, whatever a paste's wrapping keeps of the rest (the name, the class).
+_NO_PARAMETER = re.compile(r"There is no module or parameter\b")
 # torch.ops._C without an op vLLM's Python code calls: its compiled extension did not load (an earlier warning says
 # why) or was built from another source or for other GPUs (blind41/b41-003, labelled version_mismatch; blind4/b4-032,
 # a macOS build whose _C failed to load, labelled unknown): a candidate, not a class.
@@ -160,6 +161,8 @@ _C_OP_MISSING = re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute
 # GPU's processes (a MIG slice, some containers). Labelled gpu_oom (blind45/b45-004, a MIG 1g.5gb) and unknown
 # (blind13/b13-021, blind17/b17-012, collected/c047, with OOM as their second reading): a candidate, not a class.
 _NVML_ASSERT = re.compile(r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \S{0,300}CUDACachingAllocator\.cpp")
+# NCCL's WARN or "Last error:" line naming CUDA's out-of-memory (enqueue.cc, alloc.h: "Cuda failure 'out of memory'")
+_NCCL_CUDA_OOM = re.compile(r"Cuda failure '?out of memory")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -185,6 +188,9 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "no usable device platform: a vLLM or torch built for another platform, an " \
                                        "NVIDIA driver missing or not matching its libraries, or no GPU visible to " \
                                        "the process (a container or Ray actor without GPUs)"
+        if "out of memory" in line.text and _NCCL_CUDA_OOM.search(line.text):
+            return "gpu_oom", "NCCL's own line says a CUDA call ran out of GPU memory as it set up its buffers (its " \
+                              "unhandled error is that allocation's failure)"
         if "NVML_SUCCESS" in line.text and _NVML_ASSERT.search(line.text):
             return "gpu_oom", "PyTorch's allocator asserts so while it writes its out-of-memory message and NVML " \
                               "cannot list the GPU's processes (a MIG slice, some containers): an allocation most " \

@@ -48,6 +48,20 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     return not ready(lines)
 
 
+def nccl_cause_unnamed(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The start never got ready and no line of NCCL's own names the call's cause: its WARN or "Last error:" line
+    saying CUDA ran out of memory makes the unhandled error an allocation's failure, not the connection's."""
+    return not ready(lines) and not per_log(lines, _nccl_oom_named)
+
+
+_NCCL_OOM = re.compile(r"Cuda failure '?out of memory|Failed to CUDA calloc|cudaErrorMemoryAllocation")
+
+
+def _nccl_oom_named(lines: list[LogLine]) -> bool:
+    return any(("Cuda failure" in line.text or "CUDA calloc" in line.text or "cudaErrorMemoryAllocation" in line.text)
+               and _NCCL_OOM.search(line.text) for line in lines)
+
+
 # An exception line ("RuntimeError: ...", "torch.OutOfMemoryError: ..."), whatever logging prefix it carries.
 _LATER_ERROR = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception): \S")
 
@@ -130,4 +144,5 @@ def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, A
 # Conditions that read the whole log and not the line's place in it: a line that holds the same words as one read
 # before gets the same answer, so the per-line memo of classify may skip it (a million repeated warnings cost one
 # reading; issue 28).
-LOG_WIDE: frozenset[Callable[[str, list[LogLine], int, dict[str, Any]], bool]] = frozenset({never_ready})
+LOG_WIDE: frozenset[Callable[[str, list[LogLine], int, dict[str, Any]], bool]] = frozenset({never_ready,
+                                                                                           nccl_cause_unnamed})

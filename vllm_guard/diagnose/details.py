@@ -4,6 +4,7 @@ program written for another vLLM release), and the advice a diagnosis gets."""
 from __future__ import annotations
 
 from vllm_guard.diagnose.details_files import FILE_ADVICE
+from vllm_guard.diagnose.details_network import NETWORK_ADVICE
 from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
@@ -190,24 +191,6 @@ BEFORE_GRAPHS = Advice(
     ("--enforce-eager: CUDA graphs are not in this budget", "retrying unchanged"),
 )
 
-GLOO_INTERFACE = Advice(
-    "Gloo was told to use a network interface this node does not have: GLOO_SOCKET_IFNAME names one of another "
-    "machine's interfaces (names differ between machines: eth0, ens5, enp1s0f0, bond0), so the CPU process group "
-    "vLLM makes beside NCCL's cannot start.",
-    ("`ip -br addr` on each node, and GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) set per node to that node's "
-     "interface on the network the nodes share, before `ray start` (docs/ray.md)",),
-    ("retrying unchanged", "changing vLLM's memory settings"),
-)
-
-NCCL_UNHANDLED = Advice(
-    "NCCL failed a system or CUDA call while it connected vLLM's workers, and its error does not say which: a "
-    "socket on the nodes' network (the wrong interface, a firewall), its shared-memory transport (/dev/shm, 64 MiB "
-    "in Docker by default), or P2P between the GPUs (IOMMU, a VM, consumer GPUs).",
-    ("NCCL_DEBUG=INFO: NCCL's own WARN line names the call that failed",
-     "in a container: --ipc=host or --shm-size of several GiB (docs/docker.md)",
-     "NCCL_P2P_DISABLE=1 for one start tests P2P; NCCL_SOCKET_IFNAME names the interface between nodes"),
-    ("lowering memory settings", "retrying unchanged"),
-)
 
 FLEX_ATTENTION = Advice(
     "vLLM runs attention with FlexAttention, the backend it falls back to where FlashAttention cannot run (compute "
@@ -366,6 +349,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **VERSION_ADVICE,
     **SETTINGS_ADVICE,
     **FILE_ADVICE,
+    **NETWORK_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE,
     "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
@@ -374,8 +358,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
-    "omni_stage": OMNI_STAGE, "gloo_interface": GLOO_INTERFACE, "flex_attention": FLEX_ATTENTION,
-    "nccl_unhandled": NCCL_UNHANDLED,
+    "omni_stage": OMNI_STAGE, "flex_attention": FLEX_ATTENTION,
     "ray_gcs": RAY_GCS, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,

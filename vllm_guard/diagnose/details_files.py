@@ -45,6 +45,15 @@ WEIGHTS_UNREADABLE = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+REMOTE_GGUF = Advice(
+    "The model was given as a .gguf file inside a Hugging Face repository (REPO/FILE.gguf), which vLLM reads neither "
+    "as a repository id nor as a local folder: before 0.13 vLLM loads a GGUF only from a local file.",
+    ("download the file (`huggingface-cli download REPO FILE.gguf --local-dir DIR`) and pass the .gguf file's path, "
+     "with --tokenizer the original model's repository", "vLLM 0.13 and later: the model as REPO:QUANT_TYPE (for "
+     "example unsloth/...-GGUF:Q4_K_M)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 WEIGHTS_MISSING = Advice(
     "The checkpoint lacks weights its config declares: a shard missing from the download, or an export that left a "
     "tensor out (an lm_head with tie_word_embeddings false).",
@@ -121,6 +130,7 @@ FILE_ADVICE: dict[str, Advice] = {
     "no_weights": NO_WEIGHTS,
     "weights_unreadable": WEIGHTS_UNREADABLE,
     "weights_missing": WEIGHTS_MISSING,
+    "remote_gguf": REMOTE_GGUF,
     "tower_weights_missing": TOWER_WEIGHTS_MISSING,
     "tokenizer_missing": TOKENIZER_MISSING,
     "mistral_tokenizer": MISTRAL_TOKENIZER,

@@ -66,10 +66,13 @@ HCCL_PORT = Advice(
 )
 
 RAY_NODE_IP = Advice(
-    "vLLM's Ray executor found nodes that report one and the same IP address: VLLM_HOST_IP set to a single address "
-    "on every node (a shared .env file or image), or nodes whose containers share one network address.",
-    ("unset VLLM_HOST_IP, or set it on each node to that node's own address (the one Ray registered it under, "
-     "which `ray list nodes` shows; docs/ray.md)", "on every node, containers on the host's network (`--network host`)"),
+    "vLLM's Ray executor counts one IP address per node (the driver's and the workers') and got another count: fewer "
+    "when nodes report one and the same address (VLLM_HOST_IP set alike on every node by a shared .env file or "
+    "image, containers sharing one address), more when vLLM on a node took another address than Ray registered "
+    "the node under (several network interfaces).",
+    ("on each node, VLLM_HOST_IP = the address Ray registered that node under (`ray list nodes` shows it; "
+     "docs/ray.md), or unset where one value was set for all", "`ray start --node-ip-address` with that same address",
+     "on every node, containers on the host's network (`--network host`)"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

@@ -66,7 +66,8 @@ _WORDS = (
     "Pipeline parallelism is only", "Speculative decoding with draft", "Expected both speculative_model",
     "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
-    "and specific port", "unhandled ", "unique IP address", "Unrecognized model in", "Failed to load the tokenizer",
+    "and specific port", "unhandled ", "unique IP address",
+    "response from front-end", "Unrecognized model in", "Failed to load the tokenizer",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

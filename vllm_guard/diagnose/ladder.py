@@ -97,7 +97,11 @@ NOT_RELAXABLE = {
 }
 # A reading within a class (Diagnosis.detail) whose reason differs from the class's own.
 NOT_RELAXABLE_DETAIL = {
-    "ray_node_ip": "two nodes report one IP address to vLLM's Ray executor: VLLM_HOST_IP per node, not a vLLM option",
+    "ray_node_ip": "vLLM's Ray executor did not find one IP address per node: VLLM_HOST_IP and Ray's node address, "
+                   "set per node, not a vLLM option",
+    "remote_gguf": "the model is a .gguf file in a Hub repository: a local .gguf path (REPO:QUANT_TYPE on vLLM 0.13+)",
+    "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
+                      "vLLM memory setting changes that",
     "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "
            "changes that",
     "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",

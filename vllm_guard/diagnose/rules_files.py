@@ -13,6 +13,13 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 FILE_RULES: tuple[Rule, ...] = (
+    # A .gguf file inside a Hub repository given as the model (REPO/FILE.gguf): neither a repository id nor a local
+    # folder. vLLM 0.9-0.11's message says so itself ("Loading GGUF from a remote repo directly is not yet
+    # supported"); 0.13+ reads a Hub GGUF as REPO:QUANT_TYPE (transformers_utils/gguf_utils.py is_remote_gguf).
+    # Before the Hub's rule below, which reads the same line as a model it cannot reach (blind60/b60-007).
+    Rule("usage_error", re.compile(r"Invalid repository ID or local directory specified: '(?![/.~])[\w.-]{1,96}/"
+                                   r"[\w.-]{1,96}/[^'\s]{1,300}\.gguf'"), BEFORE_START, detail="remote_gguf",
+         source=SOURCES["remote_gguf"]),
     Rule("model_access", re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
                                     r"|\b401 Client Error|\b403 Client Error|RepositoryNotFoundError"
                                     r"|Repository Not Found|Invalid repository ID or local directory specified"

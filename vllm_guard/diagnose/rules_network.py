@@ -45,13 +45,26 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # real reports label them network when nothing else says which (blind3/b3-021, b3-022, blind4/b4-011,
     # blind5/b5-012, b5-013, blind23/b23-007, blind31/b31-007, blind36/b36-002, b36-014, blind53/b53-001): a warning,
     # said only when no decisive line, no signal and no function that raises one failure says more (a /dev/shm
-    # message beside it decides shm_exhausted: failures/028, collected/c042). A paste may cut its last word.
-    Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled (?:system error|cuda error|s[a-z]{0,5}$)"),
-         detail="nccl_unhandled", when=conditions.never_ready, warning=True, source=SOURCES["nccl_unhandled"]),
-    # vLLM's Ray executor, when two nodes report one IP address: VLLM_HOST_IP set alike on every node
-    # (blind59/b59-001, a shared .env), a setting to change, not the network's reach.
-    Rule("usage_error", re.compile(r"Every node should have a unique IP address\. Got (?P<nodes>\d{1,6}) nodes"),
-         BEFORE_START, detail="ray_node_ip", numbers=lambda m: numbers_of(m, "nodes"), source=SOURCES["ray_node_ip"]),
+    # message beside it decides shm_exhausted: failures/028, collected/c042), and not when NCCL's own lines name
+    # CUDA's out-of-memory as the cause. A paste may cut its last words (blind5/b5-012: "unhandled syst").
+    Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled "
+                               r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"),
+         detail="nccl_unhandled", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_unhandled"]),
+    # vLLM's Ray executor, when the IP addresses of the driver and the workers are not one per node: fewer when nodes
+    # report one address (VLLM_HOST_IP set alike on every node: blind59/b59-001, a shared .env), more when the
+    # driver's differs from its node's (several interfaces). A setting to change, not the network's reach. The
+    # first sentence is vLLM's alone; a paste may wrap after it.
+    Rule("usage_error", re.compile(r"Every node should have a unique IP address\.(?:\s{0,4}Got (?P<nodes>\d{1,6}) "
+                                   r"nodes with(?:\s{0,4}node ids \[[^\]]{0,2000}\] and (?P<ips>\d{1,6}) "
+                                   r"unique IP)?)?"),
+         BEFORE_START, detail="ray_node_ip", numbers=lambda m: numbers_of(m, "nodes", "ips"),
+         source=SOURCES["ray_node_ip"]),
+    # The engine core waiting for its front-end's answer to its handshake (v1/engine/core.py startup_handshake,
+    # 0.9-0.34): the front-end failed, is busy, or cannot be reached across nodes (blind60/b60-003, a disaggregated
+    # deployment on Ascend whose start "got stuck")
+    Rule("startup_timeout", re.compile(r"Did not receive response from front-end process within "
+                                       r"(?P<waited_min>\d{1,4}) minute"), BEFORE_START, detail="engine_handshake",
+         numbers=lambda m: numbers_of(m, "waited_min"), source=SOURCES["engine_handshake"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",

@@ -1,0 +1,42 @@
+"""The advice for the readings about connections between vLLM's processes and nodes: NCCL's and Gloo's failures, the
+engine core's handshake with its front-end. Part of details.DETAIL_ADVICE."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.knowledge import Advice
+
+GLOO_INTERFACE = Advice(
+    "Gloo was told to use a network interface this node does not have: GLOO_SOCKET_IFNAME names one of another "
+    "machine's interfaces (names differ between machines: eth0, ens5, enp1s0f0, bond0), so the CPU process group "
+    "vLLM makes beside NCCL's cannot start.",
+    ("`ip -br addr` on each node, and GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) set per node to that node's "
+     "interface on the network the nodes share, before `ray start` (docs/ray.md)",),
+    ("retrying unchanged", "changing vLLM's memory settings"),
+)
+
+NCCL_UNHANDLED = Advice(
+    "NCCL failed a system or CUDA call while it connected vLLM's workers, and its error does not say which: a "
+    "socket on the nodes' network (the wrong interface, a firewall), its shared-memory transport (/dev/shm, 64 MiB "
+    "in Docker by default), or P2P between the GPUs (IOMMU, a VM, consumer GPUs).",
+    ("NCCL_DEBUG=INFO: NCCL's own WARN line names the call that failed",
+     "in a container: --ipc=host or --shm-size of several GiB (docs/docker.md)",
+     "NCCL_P2P_DISABLE=1 for one start tests P2P; NCCL_SOCKET_IFNAME names the interface between nodes",
+     "on NVSwitch systems (HGX H100/H200), NCCL_NVLS_ENABLE=0 for one start tests NVLink SHARP"),
+    ("lowering memory settings", "retrying unchanged"),
+)
+
+ENGINE_HANDSHAKE = Advice(
+    "The engine core process waited 5 minutes (vLLM's fixed HANDSHAKE_TIMEOUT_MINS) for its front-end to answer its "
+    "handshake: the front-end (the API server, or with data parallelism across nodes the head node's) failed or is "
+    "still busy, or its address cannot be reached from this node.",
+    ("the front-end's own lines (APIServer, DP coordinator) before the timeout: a front-end that failed says why "
+     "there", "across nodes: --data-parallel-address and --data-parallel-rpc-port reachable from every node (no "
+     "firewall between them), and the same vLLM on every node"),
+    ("changing vLLM's memory settings", "a larger guard stall timeout: vLLM's own limit is fixed"),
+)
+
+NETWORK_ADVICE: dict[str, Advice] = {
+    "gloo_interface": GLOO_INTERFACE,
+    "nccl_unhandled": NCCL_UNHANDLED,
+    "engine_handshake": ENGINE_HANDSHAKE,
+}
