@@ -111,6 +111,18 @@ SOURCES: dict[str, str] = {
     "remote_gguf": "vLLM 0.9-0.11 transformers_utils/config.py get_config: 'Invalid repository ID or local directory "
                    "specified: 'X'. ... 3. For GGUF: pass the local path of the GGUF checkpoint. Loading GGUF from a "
                    "remote repo directly is not yet supported.' (0.13+ also reads REPO:QUANT_TYPE, gguf_utils.py)",
+    "dp_placement": "vLLM 0.9-0.34 v1/engine/utils.py CoreEngineActorManager.create_dp_placement_groups: 'Not enough "
+                    "resources to allocate N placement groups, only created M placement groups. Available resources: "
+                    "{...}' and 'Not enough resources to allocate N DP ranks on DP master node A, possible to fit M'",
+    "flashinfer_moe_model": "vLLM 0.10-0.13 model_executor/layers/quantization/utils/flashinfer_utils.py "
+                            "apply_flashinfer_per_tensor_scale_fp8: 'AssertionError: FusedMoE flashinfer kernels are "
+                            "only supported for Llama4'",
+    "aiter_mla_heads": "vLLM 0.9-0.16 v1/attention/backends/mla/rocm_aiter_mla.py: 'AssertionError: Aiter MLA only "
+                       "supports 16 or 128 number of heads. Provided N number of heads. Try adjusting "
+                       "tensor_parallel_size value.'",
+    "second_engine": "vLLM 0.1-0.34 distributed/parallel_state.py initialize_model_parallel (model_executor/"
+                     "parallel_utils before 0.4): 'AssertionError: tensor model parallel group is already "
+                     "initialized' (and the data, pipeline, expert groups' wordings)",
     "engine_handshake": "vLLM 0.9-0.34 v1/engine/core.py EngineCoreProc.startup_handshake: 'RuntimeError: Did not "
                         "receive response from front-end process within 5 minutes' (HANDSHAKE_TIMEOUT_MINS)",
     "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",

@@ -192,6 +192,23 @@ BEFORE_GRAPHS = Advice(
 )
 
 
+DP_PLACEMENT = Advice(
+    "Data parallelism on Ray makes one placement group per DP rank, each with that rank's tensor x pipeline GPUs, and "
+    "the cluster could not give them all: fewer free GPUs than data x tensor x pipeline parallel (vLLM's message "
+    "lists what was available).",
+    ("a smaller --data-parallel-size (or tensor/pipeline size)", "more GPU nodes in the Ray cluster; `ray status` "
+     "shows the free GPUs each node offers"),
+    ("waiting longer", "changing vLLM's memory settings"),
+)
+
+FLASHINFER_MOE_MODEL = Advice(
+    "FlashInfer's per-tensor FP8 MoE kernels (VLLM_USE_FLASHINFER_MOE_FP8=1) take only Llama 4's expert routing, and "
+    "this model routes its experts another way.",
+    ("VLLM_USE_FLASHINFER_MOE_FP8=0 (or unset): vLLM's own FP8 MoE kernels",
+     "another VLLM_FLASHINFER_MOE_BACKEND (throughput, latency), which takes a different kernel path"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 FLEX_ATTENTION = Advice(
     "vLLM runs attention with FlexAttention, the backend it falls back to where FlashAttention cannot run (compute "
     "capability below 8.0: T4, V100, RTX 20xx) or the one VLLM_ATTENTION_BACKEND names, and FlexAttention lacks a "
@@ -358,7 +375,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
-    "omni_stage": OMNI_STAGE, "flex_attention": FLEX_ATTENTION,
+    "omni_stage": OMNI_STAGE, "flex_attention": FLEX_ATTENTION, "dp_placement": DP_PLACEMENT,
+    "flashinfer_moe_model": FLASHINFER_MOE_MODEL,
     "ray_gcs": RAY_GCS, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,
     "numa_bind": NUMA_BIND, "fork_cuda": FORK_CUDA, "oom_other_process": OOM_OTHER_PROCESS,
     "quant_config_missing": QUANT_CONFIG_MISSING, "quant_dtype": QUANT_DTYPE,

@@ -76,7 +76,26 @@ RAY_NODE_IP = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+AITER_MLA_HEADS = Advice(
+    "ROCm's AITER MLA attention kernel takes 16 or 128 attention heads per GPU, and the tensor-parallel size leaves "
+    "another count (DeepSeek's 128 heads over 4 GPUs: 32 each).",
+    ("a tensor-parallel size that leaves 16 or 128 heads per GPU (for 128 heads: 1 or 8), with data or pipeline "
+     "parallelism for the other GPUs", "VLLM_ROCM_USE_AITER_MLA=0: another MLA backend"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+SECOND_ENGINE = Advice(
+    "vLLM makes its process groups once per process, and this process already has them: a second engine in the same "
+    "process (a notebook cell run again, a framework or script that builds a second LLM).",
+    ("one engine per process: restart the process (the notebook's kernel) before building another",
+     "to replace an engine in one process: delete the first and call "
+     "vllm.distributed.parallel_state.destroy_model_parallel() before the next"),
+    ("changing vLLM's memory settings", "retrying in the same process"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "aiter_mla_heads": AITER_MLA_HEADS,
+    "second_engine": SECOND_ENGINE,
     "ray_node_ip": RAY_NODE_IP,
     "custom_allreduce": CUSTOM_ALLREDUCE,
     "hccl_port": HCCL_PORT,

@@ -67,7 +67,9 @@ _WORDS = (
     "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
     "and specific port", "unhandled ", "unique IP address",
-    "response from front-end", "Unrecognized model in", "Failed to load the tokenizer",
+    "response from front-end", "Not enough resources to allocate", "Aiter MLA only supports",
+    "FusedMoE flashinfer kernels", "parallel group is already initialized",
+    "Unrecognized model in", "Failed to load the tokenizer",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

@@ -100,6 +100,11 @@ NOT_RELAXABLE_DETAIL = {
     "ray_node_ip": "vLLM's Ray executor did not find one IP address per node: VLLM_HOST_IP and Ray's node address, "
                    "set per node, not a vLLM option",
     "remote_gguf": "the model is a .gguf file in a Hub repository: a local .gguf path (REPO:QUANT_TYPE on vLLM 0.13+)",
+    "dp_placement": "the Ray cluster has fewer free GPUs than data x tensor x pipeline parallel asks",
+    "flashinfer_moe_model": "FlashInfer's FP8 MoE kernels take only Llama 4: VLLM_USE_FLASHINFER_MOE_FP8=0",
+    "aiter_mla_heads": "AITER's MLA kernel needs 16 or 128 heads per GPU: another tensor-parallel size, or "
+                       "VLLM_ROCM_USE_AITER_MLA=0",
+    "second_engine": "a second engine in one process: one engine per process",
     "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
                       "vLLM memory setting changes that",
     "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "

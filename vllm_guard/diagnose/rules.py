@@ -113,9 +113,12 @@ RULES: tuple[Rule, ...] = (
     Rule("no_kv_memory", re.compile(r"the rest of the memory reserved for KV Cache is "
                                     r"(?P<available_kv_gib>-[\d.]{1,20}) ?GiB"), KV_CACHE, detail="before_graphs",
          numbers=lambda m: numbers_of(m, "available_kv_gib"), source=SOURCES["negative_kv_summary"]),
-    Rule("unknown", re.compile(r"Error in memory profiling\. Initial free memory (?P<initial_free_gib>[\d.]+) ?GiB, "
-                               r"current free memory (?P<current_free_gib>[\d.]+) ?GiB"), PROFILING,
-         detail="profiling_assertion", numbers=lambda m: numbers_of(m, "initial_free_gib", "current_free_gib"),
+    # in bytes in V0 and its plugins (vllm-ascend 0.7: blind62/b62-003)
+    Rule("unknown", re.compile(r"Error in memory profiling\. Initial free memory (?:(?P<initial_free_gib>[\d.]+) ?GiB"
+                               r"|(?P<initial_free_bytes>\d{4,20})), current free memory (?:(?P<current_free_gib>"
+                               r"[\d.]+) ?GiB|(?P<current_free_bytes>\d{4,20}))"), PROFILING,
+         detail="profiling_assertion", numbers=lambda m: numbers_of(m, "initial_free_gib", "current_free_gib",
+                                                                    "initial_free_bytes", "current_free_bytes"),
          source=SOURCES["profiling_assertion"]),
     Rule("oom_loading", re.compile(r"Failed to load model - not enough GPU memory"), LOADING,
          source=SOURCES["load_oom"]),
@@ -373,13 +376,6 @@ RULES: tuple[Rule, ...] = (
                                                 r"|ValueError: Architecture (?P<architecture>[\w-]{1,64}) not "
                                                 r"supported\s*$"),
          BEFORE_START, source=SOURCES["gguf_architecture"]),
-    # The process group is bigger than tensor x pipeline parallel: the script was started under torchrun (or with
-    # WORLD_SIZE set) and each process made an engine (vLLM V0 distributed/parallel_state.py
-    # initialize_model_parallel; blind28/b28-009)
-    Rule("usage_error", re.compile(r"world_size \((?P<world_size>\d{1,6})\) is not equal to tensor_model_parallel_size "
-                                   r"\((?P<tp_size>\d{1,6})\) x pipeline_model_parallel_size \((?P<pp_size>\d{1,6})\)"),
-         BEFORE_START, detail="process_group_size",
-         numbers=lambda m: numbers_of(m, "world_size", "tp_size", "pp_size"), source=SOURCES["process_group_size"]),
     # "sendinitial": vLLM's own missing space (V1, 0.11-0.16).
     Rule("startup_timeout", re.compile(r"Timed out waiting for engine core processes to start"
                                        r"|Timed out waiting for engines to send ?initial message"

@@ -13,6 +13,17 @@ from vllm_guard.diagnose.markers import BEFORE_START
 from vllm_guard.diagnose.rule import Rule
 
 GPU_COUNT_RULES: tuple[Rule, ...] = (
+    # Data parallelism on Ray: one placement group per DP rank, each of its world size's GPUs, and the cluster
+    # could not give them all (v1/engine/utils.py, 0.9-0.34; blind62/b62-001, Ray Serve on T4 nodes)
+    Rule("too_few_gpus", re.compile(r"Not enough resources to allocate (?P<dp_size>\d{1,6}) (?:placement groups, only "
+                                    r"created (?P<created>\d{1,6}) placement groups|DP ranks on DP master node)"),
+         BEFORE_START, detail="dp_placement", numbers=lambda m: numbers_of(m, "dp_size", "created"),
+         source=SOURCES["dp_placement"]),
+    # ROCm's AITER MLA kernel takes 16 or 128 attention heads per GPU: tensor parallelism that leaves another count
+    # (DeepSeek's 128 heads over 4 GPUs: 32; blind61/b61-001)
+    Rule("usage_error", re.compile(r"Aiter MLA only supports 16 or 128 number of heads\.(?:\s{0,4}Provided "
+                                   r"(?P<heads_per_gpu>\d{1,6}) number of heads)?"), BEFORE_START,
+         detail="aiter_mla_heads", numbers=lambda m: numbers_of(m, "heads_per_gpu"), source=SOURCES["aiter_mla_heads"]),
     # V1's worker asserting that the ranks it runs on this node fit the GPUs it sees (0.11-0.33 v1/worker/
     # gpu_worker.py init_device; blind47/b47-006: 16 on a node of 8 under a two-node Ray cluster)
     Rule("too_few_gpus", re.compile(r"local_world_size \((?P<world_size>\d{1,6})\) must be less than or equal to the "

@@ -1,5 +1,7 @@
-"""The failure rules about connections: NCCL's, Gloo's and torch.distributed's rendezvous between ranks, the Hugging
-Face Hub that cannot be reached or refuses, and a port another process holds. Read in their place in rules.RULES."""
+"""The failure rules about connections and process groups: NCCL's, Gloo's and torch.distributed's rendezvous between
+ranks, the engine core's handshake with its front-end, vLLM's process groups made twice or for another world size,
+nodes' addresses under Ray, the Hugging Face Hub that cannot be reached or refuses, and a port another process
+holds. Read in their place in rules.RULES."""
 
 from __future__ import annotations
 
@@ -65,6 +67,19 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("startup_timeout", re.compile(r"Did not receive response from front-end process within "
                                        r"(?P<waited_min>\d{1,4}) minute"), BEFORE_START, detail="engine_handshake",
          numbers=lambda m: numbers_of(m, "waited_min"), source=SOURCES["engine_handshake"]),
+    # The process group is bigger than tensor x pipeline parallel: the script was started under torchrun (or with
+    # WORLD_SIZE set) and each process made an engine (vLLM V0 distributed/parallel_state.py
+    # initialize_model_parallel; blind28/b28-009)
+    Rule("usage_error", re.compile(r"world_size \((?P<world_size>\d{1,6})\) is not equal to "
+                                   r"tensor_model_parallel_size \((?P<tp_size>\d{1,6})\) x "
+                                   r"pipeline_model_parallel_size \((?P<pp_size>\d{1,6})\)"),
+         BEFORE_START, detail="process_group_size",
+         numbers=lambda m: numbers_of(m, "world_size", "tp_size", "pp_size"), source=SOURCES["process_group_size"]),
+    # vLLM's process groups are made once per process: a second engine in the same process (a notebook cell run
+    # again, a framework that builds two; blind61/b61-002 through LangChain) finds the first's
+    Rule("usage_error", re.compile(r"(?:tensor model|pipeline model|data|expert|decode context model) parallel "
+                                   r"group is already initialized"), BEFORE_START, detail="second_engine",
+         source=SOURCES["second_engine"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "
                                r"(?P<joined>\d+)/(?P<ranks>\d+) clients joined"), detail="ranks_missing",

@@ -9,10 +9,14 @@ import re
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import numbers_of
-from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 
 DTYPE_QUANT_RULES: tuple[Rule, ...] = (
+    # FlashInfer's per-tensor FP8 MoE path (VLLM_USE_FLASHINFER_MOE_FP8=1) takes only Llama 4's routing (vLLM
+    # 0.10-0.13; blind62/b62-002, DeepSeek-R1 on B200), asserted in the forward pass the profiling run is the first of
+    Rule("quant_unsupported", re.compile(r"FusedMoE flashinfer kernels are only supported for Llama4"), PROFILING,
+         detail="flashinfer_moe_model", source=SOURCES["flashinfer_moe_model"]),
     Rule("dtype_unsupported", re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least "
                                          r"(?P<min_capability>\d+(?:\.\d+)?)\. Your (?P<gpu>.{1,100}?) GPU has compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), BEFORE_START,
