@@ -68,7 +68,8 @@ machines' committed notes and notebooks, at commit b4c04be: 6 right, no confiden
 `blind58/` (2 from the newest releases' threads, at commit acbce62: 2 right, both labelled `unknown`) and `blind59/`
 (4 found by messages sampled from vLLM's own raise sites, at commit 7889326: 3 right, no confident error) and
 `blind60/` (7 more found so, at commit ac1a94d: 5 right, 1 confident error), `blind61/` (2 more, at commit 0805345:
-none right, no confident error), `blind62/` (5 more, at commit e43128d: 1 right, no confident error).
+none right, no confident error), `blind62/` (5 more, at commit e43128d: 1 right, no confident error) and
+`blind63/` (5 more, at commit f1ee65f: 2 right, no confident error, 1 labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -96,7 +97,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
         "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
-        "blind54", "blind55", "blind56", "blind57", "blind58", "blind59", "blind60", "blind61", "blind62")
+        "blind54", "blind55", "blind56", "blind57", "blind58", "blind59", "blind60", "blind61", "blind62", "blind63")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -237,6 +238,7 @@ def main() -> int:
     print(_score("  blind60/ (scored once before: 5 of 7)", [r for r in failures if r.part == "blind60"]))
     print(_score("  blind61/ (scored once before: 0 of 2)", [r for r in failures if r.part == "blind61"]))
     print(_score("  blind62/ (scored once before: 1 of 5)", [r for r in failures if r.part == "blind62"]))
+    print(_score("  blind63/ (scored once before: 2 of 5)", [r for r in failures if r.part == "blind63"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
