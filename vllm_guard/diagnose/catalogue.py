@@ -123,6 +123,10 @@ SOURCES: dict[str, str] = {
     "second_engine": "vLLM 0.1-0.34 distributed/parallel_state.py initialize_model_parallel (model_executor/"
                      "parallel_utils before 0.4): 'AssertionError: tensor model parallel group is already "
                      "initialized' (and the data, pipeline, expert groups' wordings)",
+    "cli_flags": "vLLM 0.6-0.34 entrypoints/openai/cli_args.py (launchers/ at 0.30, common/ at 0.33) "
+                 "validate_parsed_serve_args: 'TypeError: Error: --enable-auto-tool-choice requires "
+                 "--tool-call-parser', '... --enable-reasoning requires --reasoning-parser', '... cannot be enabled "
+                 "at the same time', 'ValueError: Error: --sse-keep-alive-interval must be ...'",
     "engine_handshake": "vLLM 0.9-0.34 v1/engine/core.py EngineCoreProc.startup_handshake: 'RuntimeError: Did not "
                         "receive response from front-end process within 5 minutes' (HANDSHAKE_TIMEOUT_MINS)",
     "gloo": "Gloo transport/tcp: 'Gloo connectFullMesh failed', connect/timeout",
@@ -231,7 +235,9 @@ SOURCES: dict[str, str] = {
                        "CUDA flash attention extensions (_vllm_fa2_C or _vllm_fa3_C)' (a build without them)",
     "no_kernel": "vLLM 0.6-0.33 choose_*_linear_kernel (model_executor/kernels/linear/__init__.py at 0.32): 'Failed to "
                  "find a kernel that can implement the ScaledMM|WNA16|NVFP4|MXFP4 linear layer. Reasons: ...'; "
-                 "fused_moe/oracle/mxfp4.py: 'Unsupported mxfp4_backend for Mxfp4MoEMethod: ...'",
+                 "fused_moe/oracle/mxfp4.py: 'Unsupported mxfp4_backend for Mxfp4MoEMethod: ...'; fused_moe/oracle/"
+                 "*.py 0.16-0.34: 'No FP8|MXFP4|NvFp4|Int8|WNA16|W4A8 MoE backend supports the deployment "
+                 "configuration'",
     "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
                        "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
                        "capability: sm_120 under a cu12.6 wheel), any release",

@@ -8,6 +8,10 @@ from __future__ import annotations
 # the paste cuts the exception's message (read by fallback.raised_in, not by a rule of rules.py).
 FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
     # func -> (class, stage, source)
+    "validate_parsed_serve_args": ("usage_error", "before_start",
+                                   "vLLM 0.6-0.34 entrypoints/*/cli_args.py validate_parsed_serve_args: it raises only "
+                                   "for vllm serve's own flags ('Error: --X requires --Y', '... cannot be enabled at "
+                                   "the same time')"),
     "resolve_trust_remote_code": ("remote_code_required", "before_start",
                                   "transformers 4.3x-4.5x dynamic_module_utils.py resolve_trust_remote_code: it raises "
                                   "ValueError only to ask for trust_remote_code=True"),

@@ -93,7 +93,15 @@ SECOND_ENGINE = Advice(
     ("changing vLLM's memory settings", "retrying in the same process"),
 )
 
+CLI_FLAGS = Advice(
+    "vllm serve's own check of its flags refused a combination: a flag that needs another (its message names "
+    "both), two that this release does not take together, or a value out of range.",
+    ("add the flag the message names as required, or drop the one it refuses (later releases allow some "
+     "combinations, such as tool choice with reasoning)",), ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "cli_flags": CLI_FLAGS,
     "aiter_mla_heads": AITER_MLA_HEADS,
     "second_engine": SECOND_ENGINE,
     "ray_node_ip": RAY_NODE_IP,

@@ -68,7 +68,7 @@ _WORDS = (
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
     "and specific port", "unhandled ", "unique IP address",
     "response from front-end", "Not enough resources to allocate", "Aiter MLA only supports",
-    "FusedMoE flashinfer kernels", "parallel group is already initialized",
+    "FusedMoE flashinfer kernels", "parallel group is already initialized", "MoE backend supports", "Error: --",
     "Unrecognized model in", "Failed to load the tokenizer",
 )
 RULE_WORDS = any_of(_WORDS)

@@ -214,6 +214,9 @@ RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"--enable-auto-tool-choice requires --tool-call-parser"
                                    r"|invalid (?:tool call|reasoning) parser: (?P<parser>\S{0,64}) \(choo?se from"),
          BEFORE_START, detail="tool_parser", source=SOURCES["tool_parser"]),
+    # vllm serve's check of its flags: each message begins "Error: --flag" (blind63/b63-001; catalogue.py)
+    Rule("usage_error", re.compile(r"(?:TypeError|ValueError): Error: --[a-z][a-z0-9-]{1,64}\b"), BEFORE_START,
+         detail="cli_flags", source=SOURCES["cli_flags"]),
     Rule("usage_error", re.compile(r"The supplied chat template (?:string )?\((?P<template>[^\n]{0,200}?)\) "
                                    r"(?:appears path-like, but doesn't exist|looks like a file path, but it failed)"
                                    r"|[Tt]he supplied chat template path doesn't exist"),
@@ -286,7 +289,8 @@ RULES: tuple[Rule, ...] = (
     # oracle (fused_moe/oracle/mxfp4.py): no kernel of this build implements the checkpoint's weight format on this
     # GPU (blind19/b19-011: FP8 linear layers on a GB10; b19-006: an MXFP4 MoE backend without its conversion).
     Rule("quant_unsupported", re.compile(r"Failed to find a kernel that can implement the (?P<layer>[\w ]{1,40}?) "
-                                         r"linear layer|Unsupported mxfp4_backend(?: for Mxfp4MoEMethod)?: "),
+                                         r"linear layer|Unsupported mxfp4_backend(?: for Mxfp4MoEMethod)?: |No "
+                                         r"(?:FP8|Int8|MXFP4|Mxfp4|NvFp4|W4A8(?: Int8)?|WNA16) MoE backend supports"),
          LOADING, detail="no_kernel", source=SOURCES["no_kernel"]),
     Rule("quant_unsupported", re.compile(r"Unknown quantization method: (?P<method>\S{0,64})\. Must be one of"),
          BEFORE_START, detail="unknown_method", source=SOURCES["unknown_quant"]),
