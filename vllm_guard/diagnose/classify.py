@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose import certainty, conditions, fallback, guard_report, hang_log, logread, progress
+from vllm_guard.diagnose import certainty, conditions, fallback, guard_report, hang_log, logread, progress, raise_sites
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
@@ -273,7 +273,9 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     # a paste of a traceback alone: its frames say where it failed when no progress line does (blind39/b39-004, a
     # KeyError in a model's load_weights)
     placed = certainty.stage_of_frames(tbs[-1].frames) if tbs and final_stage == BEFORE_START else None
-    return Diagnosis("unknown", placed or final_stage, {}, last_errors(lines, tbs), signal, context=ctx,
+    where = raise_sites.where_raised(lines)  # the message is vLLM's own: say where it raises it
+    return Diagnosis("unknown", placed or final_stage, {}, (*last_errors(lines, tbs), *((where,) if where else ())),
+                     signal, context=ctx,
                      confidence="none", stage_from=certainty.FRAMES if placed else certainty.PROGRESS,
                      hint=certainty.hint_for(lines, tbs))
 

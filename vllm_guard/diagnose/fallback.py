@@ -10,7 +10,7 @@ import re
 from functools import cache
 from typing import Any
 
-from vllm_guard.diagnose import certainty, conditions, logread, progress
+from vllm_guard.diagnose import certainty, conditions, logread, progress, raise_sites
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready, skipped_plugin
 from vllm_guard.diagnose.figures import numbers_of
@@ -37,7 +37,8 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
             evidence = (f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})", *last_errors(lines, tbs, 2))
             return Diagnosis(cls, stage, {}, evidence, signal, context=ctx, confidence="medium", template=source,
                              stage_from=certainty.FRAMES)
-    return _config_check(lines, tbs, signal, ctx) or _flag_check(lines, tbs, signal, ctx)
+    return (_config_check(lines, tbs, signal, ctx) or _flag_check(lines, tbs, signal, ctx)
+            or raise_sites.settings_check(lines, tbs, signal, ctx))
 
 
 # vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33), engine/arg_utils.py's

@@ -1,0 +1,138 @@
+"""Where in vLLM a pasted exception's message is raised: the raise sites of vLLM's start-up path in 15 releases
+(0.4.3 to 0.34.0), read from their source by scripts/gen_raise_sites.py into vllm_guard/data/vllm-raise-sites.json.
+
+A message is looked up by its literal head (the text before the first field vLLM fills in). A head found only in
+vLLM's settings checks says the settings were refused, as those checks' frames say (fallback._config_check) when a
+paste keeps them: `usage_error`, medium. Any other head is evidence of where the message comes from, said beside
+an `unknown`. Pure: data in, data out; the table is read once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from vllm_guard.diagnose import certainty, logread
+from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, ready
+from vllm_guard.diagnose.logread import LogLine
+from vllm_guard.diagnose.markers import BEFORE_START
+from vllm_guard.diagnose.rules import RULES
+
+_KEY_CHARS = 24  # the generator keeps heads of at least this many characters
+_CUT_MIN_CHARS = 40  # a message cut where the paste ends still names its head from this many characters
+
+
+@dataclass(frozen=True)
+class Site:
+    head: str
+    exception: str
+    file: str
+    function: str
+    first: str  # the first and last of the releases read that raise it
+    last: str
+
+    def where(self) -> str:
+        releases = self.first if self.first == self.last else f"{self.first}-{self.last}"
+        return f"{self.function} ({self.file}, vLLM {releases})"
+
+
+@cache
+def _index() -> dict[str, tuple[Site, ...]]:
+    path = resources.files("vllm_guard").joinpath("data").joinpath("vllm-raise-sites.json")
+    raw = json.loads(path.read_text("utf-8"))
+    versions, files = raw["versions"], raw["files"]
+    index: dict[str, list[Site]] = {}
+    for head, exc, file_i, func, first, last in raw["sites"]:
+        site = Site(head, exc, files[file_i], func, versions[first], versions[last])
+        index.setdefault(head[:_KEY_CHARS], []).append(site)
+    return {key: tuple(sites) for key, sites in index.items()}
+
+
+def sites_for(message: str) -> tuple[Site, ...]:
+    """The raise sites whose head the message begins with (or, cut where a paste ends, begins the head)."""
+    text = " ".join(message.split()).strip("`*")
+    if len(text) < _KEY_CHARS:
+        return ()
+    return tuple(s for s in _index().get(text[:_KEY_CHARS], ())
+                 if text.startswith(s.head) or (len(text) >= _CUT_MIN_CHARS and s.head.startswith(text)))
+
+
+# vLLM's settings checks, as fallback._config_check reads them by their frames: the config classes but the two that
+# also read the model's files (config/model.py, config/vllm.py; 0.4-0.9's single config.py only in the checks' own
+# functions), the engine's arguments, the platforms' checks, and vllm serve's check of its own flags.
+_SETTINGS_FILE = re.compile(r"^vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py)\w+\.py|engine/arg_utils\.py|"
+                            r"platforms/\w+\.py)$")
+_CHECK_FUNCS = re.compile(r"^(?:_verify_\w+|verify_with_\w+|__post_init__)$")
+_SETTINGS_EXCEPTIONS = frozenset(("ValueError", "NotImplementedError", "TypeError"))
+
+
+# Settings checks whose refusal is another class's (a dtype or quantization the GPU or build lacks, a package not
+# installed): the rules read those by their words, and a cut message is not decided here.
+_ANOTHER_CLASS = re.compile(r"(?i)quantiz|bitsandbytes|bfloat16|float16|compute capability|install|not available|"
+                            r"not found|version")
+
+
+def is_settings_check(site: Site) -> bool:
+    """A refusal of the settings alone: raised by a settings check, and not one whose words name another class
+    (its own or a rule's)."""
+    return site.exception in _SETTINGS_EXCEPTIONS and (
+        bool(_SETTINGS_FILE.match(site.file))
+        or (site.file == "vllm/config.py" and bool(_CHECK_FUNCS.match(site.function)))
+        or site.function == "validate_parsed_serve_args") and not _ANOTHER_CLASS.search(site.head) and not any(
+        r.cls != "usage_error" and r.pattern.search(site.head) for r in RULES)
+
+
+# The last exception a paste shows, whatever prefix it carries, and its message.
+_EXCEPTION = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): (?P<msg>\S.*)$")
+
+
+def last_raised(lines: list[LogLine]) -> tuple[int, tuple[Site, ...]] | None:
+    """The paste's last exception that is not one of vLLM's wrappers, and the raise sites of its message (a line
+    wrapped after it is read with it); None when there is none."""
+    for i in range(len(lines) - 1, -1, -1):
+        text = lines[i].text
+        if "Error: " not in text and "Exception: " not in text:
+            continue
+        m = _EXCEPTION.search(text[:logread.MAX_LINE_CHARS])
+        if m is None or WRAPPERS.search(text):
+            continue
+        message = m.group("msg")
+        nxt = logread.continuation(lines, i)
+        sites = (sites_for(f"{message} {nxt.text.strip()}") if nxt is not None else ()) or sites_for(message)
+        return i, sites
+    return None
+
+
+def settings_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+                   ctx: dict[str, Any]) -> Diagnosis | None:
+    """usage_error when the paste's last exception is a message only vLLM's settings checks raise and the paste
+    shows no frames of its own to say otherwise (a bare error line)."""
+    if ready(lines):
+        return None
+    found = last_raised(lines)
+    if found is None or not found[1] or not all(is_settings_check(s) for s in found[1]):
+        return None
+    at, sites = found
+    if any(tb.exception == at and tb.frames for tb in tbs):
+        return None  # its frames decide (fallback._config_check), not its words
+    return Diagnosis("usage_error", BEFORE_START, {}, (cut(lines[at].text), f"raised by {sites[0].where()}"), signal,
+                     "config_check", ctx, confidence="medium", template=_SOURCE, stage_from=certainty.MESSAGE)
+
+
+_SOURCE = ("vLLM's settings checks' own messages, looked up among the raise sites of 15 releases (vLLM 0.4.3-0.34.0, "
+           "vllm_guard/data/vllm-raise-sites.json from scripts/gen_raise_sites.py)")
+
+
+def where_raised(lines: list[LogLine]) -> str | None:
+    """Where vLLM raises the paste's last exception, for the evidence of an `unknown`; None when it is not vLLM's."""
+    found = last_raised(lines)
+    if found is None or not found[1]:
+        return None
+    sites = found[1]
+    others = len({s.where() for s in sites}) - 1
+    more = "" if others < 1 else " and in one other place" if others == 1 else f" and in {others} other places"
+    return f"vLLM raises this message in {sites[0].where()}{more}"
