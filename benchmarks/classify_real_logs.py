@@ -98,7 +98,8 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
         "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
-        "blind54", "blind55", "blind56", "blind57", "blind58", "blind59", "blind60", "blind61", "blind62", "blind63", "blind64")
+        "blind54", "blind55", "blind56", "blind57", "blind58", "blind59",
+        "blind60", "blind61", "blind62", "blind63", "blind64")
 BLIND_SETS = ("collected", "hangs")
 
 

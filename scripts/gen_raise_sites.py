@@ -64,6 +64,17 @@ def _exception_name(node: ast.expr) -> str | None:
     return target.attr if isinstance(target, ast.Attribute) else None
 
 
+def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of the functions and lambdas defined in it (read as their own)."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def raise_sites(source: str) -> Iterator[tuple[str, str, str]]:
     """(exception, function, message template) of each raise or assert with a message in a module's source."""
     try:
@@ -74,12 +85,13 @@ def raise_sites(source: str) -> Iterator[tuple[str, str, str]]:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         env: dict[str, str] = {}  # msg = f"..." assigned before `raise ValueError(msg)`
-        for node in ast.walk(fn):
+        own = list(_own_nodes(fn))
+        for node in own:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = _template(node.value, env)
                 if value is not None:
                     env[node.targets[0].id] = value
-        for node in ast.walk(fn):
+        for node in own:
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
                 name = _exception_name(node.exc)
                 message = _template(node.exc.args[0], env)

@@ -52,3 +52,21 @@ def test_a_settings_check_that_raises_not_implemented_is_a_settings_check() -> N
 
 def test_what_blind62_read_right_at_its_score() -> None:
     assert classify(blind_log("blind62", "b62-004")).cls == "usage_error"
+
+
+@pytest.mark.parametrize("line", [
+    "AssertionError: Not enough resources to allocate DP ranks on DP master node 10.0.0.1",  # 0.9-0.10: no count
+    "ValueError: ('Not enough resources to allocate %s DP ranks on DP master node %s, possible to fit %s DP ranks.', "
+    "4, '10.0.0.1', 2)",  # 0.11: the count passed as an argument
+])
+def test_the_dp_placement_wordings_of_each_release(line: str) -> None:
+    assert (classify(line + "\n").cls, classify(line + "\n").detail) == ("too_few_gpus", "dp_placement")
+
+
+@pytest.mark.parametrize("line", [
+    "AssertionError: tensor parallel group already initialized, but of unexpected size. got: 2, expected: 4",
+    "AssertionError: prefill context parallel group is already initialized",
+    "AssertionError: EPLB group is already initialized",
+])
+def test_a_second_engine_in_each_groups_wording(line: str) -> None:
+    assert classify(line + "\n").detail == "second_engine"

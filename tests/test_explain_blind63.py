@@ -38,3 +38,10 @@ def test_not_for_an_unquantized_moe() -> None:
 def test_what_blind63_read_right_at_its_score() -> None:
     assert classify(blind_log("blind63", "b63-002")).cls == "unknown"
     assert classify(blind_log("blind63", "b63-005")).cls == "model_access"
+
+
+def test_not_the_chat_servers_wrapper_of_a_tool_parser_that_failed() -> None:
+    text = ("KeyError: 'qwen3_xml'\n\nThe above exception was the direct cause of the following exception:\n\n"
+            "TypeError: Error: --enable-auto-tool-choice requires tool_parser:'qwen3_xml' which has not been "
+            "registered\n")
+    assert classify(text).detail != "cli_flags"

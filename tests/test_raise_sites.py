@@ -97,3 +97,48 @@ def test_the_settings_checks_are_those_the_frames_route_reads() -> None:
     sites = sites_for("enable_expert_parallel must be True to use EPLB.")
     assert sites and all(is_settings_check(s) for s in sites)
     assert not any(is_settings_check(s) for s in sites_for("Did not receive response from front-end process"))
+
+
+# A newcomer's review of the table's first cut: each of these is no refusal of the settings (hardware, the platform,
+# a bug, the model's files, a per-request check, the GPU named in the part vLLM fills in).
+@pytest.mark.parametrize("line", [
+    "ValueError: Parsed unknown ROCm architecture from GCN arch 'gfx803': could not parse",
+    "NotImplementedError: num_compute_units is not implemented for the current platform.",
+    "TypeError: get_hash_factors: unsupported type for key 'foo'",
+    "ValueError: Torch XLA does not support per-request seed.",
+    "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0.",
+])
+def test_not_a_settings_refusal(line: str) -> None:
+    assert classify(line + "\n").cls != "usage_error"
+
+
+def test_not_once_the_start_got_past_its_settings() -> None:
+    text = ("INFO 01-01 00:00:00 [default_loader.py:1] Loading weights took 12.00 seconds\n"
+            "INFO 01-01 00:00:01 [gpu_worker.py:1] Available KV cache memory: 50.00 GiB\n"
+            "ValueError: enable_expert_parallel must be True to use EPLB.\n")
+    assert classify(text).cls != "usage_error"
+
+
+def test_a_message_logged_again_after_another_programs_traceback_is_still_that_programs() -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/app/mytool/config.py", line 3, in load\n'
+            "ValueError: enable_expert_parallel must be True to use EPLB.\n"
+            "ERROR job failed: ValueError: enable_expert_parallel must be True to use EPLB.\n")
+    assert classify(text).cls == "unknown"
+
+
+def test_a_platform_helpers_not_implemented_is_no_settings_check() -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.12/site-packages/vllm/platforms/cpu.py", line 90, in get_max_threads\n'
+            "    raise NotImplementedError('Unsupported OS')\n"
+            "NotImplementedError: Unsupported OS\n")
+    assert classify(text).cls == "unknown"
+
+
+def test_the_generator_names_a_nested_functions_raise_once() -> None:
+    gen = _generator()
+    source = ("def outer(x):\n"
+              "    def inner(y):\n"
+              "        raise ValueError('inner refuses this value of y')\n"
+              "    return inner(x)\n")
+    assert [(exc, func) for exc, func, _ in gen.raise_sites(source)] == [("ValueError", "inner")]

@@ -26,6 +26,11 @@ SETTINGS_SOURCES: dict[str, str] = {
                    "executor/ray_distributed_executor.py 0.7-0.10, v1/executor/ray_executor.py 0.11-0.30): "
                    "'RuntimeError: Every node should have a unique IP address. Got N nodes with node ids [...] and M "
                    "unique IP addresses {...}'",
+    "lora_vocab": "vLLM 0.4-0.34 LogitsProcessorWithLoRA.create_lora_weights (lora/layers.py; lora/layers/"
+                  "logits_processor.py from 0.10): 'ValueError: When using LoRA, vocab size must be 32000 >= "
+                  "vocab_size <= 257024' (128512 at 0.4; '<= 258048' from 0.20)",
+    "backend_name": "vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend: 'ValueError: Invalid attention "
+                    "backend: 'X'. Valid backends are: [...]' (VLLM_ATTENTION_BACKEND)",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
 }

@@ -100,7 +100,24 @@ CLI_FLAGS = Advice(
      "combinations, such as tool choice with reasoning)",), ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+LORA_VOCAB = Advice(
+    "vLLM's LoRA kernels for the logits take a vocabulary up to a bound this release sets (its message names it), "
+    "and this model's vocabulary is larger.",
+    ("merge the adapter into the weights and serve without --enable-lora",
+     "a newer vLLM: the bound was 128,512 tokens in 0.4, 257,024 from 0.5 and 258,048 from 0.20"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+BACKEND_NAME = Advice(
+    "VLLM_ATTENTION_BACKEND names no attention backend this vLLM has (an empty value counts: a variable set to "
+    "nothing by a script or an image); the message lists the names it takes.",
+    ("unset VLLM_ATTENTION_BACKEND to let vLLM choose, or set it to one of the names the message lists",),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "lora_vocab": LORA_VOCAB,
+    "backend_name": BACKEND_NAME,
     "cli_flags": CLI_FLAGS,
     "aiter_mla_heads": AITER_MLA_HEADS,
     "second_engine": SECOND_ENGINE,

@@ -68,7 +68,8 @@ _WORDS = (
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",
     "and specific port", "unhandled ", "unique IP address",
     "response from front-end", "Not enough resources to allocate", "Aiter MLA only supports",
-    "FusedMoE flashinfer kernels", "parallel group is already initialized", "MoE backend supports", "Error: --",
+    "FusedMoE flashinfer kernels", "already initialized", "MoE backend supports", "Error: --",
+    "When using LoRA, vocab size", "Invalid attention backend: '", "logits soft capping",
     "Unrecognized model in", "Failed to load the tokenizer",
 )
 RULE_WORDS = any_of(_WORDS)

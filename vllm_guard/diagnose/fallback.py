@@ -81,7 +81,10 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
             shown = (*shown[:2], f"names vLLM's setting {setting}")
     elif tb.frames and (_CONFIG_FILE.search(tb.frames[-1].path) or (_OLD_CONFIG_FILE.search(tb.frames[-1].path) and
                                                                      _CHECK_FUNCS.match(tb.frames[-1].func))) \
-            and re.search(r"(?:^|[\s\]])(?:ValueError|NotImplementedError): \S", text):
+            and (re.search(r"(?:^|[\s\]])ValueError: \S", text) or (
+                # a check function's NotImplementedError (V0 0.5's "Pipeline parallelism is not supported yet with
+                # multiprocessing.", blind62/b62-005), not a platform helper's ("Unsupported OS")
+                "NotImplementedError: " in text and _CHECK_FUNCS.match(tb.frames[-1].func) is not None)):
         shown = (cut(text), f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})")
     else:
         return None

@@ -105,6 +105,9 @@ NOT_RELAXABLE_DETAIL = {
     "aiter_mla_heads": "AITER's MLA kernel needs 16 or 128 heads per GPU: another tensor-parallel size, or "
                        "VLLM_ROCM_USE_AITER_MLA=0",
     "second_engine": "a second engine in one process: one engine per process",
+    "lora_vocab": "the model's vocabulary is larger than this vLLM's LoRA kernels take: a merged adapter or a newer "
+                  "vLLM",
+    "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "cli_flags": "vllm serve refused a combination of its flags: the profile's flags, as the message names them",
     "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
                       "vLLM memory setting changes that",

@@ -16,8 +16,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from vllm_guard.diagnose import certainty, logread
-from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, ready
+from vllm_guard.diagnose import certainty, logread, progress
+from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, per_log, ready
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START
 from vllm_guard.diagnose.rules import RULES
@@ -61,39 +61,49 @@ def sites_for(message: str) -> tuple[Site, ...]:
                  if text.startswith(s.head) or (len(text) >= _CUT_MIN_CHARS and s.head.startswith(text)))
 
 
-# vLLM's settings checks, as fallback._config_check reads them by their frames: the config classes but the two that
-# also read the model's files (config/model.py, config/vllm.py; 0.4-0.9's single config.py only in the checks' own
-# functions), the engine's arguments, the platforms' checks, and vllm serve's check of its own flags.
-_SETTINGS_FILE = re.compile(r"^vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py)\w+\.py|engine/arg_utils\.py|"
-                            r"platforms/\w+\.py)$")
-_CHECK_FUNCS = re.compile(r"^(?:_verify_\w+|verify_with_\w+|__post_init__)$")
+# vLLM's settings checks: the check functions (not helpers, not per-request validation) of the config classes but
+# the two that also read the model's files (config/model.py, config/vllm.py; 0.4-0.9's single config.py), of the
+# engine's arguments and the platforms, and vllm serve's check of its own flags.
+_SETTINGS_FILE = re.compile(r"^vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py|utils\.py)\w+\.py|config\.py|"
+                            r"engine/arg_utils\.py|platforms/(?!interface\.py)\w+\.py|entrypoints/\w+/cli_args\.py)$")
+_CHECK_FUNCS = re.compile(r"^(?:__post_init__|_?verify_\w+|_validate_\w+|check_and_update_config|"
+                          r"create_engine_config|validate_parsed_serve_args)$")
 _SETTINGS_EXCEPTIONS = frozenset(("ValueError", "NotImplementedError", "TypeError"))
 
 
-# Settings checks whose refusal is another class's (a dtype or quantization the GPU or build lacks, a package not
-# installed): the rules read those by their words, and a cut message is not decided here.
-_ANOTHER_CLASS = re.compile(r"(?i)quantiz|bitsandbytes|bfloat16|float16|compute capability|install|not available|"
-                            r"not found|version")
+# Refusals whose cause is not the settings: the GPU or platform, a dtype or quantization it lacks, a package not
+# installed or of another version, the model's files. Read in the site's head and in the pasted message (the part
+# vLLM fills in may say it: "... is not supported with Compute Capability < 8.0").
+_ANOTHER_CLASS = re.compile(r"(?i)quantiz|bitsandbytes|bfloat16|float16|capabilit|install|not available|not found|"
+                            r"version|GPU|architecture|platform|device|checkpoint|weights|not implemented|CUDA|ROCm|"
+                            r"TPU|XPU|HPU|NPU")
 
 
 def is_settings_check(site: Site) -> bool:
     """A refusal of the settings alone: raised by a settings check, and not one whose words name another class
     (its own or a rule's)."""
-    return site.exception in _SETTINGS_EXCEPTIONS and (
-        bool(_SETTINGS_FILE.match(site.file))
-        or (site.file == "vllm/config.py" and bool(_CHECK_FUNCS.match(site.function)))
-        or site.function == "validate_parsed_serve_args") and not _ANOTHER_CLASS.search(site.head) and not any(
-        r.cls != "usage_error" and r.pattern.search(site.head) for r in RULES)
+    return (site.exception in _SETTINGS_EXCEPTIONS and bool(_SETTINGS_FILE.match(site.file))
+            and bool(_CHECK_FUNCS.match(site.function)) and not _ANOTHER_CLASS.search(site.head)
+            and not any(r.cls != "usage_error" and r.pattern.search(site.head) for r in RULES))
 
 
 # The last exception a paste shows, whatever prefix it carries, and its message.
 _EXCEPTION = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): (?P<msg>\S.*)$")
 
 
+# The last exception of a paste is near its end: a log of a million error lines none of which is an exception is not
+# read whole for it.
+_TAIL_LINES = 5000
+
+
 def last_raised(lines: list[LogLine]) -> tuple[int, tuple[Site, ...]] | None:
     """The paste's last exception that is not one of vLLM's wrappers, and the raise sites of its message (a line
-    wrapped after it is read with it); None when there is none."""
-    for i in range(len(lines) - 1, -1, -1):
+    wrapped after it is read with it); None when there is none. Worked out once per log."""
+    return per_log(lines, _last_raised)
+
+
+def _last_raised(lines: list[LogLine]) -> tuple[int, tuple[Site, ...]] | None:
+    for i in range(len(lines) - 1, max(-1, len(lines) - 1 - _TAIL_LINES), -1):
         text = lines[i].text
         if "Error: " not in text and "Exception: " not in text:
             continue
@@ -117,8 +127,15 @@ def settings_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: i
     if found is None or not found[1] or not all(is_settings_check(s) for s in found[1]):
         return None
     at, sites = found
-    if any(tb.exception == at and tb.frames for tb in tbs):
-        return None  # its frames decide (fallback._config_check), not its words
+    body = logread.body(lines[at].text)
+    if _ANOTHER_CLASS.search(body):
+        return None
+    message = body[body.find(sites[0].head):] if sites[0].head in body else body
+    if any(tb.exception is not None and tb.frames and (tb.exception == at or message in lines[tb.exception].text)
+           for tb in tbs):
+        return None  # its frames decide (fallback._config_check), not its words, also where it is logged again
+    if progress.progress(lines).final != BEFORE_START:
+        return None  # the start got past its settings: the stage the log shows says more than the words
     return Diagnosis("usage_error", BEFORE_START, {}, (cut(lines[at].text), f"raised by {sites[0].where()}"), signal,
                      "config_check", ctx, confidence="medium", template=_SOURCE, stage_from=certainty.MESSAGE)
 

@@ -13,6 +13,7 @@ from vllm_guard.diagnose.rules_files import FILE_RULES
 from vllm_guard.diagnose.rules_gpus import GPU_COUNT_RULES
 from vllm_guard.diagnose.rules_network import NETWORK_RULES
 from vllm_guard.diagnose.rules_quant import DTYPE_QUANT_RULES
+from vllm_guard.diagnose.rules_settings import SETTINGS_RULES
 from vllm_guard.diagnose.rules_shm import SHM_RULES
 from vllm_guard.diagnose.rules_versions import VERSION_RULES
 
@@ -176,7 +177,8 @@ RULES: tuple[Rule, ...] = (
     # vLLM 0.5.1-0.6 attention/backends/flash_attn.py and xformers.py: Gemma-2's logit soft-capping runs only on
     # FlashInfer there (blind34/b34-005: VLLM_ATTENTION_BACKEND set in a script after vLLM had read it); 0.5.1 wrote
     # "withlogits_soft_cap" (vllm #6218)
-    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with ?logits_soft_cap"), PROFILING,
+    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with ?logits_soft_cap|XFormers does not "
+                                   r"support attention logits soft capping"), PROFILING,
          detail="softcap_backend", source=SOURCES["softcap_backend"]),
     Rule("usage_error", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: \["),
          LOADING, detail="attention_backend", source=SOURCES["selected_backend"]),
@@ -215,7 +217,10 @@ RULES: tuple[Rule, ...] = (
                                    r"|invalid (?:tool call|reasoning) parser: (?P<parser>\S{0,64}) \(choo?se from"),
          BEFORE_START, detail="tool_parser", source=SOURCES["tool_parser"]),
     # vllm serve's check of its flags: each message begins "Error: --flag" (blind63/b63-001; catalogue.py)
-    Rule("usage_error", re.compile(r"(?:TypeError|ValueError): Error: --[a-z][a-z0-9-]{1,64}\b"), BEFORE_START,
+    # Not the chat server's "Error: --enable-auto-tool-choice requires tool_parser:'X' which has not been registered",
+    # raised from the parser's own failure (a name or an import): its chained cause decides.
+    Rule("usage_error", re.compile(r"(?:TypeError|ValueError): Error: --(?![\w-]{1,64} requires tool_parser:')"
+                                   r"[a-z][a-z0-9-]{1,64}\b"), BEFORE_START,
          detail="cli_flags", source=SOURCES["cli_flags"]),
     Rule("usage_error", re.compile(r"The supplied chat template (?:string )?\((?P<template>[^\n]{0,200}?)\) "
                                    r"(?:appears path-like, but doesn't exist|looks like a file path, but it failed)"
@@ -229,37 +234,7 @@ RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"Pipeline parallelism is not supported for this model"
                                    r"|Pipeline parallelism is only supported for the following {1,2}architectures"),
          BEFORE_START, detail="pp_unsupported", source=SOURCES["pp_unsupported"]),
-    # LoRA asked for a model class without it: V0's loader (0.3-0.6 model_loader/loader.py "Model X does not support
-    # LoRA, but LoRA is enabled."), V1's runner (0.7-0.33 lora_model_runner_mixin.py "X does not support LoRA yet.");
-    # blind48/b48-011, b48-012
-    Rule("usage_error", re.compile(r"Model \w{1,128} does not support LoRA, but LoRA is enabled"
-                                   r"|\b\w{1,100}(?:For\w{1,60}|Model) does not support LoRA yet"),
-         BEFORE_START, detail="lora_model", source=SOURCES["lora_model"]),
-    # V1's speculative config before separate draft models came back (0.10-0.13 config/speculative.py), and 0.5-0.6's
-    # check of a draft model's settings (config.py SpeculativeConfig.maybe_create_spec_config; blind48/b48-013, b48-014)
-    Rule("usage_error", re.compile(r"Speculative decoding with draft model is not supported yet"
-                                   r"|Expected both speculative_model and num_speculative_tokens to be provided"),
-         BEFORE_START, detail="spec_config", source=SOURCES["spec_config"]),
-    # A RoPE type some vLLM knows, named by the model's config.json to a vLLM that predates it (Llama 3.1's llama3
-    # before 0.5.3), then any other name (a --rope-scaling typo; blind48/b48-001's "extended"): get_rope in
-    # model_executor/layers/rotary_embedding.py (rotary_embedding/__init__.py at 0.32)
-    Rule("version_mismatch", re.compile(r"Unknown RoPE scaling type (?:llama3|yarn|dynamic|linear|longrope|su|mrope|"
-                                        r"deepseek_yarn|default|ntk|mllama4|proportional|bailing_mrope|openpangu|"
-                                        r"dual_chunk_attention|xdrope|deepseek_llama_scaling)\b"), BEFORE_START,
-         detail="rope_newer", source=SOURCES["rope_type"]),
-    Rule("usage_error", re.compile(r"Unknown RoPE scaling type (?P<rope_type>\w{1,64})"), BEFORE_START,
-         detail="rope_type", source=SOURCES["rope_type"]),
-    # A cache or home folder the start cannot write (OpenShift's arbitrary user with HOME=/: "/.cache"; a read-only
-    # mount; blind47/b47-007, retyped in lower case): a warning, since a thread may hit it and the start go on
-    # (vLLM's usage-stats reporter writes under ~/.config), so any decisive line after it wins
-    Rule("usage_error", re.compile(r"(?i:PermissionError: \[Err(?:no|or) 13\] Permission denied): "
-                                   r"'(?P<path>[^']{1,512})'"), BEFORE_START, detail="permission",
-         when=conditions.never_ready, warning=True, source=SOURCES["permission"]),
-    # A shell that cannot execute vllm at all: nothing of vLLM ran (blind47/b47-008, OpenShift's arbitrary user)
-    Rule("usage_error", re.compile(r"^/bin/(?:ba|da)?sh: (?:\d{1,6}: )?vllm: Permission denied"), BEFORE_START,
-         detail="permission", source=SOURCES["permission"]),
-    Rule("usage_error", re.compile(r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of"), BEFORE_START,
-         detail="lora_rank", numbers=lambda m: numbers_of(m, "max_lora_rank"), source=SOURCES["lora_rank"]),
+    *SETTINGS_RULES,
     # FP8 block quantization (128x128 blocks) split by tensor parallel into shares that are not whole blocks (vLLM
     # 0.7-0.33 quantization/utils/fp8_utils.py validate_fp8_block_shape and _moe): a line that ends at "is not" is
     # the head of a message wrapped there (blind43/b43-005: a MoE's 768 over TP 8), one wrapped further on is read

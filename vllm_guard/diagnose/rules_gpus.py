@@ -15,8 +15,10 @@ from vllm_guard.diagnose.rule import Rule
 GPU_COUNT_RULES: tuple[Rule, ...] = (
     # Data parallelism on Ray: one placement group per DP rank, each of its world size's GPUs, and the cluster
     # could not give them all (v1/engine/utils.py, 0.9-0.34; blind62/b62-001, Ray Serve on T4 nodes)
-    Rule("too_few_gpus", re.compile(r"Not enough resources to allocate (?P<dp_size>\d{1,6}) (?:placement groups, only "
-                                    r"created (?P<created>\d{1,6}) placement groups|DP ranks on DP master node)"),
+    # (0.9-0.10 print no count before "DP ranks"; 0.11 passes it as a %s argument, pasted as a tuple)
+    Rule("too_few_gpus", re.compile(r"Not enough resources to allocate (?:(?P<dp_size>\d{1,6}|%s) )?(?:placement "
+                                    r"groups, only created (?P<created>\d{1,6}) placement groups|DP ranks on DP master "
+                                    r"node)"),
          BEFORE_START, detail="dp_placement", numbers=lambda m: numbers_of(m, "dp_size", "created"),
          source=SOURCES["dp_placement"]),
     # ROCm's AITER MLA kernel takes 16 or 128 attention heads per GPU: tensor parallelism that leaves another count

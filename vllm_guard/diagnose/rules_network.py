@@ -77,8 +77,11 @@ NETWORK_RULES: tuple[Rule, ...] = (
          numbers=lambda m: numbers_of(m, "world_size", "tp_size", "pp_size"), source=SOURCES["process_group_size"]),
     # vLLM's process groups are made once per process: a second engine in the same process (a notebook cell run
     # again, a framework that builds two; blind61/b61-002 through LangChain) finds the first's
-    Rule("usage_error", re.compile(r"(?:tensor model|pipeline model|data|expert|decode context model) parallel "
-                                   r"group is already initialized"), BEFORE_START, detail="second_engine",
+    Rule("usage_error", re.compile(r"\b(?:tensor model|pipeline model|data|expert|decode context model|prefill context|"
+                                   r"engram data) parallel group is already initialized|\bEPLB group is already "
+                                   r"initialized|\b(?:tensor|pipeline|prefill context|decode context) parallel group "
+                                   r"already initialized, but of unexpected size|\bworld group already initialized"),
+         BEFORE_START, detail="second_engine",
          source=SOURCES["second_engine"]),
     # The store's own side: the first rank waited and the others never connected (they may have failed or hung).
     Rule("network", re.compile(r"DistStoreError: Timed out after (?P<waited_s>\d+) seconds waiting for clients\. "

@@ -1,0 +1,57 @@
+"""The failure rules about the start's own settings that no other rule file holds: LoRA on a model or vocabulary it
+cannot take, a speculative-decoding set-up this vLLM refuses, a RoPE scaling type, an attention backend named that
+does not exist, a folder the start cannot write. Read in their place in rules.RULES."""
+
+from __future__ import annotations
+
+import re
+
+from vllm_guard.diagnose import conditions
+from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import numbers_of
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.rule import Rule
+
+SETTINGS_RULES: tuple[Rule, ...] = (
+    # LoRA asked for a model class without it: V0's loader (0.3-0.6 model_loader/loader.py "Model X does not support
+    # LoRA, but LoRA is enabled."), V1's runner (0.7-0.33 lora_model_runner_mixin.py "X does not support LoRA yet.");
+    # blind48/b48-011, b48-012
+    Rule("usage_error", re.compile(r"Model \w{1,128} does not support LoRA, but LoRA is enabled"
+                                   r"|\b\w{1,100}(?:For\w{1,60}|Model) does not support LoRA yet"),
+         BEFORE_START, detail="lora_model", source=SOURCES["lora_model"]),
+    # V1's speculative config before separate draft models came back (0.10-0.13 config/speculative.py), and 0.5-0.6's
+    # check of a draft model's settings (config.py SpeculativeConfig.maybe_create_spec_config; blind48/b48-013, b48-014)
+    Rule("usage_error", re.compile(r"Speculative decoding with draft model is not supported yet"
+                                   r"|Expected both speculative_model and num_speculative_tokens to be provided"),
+         BEFORE_START, detail="spec_config", source=SOURCES["spec_config"]),
+    # A RoPE type some vLLM knows, named by the model's config.json to a vLLM that predates it (Llama 3.1's llama3
+    # before 0.5.3), then any other name (a --rope-scaling typo; blind48/b48-001's "extended"): get_rope in
+    # model_executor/layers/rotary_embedding.py (rotary_embedding/__init__.py at 0.32)
+    Rule("version_mismatch", re.compile(r"Unknown RoPE scaling type (?:llama3|yarn|dynamic|linear|longrope|su|mrope|"
+                                        r"deepseek_yarn|default|ntk|mllama4|proportional|bailing_mrope|openpangu|"
+                                        r"dual_chunk_attention|xdrope|deepseek_llama_scaling)\b"), BEFORE_START,
+         detail="rope_newer", source=SOURCES["rope_type"]),
+    Rule("usage_error", re.compile(r"Unknown RoPE scaling type (?P<rope_type>\w{1,64})"), BEFORE_START,
+         detail="rope_type", source=SOURCES["rope_type"]),
+    # A cache or home folder the start cannot write (OpenShift's arbitrary user with HOME=/: "/.cache"; a read-only
+    # mount; blind47/b47-007, retyped in lower case): a warning, since a thread may hit it and the start go on
+    # (vLLM's usage-stats reporter writes under ~/.config), so any decisive line after it wins
+    Rule("usage_error", re.compile(r"(?i:PermissionError: \[Err(?:no|or) 13\] Permission denied): "
+                                   r"'(?P<path>[^']{1,512})'"), BEFORE_START, detail="permission",
+         when=conditions.never_ready, warning=True, source=SOURCES["permission"]),
+    # A shell that cannot execute vllm at all: nothing of vLLM ran (blind47/b47-008, OpenShift's arbitrary user)
+    Rule("usage_error", re.compile(r"^/bin/(?:ba|da)?sh: (?:\d{1,6}: )?vllm: Permission denied"), BEFORE_START,
+         detail="permission", source=SOURCES["permission"]),
+    Rule("usage_error", re.compile(r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of"), BEFORE_START,
+         detail="lora_rank", numbers=lambda m: numbers_of(m, "max_lora_rank"), source=SOURCES["lora_rank"]),
+    # LoRA's logits kernels take a bounded vocabulary (lora/layers.py 0.4-0.9, lora/layers/logits_processor.py
+    # 0.10-0.34: "32000 >= vocab_size <= 128512" at 0.4, "<= 257024" at 0.5-0.13, "<= 258048" from 0.20;
+    # blind64/b64-002, a 40,960-token vocabulary on 0.3)
+    Rule("usage_error", re.compile(r"When using LoRA, vocab size must be (?:\d{1,9} >= vocab_size )?<= "
+                                   r"(?P<max_vocab>\d{1,9})"), LOADING, detail="lora_vocab",
+         numbers=lambda m: numbers_of(m, "max_vocab"), source=SOURCES["lora_vocab"]),
+    # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
+    # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
+    Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),
+         BEFORE_START, detail="backend_name", source=SOURCES["backend_name"]),
+)
