@@ -70,7 +70,8 @@ machines' committed notes and notebooks, at commit b4c04be: 6 right, no confiden
 `blind60/` (7 more found so, at commit ac1a94d: 5 right, 1 confident error), `blind61/` (2 more, at commit 0805345:
 none right, no confident error), `blind62/` (5 more, at commit e43128d: 1 right, no confident error) and
 `blind63/` (5 more, at commit f1ee65f: 2 right, no confident error, 1 labelled `unknown`) and `blind64/` (6
-found by messages of vLLM's model, LoRA, multimodal and layer code, at commit aba76fe: 1 right, no confident error).
+found by messages of vLLM's model, LoRA, multimodal and layer code, at commit aba76fe: 1 right, no confident error),
+`blind65/` and `blind66/` (4 and 5 more found so, both at commit 6137c41: none and 1 right, no confident error).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -99,7 +100,7 @@ SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5"
         "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
         "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
         "blind54", "blind55", "blind56", "blind57", "blind58", "blind59",
-        "blind60", "blind61", "blind62", "blind63", "blind64")
+        "blind60", "blind61", "blind62", "blind63", "blind64", "blind65", "blind66")
 BLIND_SETS = ("collected", "hangs")
 
 
@@ -242,6 +243,8 @@ def main() -> int:
     print(_score("  blind62/ (scored once before: 1 of 5)", [r for r in failures if r.part == "blind62"]))
     print(_score("  blind63/ (scored once before: 2 of 5)", [r for r in failures if r.part == "blind63"]))
     print(_score("  blind64/ (scored once before: 1 of 6)", [r for r in failures if r.part == "blind64"]))
+    print(_score("  blind65/ (scored once before: 0 of 4)", [r for r in failures if r.part == "blind65"]))
+    print(_score("  blind66/ (scored once before: 1 of 5)", [r for r in failures if r.part == "blind66"]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):
