@@ -31,6 +31,12 @@ SETTINGS_SOURCES: dict[str, str] = {
                   "vocab_size <= 257024' (128512 at 0.4; '<= 258048' from 0.20)",
     "backend_name": "vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend: 'ValueError: Invalid attention "
                     "backend: 'X'. Valid backends are: [...]' (VLLM_ATTENTION_BACKEND)",
+    "batch_invariant": "vLLM 0.13-0.16 model_executor/layers/batch_invariant.py, 0.20-0.34 v1/attention/selector.py: "
+                       "'VLLM batch_invariant mode is not supported for X', 'VLLM batch_invariant mode requires an "
+                       "attention backend in [...], but got 'Y''",
+    "moe_act_platform": "vLLM 0.11-0.20 model_executor/layers/fused_moe/layer.py (fused_moe/config.py 0.25-0.34): "
+                        "'NotImplementedError: is_act_and_mul=False is supported only for CUDA and ROCm for now' "
+                        "(CUDA alone, or CUDA, XPU and ROCm, by release)",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
 }

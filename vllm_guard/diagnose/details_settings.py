@@ -115,7 +115,23 @@ BACKEND_NAME = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+BATCH_INVARIANT = Advice(
+    "VLLM_BATCH_INVARIANT=1 asks for batch-invariant kernels, and this vLLM has none for this model's attention or "
+    "for the attention backend it would use (the message names which).",
+    ("unset VLLM_BATCH_INVARIANT", "where the message lists backends: --attention-backend one of them"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+MOE_ACT_PLATFORM = Advice(
+    "This model's MoE experts are not gated (is_act_and_mul=False, such as Nemotron-H's relu2 experts), and this "
+    "vLLM's fused-MoE layer runs such experts only on the platforms its message names.",
+    ("a GPU of a platform the message names", "a newer vLLM, whose list of platforms may include this one"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "batch_invariant": BATCH_INVARIANT,
+    "moe_act_platform": MOE_ACT_PLATFORM,
     "lora_vocab": LORA_VOCAB,
     "backend_name": BACKEND_NAME,
     "cli_flags": CLI_FLAGS,

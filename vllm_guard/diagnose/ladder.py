@@ -108,6 +108,8 @@ NOT_RELAXABLE_DETAIL = {
     "lora_vocab": "the model's vocabulary is larger than this vLLM's LoRA kernels take: a merged adapter or a newer "
                   "vLLM",
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
+    "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
+    "moe_act_platform": "this vLLM runs the model's ungated MoE experts only on the platforms it names",
     "cli_flags": "vllm serve refused a combination of its flags: the profile's flags, as the message names them",
     "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
                       "vLLM memory setting changes that",

@@ -1,6 +1,6 @@
 """The failure rules about how many GPUs a start can have: vLLM's world size against the GPUs it sees, data-parallel
-ranks, Ray's placement groups and autoscaler, no GPU at all, and a device index past those visible. Read in their
-place in rules.RULES."""
+ranks, Ray's placement groups and autoscaler, no GPU at all, a device index past those visible, heads per GPU a
+kernel takes, and a layer this GPU's platform does not run. Read in their place in rules.RULES."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ import re
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import bundle_gpus, numbers_of
-from vllm_guard.diagnose.markers import BEFORE_START
+from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 GPU_COUNT_RULES: tuple[Rule, ...] = (
+    # A MoE whose experts are not gated (Nemotron-H's relu2) on a platform vLLM's fused-MoE layer does not run them on
+    # (fused_moe/layer.py 0.11-0.20, fused_moe/config.py 0.25-0.34; blind66/b66-003: Intel XPU)
+    Rule("unsupported_architecture", re.compile(r"is_act_and_mul=False is supported only for (?:CUDA|ROCm|XPU)"),
+         LOADING, detail="moe_act_platform", source=SOURCES["moe_act_platform"]),
     # Data parallelism on Ray: one placement group per DP rank, each of its world size's GPUs, and the cluster
     # could not give them all (v1/engine/utils.py, 0.9-0.34; blind62/b62-001, Ray Serve on T4 nodes)
     # (0.9-0.10 print no count before "DP ranks"; 0.11 passes it as a %s argument, pasted as a tuple)

@@ -50,6 +50,11 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"When using LoRA, vocab size must be (?:\d{1,9} >= vocab_size )?<= "
                                    r"(?P<max_vocab>\d{1,9})"), LOADING, detail="lora_vocab",
          numbers=lambda m: numbers_of(m, "max_vocab"), source=SOURCES["lora_vocab"]),
+    # VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model's attention or the backend
+    # (model_executor/layers/batch_invariant.py 0.13-0.16, v1/attention/selector.py 0.20-0.34; blind65/b65-004: a
+    # GDN hybrid, blind66/b66-004: no backend chosen)
+    Rule("usage_error", re.compile(r"VLLM batch_invariant mode (?:is not supported for|requires an attention backend)"),
+         BEFORE_START, detail="batch_invariant", source=SOURCES["batch_invariant"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
     Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),
