@@ -16,7 +16,7 @@ from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, nex
 
 @pytest.mark.parametrize(("prefix", "detail", "numbers"), [
     ("b64-002", "lora_vocab", {"max_vocab": 33024}),
-    ("b64-003", "softcap_backend", {}),
+    ("b64-003", "softcap_xformers", {}),  # float32 on a Turing GPU: vLLM 0.5.5 fell back to XFormers
     ("b64-004", "backend_name", {}),
 ])
 def test_what_blind64_taught(prefix: str, detail: str, numbers: dict[str, int]) -> None:
@@ -34,6 +34,12 @@ def test_what_blind64_taught(prefix: str, detail: str, numbers: dict[str, int]) 
 def test_loras_vocabulary_bound_in_each_wording(line: str, bound: int) -> None:
     d = classify(line + "\n")
     assert (d.detail, d.numbers) == ("lora_vocab", {"max_vocab": bound})
+
+
+def test_an_environment_variable_with_a_value_vllm_does_not_take() -> None:
+    # vLLM 0.11+ checks VLLM_ATTENTION_BACKEND (and its other such variables) as it reads them
+    d = classify("ValueError: Invalid value 'ASCEND_X' for VLLM_ATTENTION_BACKEND. Valid options: ['FLASH_ATTN'].\n")
+    assert (d.cls, d.detail) == ("usage_error", "env_choice")
 
 
 def test_the_weight_loaders_message_stays_a_candidate() -> None:

@@ -29,6 +29,13 @@ def test_what_blind65_and_blind66_taught(folder: str, prefix: str, cls: str, det
     assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL[detail]
 
 
+def test_batch_invariance_refused_for_a_models_attention_is_placed_by_the_log() -> None:
+    # 0.20+ refuses it as it sets up the attention backends, after the weights
+    text = ("INFO 01-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: 40.00 GiB\n"
+            "RuntimeError: VLLM batch_invariant mode is not supported for GDN_ATTN.\n")
+    assert (classify(text).detail, classify(text).stage) == ("batch_invariant", "kv_cache")
+
+
 def test_not_the_unquantized_wording_of_the_moe_check() -> None:
     assert classify("NotImplementedError: is_act_and_mul=False is supported only for unquantized MoE for now\n"
                     ).detail != "moe_act_platform"

@@ -135,6 +135,16 @@ def test_a_platform_helpers_not_implemented_is_no_settings_check() -> None:
     assert classify(text).cls == "unknown"
 
 
+@pytest.mark.parametrize("line", [
+    # platform names are whole words: "cudagraph" is no CUDA, "output" no TPU
+    "ValueError: cudagraph_capture_sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive",
+    "ValueError: Invalid compilation mode: 7",  # a pydantic validator's (validate_mode_before)
+])
+def test_settings_refusals_a_review_found_dropped(line: str) -> None:
+    d = classify(line + "\n")
+    assert (d.cls, d.detail) == ("usage_error", "config_check")
+
+
 def test_the_generator_names_a_nested_functions_raise_once() -> None:
     gen = _generator()
     source = ("def outer(x):\n"

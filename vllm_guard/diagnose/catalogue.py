@@ -72,8 +72,9 @@ SOURCES: dict[str, str] = {
                   "validate_configuration)",
     "softcap_backend": "vLLM 0.5.1-0.6 attention/backends/flash_attn.py and xformers.py (metadata build, in the "
                        "profiling run): 'ValueError: Please use Flashinfer backend for models with logits_soft_cap "
-                       "(i.e., Gemma-2). ... export VLLM_ATTENTION_BACKEND=FLASHINFER.'; 0.5.5 xformers.py: "
-                       "'XFormers does not support attention logits soft capping.'",
+                       "(i.e., Gemma-2). ... export VLLM_ATTENTION_BACKEND=FLASHINFER.'",
+    "softcap_xformers": "vLLM 0.5.5 attention/backends/xformers.py XFormersImpl.__init__ (as the model is built): "
+                        "'ValueError: XFormers does not support attention logits soft capping.'",
     "selected_backend": "vLLM 0.11-0.33 platforms/cuda.py get_attn_backend_cls: 'Selected backend X is not valid for "
                         "this configuration. Reason: [...]' (--attention-backend or VLLM_ATTENTION_BACKEND)",
     "nvfp4_moe_dp": "vLLM 0.10-0.11 model_executor/layers/quantization/utils/flashinfer_fp4_moe.py "

@@ -37,6 +37,8 @@ SETTINGS_SOURCES: dict[str, str] = {
     "moe_act_platform": "vLLM 0.11-0.20 model_executor/layers/fused_moe/layer.py (fused_moe/config.py 0.25-0.34): "
                         "'NotImplementedError: is_act_and_mul=False is supported only for CUDA and ROCm for now' "
                         "(CUDA alone, or CUDA, XPU and ROCm, by release)",
+    "env_choice": "vLLM 0.11-0.34 envs.py env_with_choices: 'ValueError: Invalid value 'X' for VLLM_NAME. Valid "
+                  "options: [...]'",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
 }

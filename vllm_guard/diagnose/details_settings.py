@@ -129,7 +129,25 @@ MOE_ACT_PLATFORM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+SOFTCAP_XFORMERS = Advice(
+    "Gemma-2 soft-caps its attention logits, which vLLM 0.5.5's XFormers backend cannot do; vLLM falls back to "
+    "XFormers where FlashAttention cannot run: a GPU before Ampere (V100, T4), a dtype other than float16 or "
+    "bfloat16, an fp8 KV cache, a block size not a multiple of 16, or a build without vllm_flash_attn.",
+    ("on an Ampere or newer GPU: --dtype float16 or bfloat16 and the default KV-cache dtype, so that FlashAttention "
+     "(which soft-caps) is chosen", "VLLM_ATTENTION_BACKEND=FLASHINFER where FlashInfer is installed and runs on "
+     "this GPU"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+ENV_CHOICE = Advice(
+    "An environment variable of vLLM's holds a value this vLLM does not take (an empty value counts); the message "
+    "names the variable and lists the values it takes.",
+    ("unset the variable, or set it to one of the listed values",), ("retrying unchanged",),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "softcap_xformers": SOFTCAP_XFORMERS,
+    "env_choice": ENV_CHOICE,
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM,
     "lora_vocab": LORA_VOCAB,

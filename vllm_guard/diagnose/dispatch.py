@@ -70,7 +70,7 @@ _WORDS = (
     "response from front-end", "Not enough resources to allocate", "Aiter MLA only supports",
     "FusedMoE flashinfer kernels", "already initialized", "MoE backend supports", "Error: --",
     "When using LoRA, vocab size", "Invalid attention backend: '", "logits soft capping",
-    "VLLM batch_invariant mode", "is_act_and_mul=False is supported only",
+    "VLLM batch_invariant mode", "is_act_and_mul=False is supported only", "Valid options",
     "Unrecognized model in", "Failed to load the tokenizer",
 )
 RULE_WORDS = any_of(_WORDS)

@@ -110,6 +110,8 @@ NOT_RELAXABLE_DETAIL = {
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
     "moe_act_platform": "this vLLM runs the model's ungated MoE experts only on the platforms it names",
+    "softcap_xformers": "vLLM 0.5.5's XFormers backend cannot soft-cap Gemma-2: a dtype or GPU FlashAttention runs",
+    "env_choice": "an environment variable of vLLM's holds a value it does not take: unset it or use a listed value",
     "cli_flags": "vllm serve refused a combination of its flags: the profile's flags, as the message names them",
     "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
                       "vLLM memory setting changes that",

@@ -66,17 +66,19 @@ def sites_for(message: str) -> tuple[Site, ...]:
 # engine's arguments and the platforms, and vllm serve's check of its own flags.
 _SETTINGS_FILE = re.compile(r"^vllm/(?:config/(?!model\.py|vllm\.py|__init__\.py|utils\.py)\w+\.py|config\.py|"
                             r"engine/arg_utils\.py|platforms/(?!interface\.py)\w+\.py|entrypoints/\w+/cli_args\.py)$")
-_CHECK_FUNCS = re.compile(r"^(?:__post_init__|_?verify_\w+|_validate_\w+|check_and_update_config|"
-                          r"create_engine_config|validate_parsed_serve_args)$")
+# (pydantic's validators are validate_*; not the per-request validate_request, nor validate_environ)
+_CHECK_FUNCS = re.compile(r"^(?:__post_init__|_?verify_\w+|_validate_\w+|validate_(?!request\b|environ\b)\w+|"
+                          r"check_and_update_config|create_engine_config|validate_parsed_serve_args)$")
 _SETTINGS_EXCEPTIONS = frozenset(("ValueError", "NotImplementedError", "TypeError"))
 
 
 # Refusals whose cause is not the settings: the GPU or platform, a dtype or quantization it lacks, a package not
 # installed or of another version, the model's files. Read in the site's head and in the pasted message (the part
 # vLLM fills in may say it: "... is not supported with Compute Capability < 8.0").
-_ANOTHER_CLASS = re.compile(r"(?i)quantiz|bitsandbytes|bfloat16|float16|capabilit|install|not available|not found|"
-                            r"version|GPU|architecture|platform|device|checkpoint|weights|not implemented|CUDA|ROCm|"
-                            r"TPU|XPU|HPU|NPU")
+_ANOTHER_CLASS = re.compile(r"(?i:quantiz|bitsandbytes|bfloat16|float16|capabilit|install|not available|not found|"
+                            r"version|architecture|platform|device|checkpoint|weights|not implemented)"
+                            # the platforms by name, whole words ("cudagraph", "output", "input" are not theirs)
+                            r"|\b(?:GPUs?|CUDA|ROCm|TPU|XPU|HPU|NPU)\b")
 
 
 def is_settings_check(site: Site) -> bool:

@@ -177,8 +177,9 @@ RULES: tuple[Rule, ...] = (
     # vLLM 0.5.1-0.6 attention/backends/flash_attn.py and xformers.py: Gemma-2's logit soft-capping runs only on
     # FlashInfer there (blind34/b34-005: VLLM_ATTENTION_BACKEND set in a script after vLLM had read it); 0.5.1 wrote
     # "withlogits_soft_cap" (vllm #6218)
-    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with ?logits_soft_cap|XFormers does not "
-                                   r"support attention logits soft capping"), PROFILING,
+    Rule("usage_error", re.compile(r"XFormers does not support attention logits soft capping"), LOADING,
+         detail="softcap_xformers", source=SOURCES["softcap_xformers"]),
+    Rule("usage_error", re.compile(r"Please use Flashinfer backend for models with ?logits_soft_cap"), PROFILING,
          detail="softcap_backend", source=SOURCES["softcap_backend"]),
     Rule("usage_error", re.compile(r"Selected backend \S{1,64} is not valid for this configuration\. Reason: \["),
          LOADING, detail="attention_backend", source=SOURCES["selected_backend"]),

@@ -53,8 +53,15 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     # VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model's attention or the backend
     # (model_executor/layers/batch_invariant.py 0.13-0.16, v1/attention/selector.py 0.20-0.34; blind65/b65-004: a
     # GDN hybrid, blind66/b66-004: no backend chosen)
-    Rule("usage_error", re.compile(r"VLLM batch_invariant mode (?:is not supported for|requires an attention backend)"),
-         BEFORE_START, detail="batch_invariant", source=SOURCES["batch_invariant"]),
+    # (0.20+ says the first as it sets up the attention backends, after the weights: the stage is the log's)
+    Rule("usage_error", re.compile(r"VLLM batch_invariant mode requires an attention backend"), BEFORE_START,
+         detail="batch_invariant", source=SOURCES["batch_invariant"]),
+    Rule("usage_error", re.compile(r"VLLM batch_invariant mode is not supported for"), detail="batch_invariant",
+         source=SOURCES["batch_invariant"]),
+    # Any environment variable of vLLM's with a fixed set of values (envs.py env_with_choices, 0.11-0.34: "Invalid
+    # value 'X' for VLLM_ATTENTION_BACKEND. Valid options: [...]")
+    Rule("usage_error", re.compile(r"Invalid value '[^']{0,200}' for (?P<variable>VLLM_\w{1,64})\. Valid options"),
+         BEFORE_START, detail="env_choice", source=SOURCES["env_choice"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
     Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),
