@@ -92,16 +92,25 @@ sys.path.insert(0, str(ROOT))
 from vllm_guard.diagnose.classify import classify  # noqa: E402
 
 REAL = ROOT / "tests" / "data" / "real-logs"
-SETS = ("failures", "collected", "hangs", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8",
-        "blind9", "blind10", "blind11", "blind12", "blind13", "blind14", "blind15", "blind16", "blind17", "blind18",
-        "blind19", "blind20", "blind21", "blind22", "blind23", "blind24", "blind25", "blind26",
-        "blind27", "blind28", "blind29", "blind30", "blind31", "blind32", "blind33", "blind34",
-        "blind35", "blind36", "blind37", "blind38", "blind39", "blind40",
-        "blind41", "blind42", "blind43", "blind45", "blind46", "blind47",
-        "blind48", "blind49", "blind50", "blind51", "blind52", "blind53",
-        "blind54", "blind55", "blind56", "blind57", "blind58", "blind59",
-        "blind60", "blind61", "blind62", "blind63", "blind64", "blind65", "blind66")
 BLIND_SETS = ("collected", "hangs")
+# Each blind set after the first two, and its score taken once before anyone read it (its README.md names the commit)
+SCORED_ONCE = {
+    "blind2": "20 of 27", "blind3": "31 of 41", "blind4": "29 of 37", "blind5": "31 of 43", "blind6": "31 of 43",
+    "blind7": "25 of 29", "blind8": "27 of 40", "blind9": "19 of 38", "blind10": "25 of 38", "blind11": "27 of 37",
+    "blind12": "17 of 23", "blind13": "20 of 31", "blind14": "19 of 26", "blind15": "7 of 13", "blind16": "9 of 12",
+    "blind17": "12 of 13", "blind18": "9 of 12", "blind19": "11 of 17", "blind20": "3 of 12", "blind21": "8 of 12",
+    "blind22": "11 of 15", "blind23": "15 of 25", "blind24": "9 of 10", "blind25": "6 of 18", "blind26": "3 of 5",
+    "blind27": "11 of 21", "blind28": "4 of 10", "blind29": "18 of 18", "blind30": "2 of 6", "blind31": "6 of 10",
+    "blind32": "4 of 11", "blind33": "10 of 13", "blind34": "2 of 5", "blind35": "3 of 8", "blind36": "9 of 14",
+    "blind37": "9 of 16", "blind38": "10 of 12", "blind39": "6 of 11", "blind40": "2 of 8", "blind41": "6 of 8",
+    "blind42": "7 of 7 by class, 5 with the hangs' stage", "blind43": "10 of 16", "blind45": "8 of 9",
+    "blind46": "5 of 6", "blind47": "5 of 11", "blind48": "6 of 15", "blind49": "7 of 9", "blind50": "5 of 9",
+    "blind51": "6 of 8", "blind52": "7 of 12", "blind53": "2 of 3", "blind54": "8 of 8", "blind55": "1 of 1",
+    "blind56": "6 of 7", "blind57": "4 of 5", "blind58": "2 of 2", "blind59": "3 of 4", "blind60": "5 of 7",
+    "blind61": "0 of 2", "blind62": "1 of 5", "blind63": "2 of 5", "blind64": "1 of 6", "blind65": "0 of 4",
+    "blind66": "1 of 5",
+}
+SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
 
 def blind(source_url: str) -> bool:
@@ -180,71 +189,8 @@ def main() -> int:
     print(_score("  collected/ blind fifth", [r for r in failures if r.is_blind and r.part == "collected"]))
     print(_score("  hangs/ (class and stage)", [r for r in failures if r.part == "hangs"]))
     print(_score("  hangs/ blind fifth", [r for r in failures if r.is_blind and r.part == "hangs"]))
-    print(_score("  blind2/ (scored once before: 20 of 27)", [r for r in failures if r.part == "blind2"]))
-    print(_score("  blind3/ (scored once before: 31 of 41)", [r for r in failures if r.part == "blind3"]))
-    print(_score("  blind4/ (scored once before: 29 of 37)", [r for r in failures if r.part == "blind4"]))
-    print(_score("  blind5/ (scored once before: 31 of 43)", [r for r in failures if r.part == "blind5"]))
-    print(_score("  blind6/ (scored once before: 31 of 43)", [r for r in failures if r.part == "blind6"]))
-    print(_score("  blind7/ (scored once before: 25 of 29)", [r for r in failures if r.part == "blind7"]))
-    print(_score("  blind8/ (scored once before: 27 of 40)", [r for r in failures if r.part == "blind8"]))
-    print(_score("  blind9/ (scored once before: 19 of 38)", [r for r in failures if r.part == "blind9"]))
-    print(_score("  blind10/ (scored once before: 25 of 38)", [r for r in failures if r.part == "blind10"]))
-    print(_score("  blind11/ (scored once before: 27 of 37)", [r for r in failures if r.part == "blind11"]))
-    print(_score("  blind12/ (scored once before: 17 of 23)", [r for r in failures if r.part == "blind12"]))
-    print(_score("  blind13/ (scored once before: 20 of 31)", [r for r in failures if r.part == "blind13"]))
-    print(_score("  blind14/ (scored once before: 19 of 26)", [r for r in failures if r.part == "blind14"]))
-    print(_score("  blind15/ (scored once before: 7 of 13)", [r for r in failures if r.part == "blind15"]))
-    print(_score("  blind16/ (scored once before: 9 of 12)", [r for r in failures if r.part == "blind16"]))
-    print(_score("  blind17/ (scored once before: 12 of 13)", [r for r in failures if r.part == "blind17"]))
-    print(_score("  blind18/ (scored once before: 9 of 12)", [r for r in failures if r.part == "blind18"]))
-    print(_score("  blind19/ (scored once before: 11 of 17)", [r for r in failures if r.part == "blind19"]))
-    print(_score("  blind20/ (scored once before: 3 of 12)", [r for r in failures if r.part == "blind20"]))
-    print(_score("  blind21/ (scored once before: 8 of 12)", [r for r in failures if r.part == "blind21"]))
-    print(_score("  blind22/ (scored once before: 11 of 15)", [r for r in failures if r.part == "blind22"]))
-    print(_score("  blind23/ (scored once before: 15 of 25)", [r for r in failures if r.part == "blind23"]))
-    print(_score("  blind24/ (scored once before: 9 of 10)", [r for r in failures if r.part == "blind24"]))
-    print(_score("  blind25/ (scored once before: 6 of 18)", [r for r in failures if r.part == "blind25"]))
-    print(_score("  blind26/ (scored once before: 3 of 5)", [r for r in failures if r.part == "blind26"]))
-    print(_score("  blind27/ (scored once before: 11 of 21)", [r for r in failures if r.part == "blind27"]))
-    print(_score("  blind28/ (scored once before: 4 of 10)", [r for r in failures if r.part == "blind28"]))
-    print(_score("  blind29/ (scored once before: 18 of 18)", [r for r in failures if r.part == "blind29"]))
-    print(_score("  blind30/ (scored once before: 2 of 6)", [r for r in failures if r.part == "blind30"]))
-    print(_score("  blind31/ (scored once before: 6 of 10)", [r for r in failures if r.part == "blind31"]))
-    print(_score("  blind32/ (scored once before: 4 of 11)", [r for r in failures if r.part == "blind32"]))
-    print(_score("  blind33/ (scored once before: 10 of 13)", [r for r in failures if r.part == "blind33"]))
-    print(_score("  blind34/ (scored once before: 2 of 5)", [r for r in failures if r.part == "blind34"]))
-    print(_score("  blind35/ (scored once before: 3 of 8)", [r for r in failures if r.part == "blind35"]))
-    print(_score("  blind36/ (scored once before: 9 of 14)", [r for r in failures if r.part == "blind36"]))
-    print(_score("  blind37/ (scored once before: 9 of 16)", [r for r in failures if r.part == "blind37"]))
-    print(_score("  blind38/ (scored once before: 10 of 12)", [r for r in failures if r.part == "blind38"]))
-    print(_score("  blind39/ (scored once before: 6 of 11)", [r for r in failures if r.part == "blind39"]))
-    print(_score("  blind40/ (scored once before: 2 of 8)", [r for r in failures if r.part == "blind40"]))
-    print(_score("  blind41/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind41"]))
-    print(_score("  blind42/ (scored once before: 7 of 7 by class, 5 with the hangs' stage)",
-                 [r for r in failures if r.part == "blind42"]))
-    print(_score("  blind43/ (scored once before: 10 of 16)", [r for r in failures if r.part == "blind43"]))
-    print(_score("  blind45/ (scored once before: 8 of 9)", [r for r in failures if r.part == "blind45"]))
-    print(_score("  blind46/ (scored once before: 5 of 6)", [r for r in failures if r.part == "blind46"]))
-    print(_score("  blind47/ (scored once before: 5 of 11)", [r for r in failures if r.part == "blind47"]))
-    print(_score("  blind48/ (scored once before: 6 of 15)", [r for r in failures if r.part == "blind48"]))
-    print(_score("  blind49/ (scored once before: 7 of 9)", [r for r in failures if r.part == "blind49"]))
-    print(_score("  blind50/ (scored once before: 5 of 9)", [r for r in failures if r.part == "blind50"]))
-    print(_score("  blind51/ (scored once before: 6 of 8)", [r for r in failures if r.part == "blind51"]))
-    print(_score("  blind52/ (scored once before: 7 of 12)", [r for r in failures if r.part == "blind52"]))
-    print(_score("  blind53/ (scored once before: 2 of 3)", [r for r in failures if r.part == "blind53"]))
-    print(_score("  blind54/ (scored once before: 8 of 8)", [r for r in failures if r.part == "blind54"]))
-    print(_score("  blind55/ (scored once before: 1 of 1)", [r for r in failures if r.part == "blind55"]))
-    print(_score("  blind56/ (scored once before: 6 of 7)", [r for r in failures if r.part == "blind56"]))
-    print(_score("  blind57/ (scored once before: 4 of 5)", [r for r in failures if r.part == "blind57"]))
-    print(_score("  blind58/ (scored once before: 2 of 2)", [r for r in failures if r.part == "blind58"]))
-    print(_score("  blind59/ (scored once before: 3 of 4)", [r for r in failures if r.part == "blind59"]))
-    print(_score("  blind60/ (scored once before: 5 of 7)", [r for r in failures if r.part == "blind60"]))
-    print(_score("  blind61/ (scored once before: 0 of 2)", [r for r in failures if r.part == "blind61"]))
-    print(_score("  blind62/ (scored once before: 1 of 5)", [r for r in failures if r.part == "blind62"]))
-    print(_score("  blind63/ (scored once before: 2 of 5)", [r for r in failures if r.part == "blind63"]))
-    print(_score("  blind64/ (scored once before: 1 of 6)", [r for r in failures if r.part == "blind64"]))
-    print(_score("  blind65/ (scored once before: 0 of 4)", [r for r in failures if r.part == "blind65"]))
-    print(_score("  blind66/ (scored once before: 1 of 5)", [r for r in failures if r.part == "blind66"]))
+    for part, once in SCORED_ONCE.items():
+        print(_score(f"  {part}/ (scored once before: {once})", [r for r in failures if r.part == part]))
     labels = Counter(r.label for r in failures)
     print(f"{'class':26} {'right':>5} {'of':>3}  misses")
     for label in sorted(labels):

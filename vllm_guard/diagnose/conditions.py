@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose import logread
-from vllm_guard.diagnose.diagnosis import WRAPPERS, per_log, ready
+from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 
@@ -62,8 +62,6 @@ def _nccl_oom_named(lines: list[LogLine]) -> bool:
                and _NCCL_OOM.search(line.text) for line in lines)
 
 
-# An exception line ("RuntimeError: ...", "torch.OutOfMemoryError: ..."), whatever logging prefix it carries.
-_LATER_ERROR = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception): \S")
 
 
 def first_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
@@ -75,7 +73,7 @@ def first_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
 def _first_error_at(lines: list[LogLine]) -> int:
     """The index of the log's first error that is not one of vLLM's wrappers (the length when none)."""
     return next((k for k, line in enumerate(lines)
-                 if _LATER_ERROR.search(line.text) and not WRAPPERS.search(line.text)), len(lines))
+                 if EXCEPTION_LINE.search(line.text) and not WRAPPERS.search(line.text)), len(lines))
 
 
 def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
@@ -83,7 +81,7 @@ def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> 
     initialization failed"): a warning-like import failure vLLM went on after is not the failure."""
     if ready(lines):
         return False
-    return not any(_LATER_ERROR.search(after.text) and not WRAPPERS.search(after.text)
+    return not any(EXCEPTION_LINE.search(after.text) and not WRAPPERS.search(after.text)
                    and line.strip() not in after.text for after in lines[i + 1:])
 
 

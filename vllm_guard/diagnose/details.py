@@ -191,7 +191,6 @@ BEFORE_GRAPHS = Advice(
     ("--enforce-eager: CUDA graphs are not in this budget", "retrying unchanged"),
 )
 
-
 DP_PLACEMENT = Advice(
     "Data parallelism on Ray makes one placement group per DP rank, each with that rank's tensor x pipeline GPUs, and "
     "the cluster could not give them all: fewer free GPUs than data x tensor x pipeline parallel (vLLM's message "

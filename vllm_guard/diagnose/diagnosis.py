@@ -94,6 +94,10 @@ def evidence(lines: list[LogLine], i: int, text: str) -> tuple[str, ...]:
 
 
 # An exception line, bare or after a logging prefix ("ERROR 11-30 13:34:01 [file.py:953] ValueError: ...").
+# An exception line ("RuntimeError: ...", "torch.OutOfMemoryError: ..."), whatever logging prefix it carries: its
+# class and its message. Shared by the readings that look for a paste's first or last exception.
+EXCEPTION_LINE = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): "
+                            r"(?P<msg>\S.*)$")
 _EXCEPTION = re.compile(r"(?:^|\] )(?:[A-Za-z_][\w.]{0,100}\.)?[A-Z]\w{0,60}(?:Error|Exception): \S")
 # The processes in the order a failure travels: a worker's error is wrapped by the engine, then the API server.
 _DEPTH = (("Worker", 0), ("VllmWorker", 0), ("RayWorker", 0), ("Ray", 0), ("EngineCore", 1))

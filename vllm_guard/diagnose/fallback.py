@@ -12,7 +12,7 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, conditions, logread, progress, raise_sites
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, last_errors, ready, skipped_plugin
+from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, last_errors, ready, skipped_plugin
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
@@ -94,8 +94,7 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
 
 # Any file of vLLM's package: its argument parser's own checks live in vllm/utils.py (0.8) or vllm/utils/ (0.32).
 _VLLM_FILE = re.compile(r"[/\\]vllm[/\\](?:[\w.-]{1,64}[/\\]){0,6}[\w.-]{1,64}\.py$")
-# The last exception a paste shows (its class may be module-qualified), and a flag its message names.
-_LAST_EXCEPTION = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): \S")
+# A flag an exception's message names.
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]{1,64}\b")
 # A setting by its field name: two words or more, not a file name (generation_config.json), a dotted key or a path.
 _SETTING = re.compile(r"(?<![\w./-])[a-z][a-z0-9]{1,30}(?:_[a-z0-9]{1,30}){1,6}(?![\w-]|\.\w)")
@@ -125,7 +124,7 @@ def _flag_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int 
     another program's traceback naming --model or --port is its own."""
     if ready(lines):
         return None
-    at, last = next(((i, m) for i in range(len(lines) - 1, -1, -1) if (m := _LAST_EXCEPTION.search(lines[i].text))),
+    at, last = next(((i, m) for i in range(len(lines) - 1, -1, -1) if (m := EXCEPTION_LINE.search(lines[i].text))),
                     (None, None))
     if at is None or last is None or last.group("exc") != "ValueError":
         return None

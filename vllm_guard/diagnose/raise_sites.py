@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from vllm_guard.diagnose import certainty, logread, progress
-from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, per_log, ready
+from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, per_log, ready
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START
 from vllm_guard.diagnose.rules import RULES
@@ -81,16 +81,13 @@ _ANOTHER_CLASS = re.compile(r"(?i:quantiz|bitsandbytes|bfloat16|float16|capabili
                             r"|\b(?:GPUs?|CUDA|ROCm|TPU|XPU|HPU|NPU)\b")
 
 
+@cache  # a site's answer never changes; the rules' patterns are many
 def is_settings_check(site: Site) -> bool:
     """A refusal of the settings alone: raised by a settings check, and not one whose words name another class
     (its own or a rule's)."""
     return (site.exception in _SETTINGS_EXCEPTIONS and bool(_SETTINGS_FILE.match(site.file))
             and bool(_CHECK_FUNCS.match(site.function)) and not _ANOTHER_CLASS.search(site.head)
             and not any(r.cls != "usage_error" and r.pattern.search(site.head) for r in RULES))
-
-
-# The last exception a paste shows, whatever prefix it carries, and its message.
-_EXCEPTION = re.compile(r"(?:^|[\s\]])(?:\w{1,64}\.){0,6}(?P<exc>[A-Z]\w{0,60}(?:Error|Exception)): (?P<msg>\S.*)$")
 
 
 # The last exception of a paste is near its end: a log of a million error lines none of which is an exception is not
@@ -109,7 +106,7 @@ def _last_raised(lines: list[LogLine]) -> tuple[int, tuple[Site, ...]] | None:
         text = lines[i].text
         if "Error: " not in text and "Exception: " not in text:
             continue
-        m = _EXCEPTION.search(text[:logread.MAX_LINE_CHARS])
+        m = EXCEPTION_LINE.search(text[:logread.MAX_LINE_CHARS])
         if m is None or WRAPPERS.search(text):
             continue
         message = m.group("msg")
