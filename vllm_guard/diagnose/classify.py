@@ -22,7 +22,7 @@ from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, ev
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import LogLine
-from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING, stage_of
+from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
 
@@ -274,10 +274,18 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     # KeyError in a model's load_weights)
     placed = certainty.stage_of_frames(tbs[-1].frames) if tbs and final_stage == BEFORE_START else None
     where = raise_sites.where_raised(lines)  # the message is vLLM's own: say where it raises it
+    hint = certainty.hint_for(lines, tbs)
+    # a paste with no error at all, not ready, of a start whose end nobody reported: cut there, or hung there
+    quiet = (hint is None and not tbs and signal is None and exit_status is None and final_stage != API_SERVER
+             and bool(lines) and not ready(lines) and not any(ERRORISH.search(line.text) for line in lines))
+    if quiet:
+        where_ended = STAGE_NAMES.get(final_stage, final_stage)
+        hint = ("startup_hang", f"the log ends at {where_ended} with no error: if the start stayed there for "
+                                "minutes, it hung there")
     return Diagnosis("unknown", placed or final_stage, {}, (*last_errors(lines, tbs), *((where,) if where else ())),
-                     signal, context=ctx,
+                     signal, "no_error" if quiet else None, context=ctx,
                      confidence="none", stage_from=certainty.FRAMES if placed else certainty.PROGRESS,
-                     hint=certainty.hint_for(lines, tbs))
+                     hint=hint)
 
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],

@@ -8,7 +8,7 @@ from vllm_guard.diagnose.details_network import NETWORK_ADVICE
 from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
-from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, Advice
+from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, NO_ERROR, Advice
 
 PROFILING_ASSERTION = Advice(
     "vLLM's memory profiler saw free memory grow during profiling: another process on the same GPU released "
@@ -367,6 +367,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **FILE_ADVICE,
     **NETWORK_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
+    "no_error": NO_ERROR,
     "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE,
     "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
     "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU,

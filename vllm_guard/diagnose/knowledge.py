@@ -153,6 +153,18 @@ ADVICE: dict[str, Advice] = {
         ("read the evidence lines", "run vLLM with VLLM_LOGGING_LEVEL=DEBUG for more detail"), ()),
 }
 
+# A pasted log with no error line, no traceback and no ready line (Diagnosis.detail "no_error"): it ends at the
+# stage named, and nothing in it says whether the paste stops there or the start stayed there.
+NO_ERROR = Advice(
+    "The log shows no error and no line saying vLLM is ready: it ends at the stage named above. Either the paste "
+    "stops there, or the start was still at that stage when the log was taken; the last lines are shown.",
+    ("the rest of the log, and how the start ended: its exit status (`systemctl status`, `docker inspect`, "
+     "`kubectl describe pod`'s Last State)",
+     "if the start stays at this stage for minutes, it hung there: `vllm-guard serve` stops such a start and "
+     "shows where each process is stuck",
+     "run vLLM with VLLM_LOGGING_LEVEL=DEBUG for more detail"),
+    ("changing a setting before the log shows a failure",))
+
 # startup_hang, per stage: what is known to unstick each (vLLM's troubleshooting guide, NCCL's docs).
 HANG_ADVICE: dict[str, Advice] = {
     "nccl_init": Advice(
