@@ -34,6 +34,9 @@ SETTINGS_SOURCES: dict[str, str] = {
     "batch_invariant": "vLLM 0.13-0.16 model_executor/layers/batch_invariant.py, 0.20-0.34 v1/attention/selector.py: "
                        "'VLLM batch_invariant mode is not supported for X', 'VLLM batch_invariant mode requires an "
                        "attention backend in [...], but got 'Y''",
+    "encoder_attention": "vLLM 0.5-0.34 attention/backends/*.py and v1/attention/backends/*.py, each backend's "
+                         "impl: 'NotImplementedError: Encoder self-attention and encoder/decoder cross-attention are "
+                         "not implemented for XImpl' ('Encoder self-attention is not implemented for XImpl')",
     "moe_act_platform": "vLLM 0.11-0.20 model_executor/layers/fused_moe/layer.py (fused_moe/config.py 0.25-0.34): "
                         "'NotImplementedError: is_act_and_mul=False is supported only for CUDA and ROCm for now' "
                         "(CUDA alone, or CUDA, XPU and ROCm, by release)",

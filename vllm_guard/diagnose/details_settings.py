@@ -129,6 +129,16 @@ MOE_ACT_PLATFORM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+ENCODER_ATTENTION = Advice(
+    "The model has encoder attention (an encoder-decoder's cross-attention, such as Llama 3.2 Vision's or "
+    "Whisper's, or an encoder-only model's), and the attention backend vLLM chose, the one the message names, does "
+    "not implement it. Which backends do depends on the platform and the vLLM release.",
+    ("an attention backend of this vLLM that implements encoder attention, where the platform has one "
+     "(--attention-backend from vLLM 0.13, VLLM_ATTENTION_BACKEND before)",
+     "the platform's or vLLM's release notes for this model: a release or plugin that supports it"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 SOFTCAP_XFORMERS = Advice(
     "Gemma-2 soft-caps its attention logits, which vLLM 0.5.5's XFormers backend cannot do; vLLM falls back to "
     "XFormers where FlashAttention cannot run: a GPU before Ampere (V100, T4), a dtype other than float16 or "
@@ -149,7 +159,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "softcap_xformers": SOFTCAP_XFORMERS,
     "env_choice": ENV_CHOICE,
     "batch_invariant": BATCH_INVARIANT,
-    "moe_act_platform": MOE_ACT_PLATFORM,
+    "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
     "lora_vocab": LORA_VOCAB,
     "backend_name": BACKEND_NAME,
     "cli_flags": CLI_FLAGS,

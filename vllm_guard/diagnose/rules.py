@@ -170,6 +170,12 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r"FlexAttention does not support (?P<feature>sliding window|alibi "
                                                 r"slopes|logits soft cap|kv sharing|\w{1,20} attention)"), LOADING,
          detail="flex_attention", source=SOURCES["flex_attention"]),
+    # An encoder or encoder-decoder model (Llama 3.2 Vision's cross-attention, Whisper, BERT-like poolers) on an
+    # attention backend without encoder attention: every backend's impl raises it (vLLM 0.5-0.34,
+    # attention/backends/*.py, v1/attention/backends/*.py; blind67/b67-003: mllama on Gaudi's HPUAttentionImpl)
+    Rule("unsupported_architecture", re.compile(r"Encoder self-attention (?:and encoder/decoder cross-attention )?"
+                                                r"(?:are|is) not implemented for \w{1,60}"),
+         detail="encoder_attention", source=SOURCES["encoder_attention"]),
     Rule("unsupported_architecture", re.compile(r"No valid attention backend found for \S{1,64} with "
                                                 r"(?:AttentionSelectorConfig\(|head_size)"), LOADING,
          detail="no_attention_backend", source=SOURCES["no_backend"]),

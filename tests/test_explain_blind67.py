@@ -1,0 +1,42 @@
+"""`explain` on blind67 and blind68 (tests/data/real-logs/), found by what vLLM's source emits outside the two earlier
+raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4 of 4 at
+ab778c3; README.md in each). What blind67's one miss taught, from the vLLM source that raises the message: an encoder
+or encoder-decoder model on an attention backend without encoder attention."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
+
+
+def test_encoder_attention_on_a_backend_without_it() -> None:
+    # Llama 3.2 Vision (mllama's cross-attention) on Gaudi's HPUAttentionImpl, a traceback's last frames only
+    d = classify(blind_log("blind67", "b67-003"))
+    assert (d.cls, d.detail, d.confidence) == ("unsupported_architecture", "encoder_attention", "high")
+    assert d.template and "encoder attention" in advice_for(d).explanation
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["encoder_attention"]
+
+
+@pytest.mark.parametrize("line", [
+    # V1's wording, one sentence per kind (v1/attention/backends/flash_attn.py, rocm_attn.py, 0.30-0.34)
+    "NotImplementedError: Encoder self-attention is not implemented for FlashAttentionImpl",
+    # V0's, as a worker prefixes it (attention/backends/rocm_flash_attn.py 0.5.5-0.6)
+    "(VllmWorkerProcess pid=12) ERROR NotImplementedError: Encoder self-attention and encoder/decoder cross-attention "
+    "are not implemented for ROCmFlashAttentionImpl",
+])
+def test_each_releases_wording(line: str) -> None:
+    assert classify(line + "\n").detail == "encoder_attention"
+
+
+@pytest.mark.parametrize(("folder", "prefix", "cls"), [
+    ("blind67", "b67-001", "unsupported_architecture"), ("blind67", "b67-002", "usage_error"),
+    ("blind68", "b68-001", "version_mismatch"), ("blind68", "b68-002", "unknown"), ("blind68", "b68-003", "unknown"),
+    ("blind68", "b68-004", "startup_timeout"),
+])
+def test_what_the_two_sets_read_right_at_their_score(folder: str, prefix: str, cls: str) -> None:
+    assert classify(blind_log(folder, prefix)).cls == cls
