@@ -1,7 +1,8 @@
 """`explain` on blind67 and blind68 (tests/data/real-logs/), found by what vLLM's source emits outside the two earlier
 raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4 of 4 at
 ab778c3; README.md in each). What blind67's one miss taught, from the vLLM source that raises the message: an encoder
-or encoder-decoder model on an attention backend without encoder attention."""
+or encoder-decoder model on an attention backend without encoder attention. Read again beside them, an older miss:
+blind22/b22-002, the NixlConnector where NIXL does not import."""
 
 from __future__ import annotations
 
@@ -40,3 +41,18 @@ def test_each_releases_wording(line: str) -> None:
 ])
 def test_what_the_two_sets_read_right_at_their_score(folder: str, prefix: str, cls: str) -> None:
     assert classify(blind_log(folder, prefix)).cls == cls
+
+
+def test_the_nixl_connector_without_nixl() -> None:
+    # blind22/b22-002 (Dynamo 0.4's disaggregated workers): vLLM's raise when the NixlConnector's worker starts
+    d = classify(blind_log("blind22", "b22-002"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "nixl_missing", "high")
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["nixl_missing"]
+
+
+def test_nixls_import_warning_alone_is_no_failure() -> None:
+    # every start that does not use NIXL may log it (startups/011): only the raise is the failure
+    text = ("WARNING 04-10 12:00:01 [nixl_connector.py:75] NIXL is not available\n"
+            "INFO 04-10 12:00:09 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000\n")
+    assert classify(text).detail != "nixl_missing"

@@ -10,6 +10,7 @@ A message whose wording changed across releases has one rule per wording, each c
 from __future__ import annotations
 
 from vllm_guard.diagnose.catalogue_settings import SETTINGS_SOURCES
+from vllm_guard.diagnose.catalogue_versions import VERSION_SOURCES
 
 SOURCES: dict[str, str] = {
     "usage_error": "argparse (vllm serve's parser, entrypoints/cli/serve.py; exit status 2), all releases",
@@ -47,8 +48,6 @@ SOURCES: dict[str, str] = {
     "tp_heads": "vLLM 0.1-0.33 verify_with_parallel_config (config.py; config/model.py at 0.33): 'Total number of "
                 "attention heads (N) must be divisible by tensor parallel size (T)'",
     "tp_group": "vLLM 0.33 distributed/utils.py: 'Weight ... is not divisible by group_size=N'",
-    "deep_gemm": "vLLM 0.10-0.33 utils/deep_gemm.py _missing: 'RuntimeError: DeepGEMM backend is not available or "
-                 "outdated. Please install or update the `deep_gemm` to a newer version to enable FP8 kernels.'",
     "fp8_block_tp": "vLLM 0.7-0.33 model_executor/layers/quantization/utils/fp8_utils.py "
                     "validate_fp8_block_shape(_moe): 'Weight output_partition_size = N is not divisible by weight "
                     "quantization block_n = B.', 'The output_size of gate's and up's weight = N is not divisible by "
@@ -151,8 +150,6 @@ SOURCES: dict[str, str] = {
     "mistral_tokenizer": "transformers tokenization_mistral_common.py MistralCommonBackend.from_pretrained (the "
                          "Mistral tokenizer vLLM 0.12+ loads for --tokenizer-mode mistral): 'No tokenizer file found "
                          "in directory: PATH' (no tekken.json, no tokenizer.model.vN)",
-    "rope_type_key": "vLLM transformers_utils/config.py patch_rope_scaling_dict (raised in 0.7.3, 0.10.1 and 0.11.0; "
-                     "not in 0.32): \"rope_scaling should have a 'rope_type' key\"",
     "process_group_size": "vLLM V0 distributed/parallel_state.py initialize_model_parallel (not in 0.32): 'world_size "
                           "(N) is not equal to tensor_model_parallel_size (T) x pipeline_model_parallel_size (P)'",
     "quant_choice": "argparse in vllm serve's parser, where --quantization's choices are the registered methods "
@@ -165,8 +162,6 @@ SOURCES: dict[str, str] = {
     "quant_config_missing": "vLLM get_quant_config (model_executor/weight_utils.py 0.2-0.4, model_executor/"
                             "model_loader/weight_utils.py 0.5-0.33): 'Cannot find the config file for X' (no "
                             "quantization_config in config.json, and no quant_config.json or the method's own file)",
-    "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
-                    "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "fork_cuda": "PyTorch torch/cuda/__init__.py _lazy_init: 'Cannot re-initialize CUDA in forked subprocess. To use "
                  "CUDA with multiprocessing, you must use the 'spawn' start method'; torch_npu's npu/__init__.py "
                  "_lazy_init the same with NPU",
@@ -174,10 +169,6 @@ SOURCES: dict[str, str] = {
                           "from sentencepiece/__init__.py LoadFromFile): 'TypeError: not a string' for a model file of "
                           "None, as transformers 4.x LlamaTokenizer.get_spm_processor passes it when the model has no "
                           "tokenizer.model",
-    "vllm_module": "the Python interpreter's import error for a module under vllm/ ('ModuleNotFoundError: No module "
-                   "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
-    "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
-                   "X or less. Got NumPy Y.' (or 'or greater')",
     "ascend_no_kv": "vllm-ascend 0.9-0.13 worker/worker_v1.py NPUWorker.determine_available_memory: 'Available "
                     "memory: {available_kv_cache_memory}, total memory: {total_npu_memory}' (bytes, clamped at 0 by "
                     "max(..., 0)), before vLLM's 'No available memory for the cache blocks'",
@@ -186,9 +177,6 @@ SOURCES: dict[str, str] = {
                           "download may be incomplete, please try again'",
     "shards_missing": "vLLM 0.32 model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files: "
                       "'FileNotFoundError: Weight files referenced in index but missing: {...}'",
-    "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "
-                    "type T. The valid types are: ...', raised as vLLM registers its custom ops at import "
-                    "(vllm/utils direct_register_custom_op)",
     "neuron_oom": "AWS Neuron runtime (libnrt, NRT_RESOURCE = 4) through torch-neuron's _parallel_to_neuron: "
                   "'RuntimeError: nrt_tensor_allocate status=4 message=\"Allocation Failure\"'",
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
@@ -200,23 +188,12 @@ SOURCES: dict[str, str] = {
                          "placement group P. ... You don't have enough GPUs available in a current node.'",
     "v0_zero_blocks": "vLLM 0.2-0.10 V0 executor determine_num_available_blocks: '# GPU blocks: 0, # CPU blocks: N', "
                       "before worker.py raise_if_cache_size_invalid's 'No available memory for the cache blocks'",
-    "sleep_allocator": "vLLM 0.7-0.33 device_allocator/cumem.py CuMemAllocator.get_instance: 'assert cumem_available, "
-                       "\"cumem allocator is not available\"' (vllm.cumem_allocator not built); xpumem.py (0.32+) "
-                       "'xpumem allocator is not available'; vllm-ascend device_allocator/camem.py 'camem allocator is "
-                       "not available' (vllm_ascend_C not built)",
     "sleep_mode_platform": "vLLM 0.32-0.33 device_allocator/__init__.py get_mem_allocator_instance: 'Sleep mode "
                            "allocator is not available on platform X (device_type=...)'",
-    "flash_attn_build": "flash-attention 2.x csrc/flash_attn/flash_api.cpp set_params_fprop (also vLLM's "
-                        "vllm-flash-attn fork and FA3 hopper/flash_api.cpp), built with FLASHATTENTION_DISABLE_UNEVEN_K"
-                        " / _LOCAL / _DROPOUT: 'This flash attention build does not support headdim not being a "
-                        "multiple of 32.' (local attention, dropout)",
     "triton_fp8e4nv": "Triton 3.x language/semantic.py (its fp8 type check at compile time): 'type fp8e4nv not "
                       "supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')' on "
                       "compute capability below 8.9 (('fp8e5',) on ROCm's gfx90a); torch.float8_e4m3fn is Triton's "
                       "fp8e4nv",
-    "no_c_compiler": "Triton 2.x-3.x runtime/build.py: 'RuntimeError: Failed to find C compiler. Please specify via CC "
-                     "environment variable.' (3.9 adds 'or set triton.knobs.build.impl'; Triton compiles a small C "
-                     "launcher for each kernel at first use)",
     "hub_access": "huggingface_hub / transformers: GatedRepoError, 401/403 Client Error, RepositoryNotFoundError; "
                   "huggingface_hub 1.x's httpx wording (\"Client error '401 Unauthorized' for url 'https://"
                   "huggingface.co/...'\", httpx _models.py raise_for_status); vLLM 0.8+ 'Invalid repository ID or "
@@ -230,30 +207,11 @@ SOURCES: dict[str, str] = {
                           ".../resolve/REV/config.json', 1.x: \"Client error '404 Not Found' for url '...'\", "
                           "EntryNotFoundError, RevisionNotFoundError); transformers utils/hub.py cached_file: 'does "
                           "not appear to have a file named config.json'",
-    "extension_abi": "the dynamic loader, importing a compiled extension (vllm._C, flash_attn_2_cuda, xformers) "
-                     "built for another torch ('ImportError: ....so: undefined symbol: _ZN3c10...') or another "
-                     "CUDA ('ImportError: libcudart.so.12: cannot open shared object file'), any release",
-    "vllm_fa_missing": "vLLM 0.2x-0.33 vllm_flash_attn/__init__.py: 'ImportError: vllm.vllm_flash_attn requires the "
-                       "CUDA flash attention extensions (_vllm_fa2_C or _vllm_fa3_C)' (a build without them)",
     "no_kernel": "vLLM 0.6-0.33 choose_*_linear_kernel (model_executor/kernels/linear/__init__.py at 0.32): 'Failed to "
                  "find a kernel that can implement the ScaledMM|WNA16|NVFP4|MXFP4 linear layer. Reasons: ...'; "
                  "fused_moe/oracle/mxfp4.py: 'Unsupported mxfp4_backend for Mxfp4MoEMethod: ...'; fused_moe/oracle/"
                  "*.py 0.16-0.34: 'No FP8|MXFP4|NvFp4|Int8|WNA16|W4A8 MoE backend supports the deployment "
                  "configuration'",
-    "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
-                       "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
-                       "capability: sm_120 under a cu12.6 wheel), any release",
-    "torch_capability": "PyTorch torch/cuda/__init__.py _check_cubins's warning, 1.x-2.x: '{GPU} with CUDA "
-                        "capability sm_N is not compatible with the current PyTorch installation. The current "
-                        "PyTorch install supports CUDA capabilities ...'",
-    "ptx_target": "NVIDIA's PTX assembler (ptxas), run by Triton under torch.compile: 'PTX .version X.Y does not "
-                  "support .target sm_N' (Triton wrote a PTX ISA version older than the GPU's target: PTX ISA 8.7 "
-                  "added sm_120)",
-    "driver_too_old": "PyTorch torch/cuda/__init__.py _lazy_init: 'The NVIDIA driver on your system is too old "
-                      "(found version N)'; the CUDA runtime, cudaErrorInsufficientDriver: 'CUDA driver version is "
-                      "insufficient for CUDA runtime version'",
-    "cpu_torch": "PyTorch torch/cuda/__init__.py _lazy_init: 'Torch not compiled with CUDA enabled' (a CPU-only "
-                 "torch under a CUDA vLLM)",
     "exclusive_gpu": "the CUDA runtime, cudaErrorDevicesUnavailable: 'CUDA-capable device(s) is/are busy or "
                      "unavailable' (a GPU in Exclusive Process compute mode that another process holds)",
     "quant_mismatch": "vLLM 0.2-0.33 ModelConfig._verify_quantization (config.py; config/model.py at 0.33): "
@@ -296,34 +254,6 @@ SOURCES: dict[str, str] = {
                       "(cudaErrorInvalidDevice: a GPU index past the devices CUDA_VISIBLE_DEVICES lets it see); "
                       "PyTorch's 'device >= 0 && device < num_gpus INTERNAL ASSERT FAILED' (CUDAContext.cpp); "
                       "Ascend's CANN runtime: 'rtSetDevice execute failed, reason=[device id error]'",
-    "vllm_serve_command": "argparse in a program's own CLI (TRL's `trl`): \"error: argument command: invalid choice: "
-                          "'vllm-serve'\" (its release predates the command; TRL 0.16 added it)",
-    "rope_scaling": "transformers 4.36-4.42 LlamaConfig._rope_scaling_validation (configuration_llama.py): "
-                    "'`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {...}' for a "
-                    "config written for 4.43+ (Llama 3.1's rope_type llama3, yarn)",
-    "rope_factor": "vLLM 0.2-0.6 config.py _get_and_verify_max_len: `assert \"factor\" in rope_scaling`, a bare "
-                   "AssertionError, for a rope_scaling without a factor (0.6.1-0.6.x let mrope through, as su, "
-                   "longrope and llama3; a transformers 4.45 development build rewrote Qwen2-VL's mrope to another "
-                   "type: vllm #8281, #8388)",
-    "config_registered": "transformers 4.x models/auto/configuration_auto.py AutoConfig.register / "
-                         "_LazyConfigMapping.register: \"'KEY' is already used by a Transformers config, pick another "
-                         "name.\" (vLLM 0.9.2 registering 'aimv2' for Ovis under transformers 4.56, blind15/b15-004; a "
-                         "model's remote code registering its own type does the same)",
-    "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
-                          "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
-                          "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",
-    "cuda_driver_errors": "the CUDA runtime: cudaErrorUnsupportedPtxVersion (222) 'the provided PTX was compiled "
-                          "with an unsupported toolchain' (a driver older than the build's CUDA) and "
-                          "cudaErrorSystemDriverMismatch (803) 'system has unsupported display driver / cuda driver "
-                          "combination' (the kernel module and the user libraries of two driver versions)",
-    "torchvision_ops": "torchvision 0.15+ _meta_registrations.py: 'RuntimeError: operator torchvision::nms does not "
-                       "exist' (its compiled ops were built for another torch and did not load)",
-    "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
-                      "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
-                      "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
-                      "\"AttributeError: module 'torch.library' has no attribute 'X'\"; any installed package "
-                      "by its file (Python's import_from: \"cannot import name 'X' from 'pkg.mod' "
-                      "(/.../site-packages/pkg/mod.py)\")",
     "transformers_files": "transformers 4.3x-4.5x, files not found at the id or path given: configuration_utils.py "
                           "'Can't load the configuration of 'X'', utils/hub.py cached_file 'Incorrect "
                           "path_or_model_id: 'X'. Please provide either the path to a local folder or the repo_id of a "
@@ -350,8 +280,6 @@ SOURCES: dict[str, str] = {
                         "supports versions 2.0, 2.5, and 2.6'",
     "not_multimodal": "vLLM 0.6-0.10 config.py ModelConfig._init_multimodal_config: '`limit_mm_per_prompt` is only "
                       "supported for multimodal models.' (and the same for mm_processor_kwargs)",
-    "container_cuda": "libnvidia-container's nvidia-container-cli: 'requirement error: unsatisfied condition: "
-                      "cuda>=12.9, please update your driver to a newer version, or use an earlier cuda container'",
     "weights_missing": "vLLM 0.6.4-0.33 model_loader DefaultModelLoader.load_weights: 'ValueError: Following weights "
                        "were not initialized from checkpoint: {...}'",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
@@ -369,9 +297,6 @@ SOURCES: dict[str, str] = {
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.' (4.4x), "
                          "'Architecture X not supported' (earlier)",
-    "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "
-                   "attempted on non supported HW' (the CUDA forward-compatibility package on a GPU it does not "
-                   "support: the driver is older than the build's CUDA)",
     "pp_unsupported": "vLLM 0.6-0.33 ModelConfig.verify_with_parallel_config (config.py; config/model.py at 0.33): "
                       "'Pipeline parallelism is not supported for this model. Supported models implement the "
                       "`SupportsPP` interface.' (also raised for a speculative draft or MTP head)",
@@ -399,8 +324,6 @@ SOURCES: dict[str, str] = {
                           "loading or initialization is taking too long.' (--stage-init-timeout, 300 s by default)",
     "local_world_size": "vLLM 0.11-0.33 v1/worker/gpu_worker.py init_device: 'AssertionError: local_world_size (N) "
                         "must be less than or equal to the number of visible devices (M).'",
-    "rocblas_arch": "rocBLAS library/src/tensile_host.cpp: 'rocBLAS error: Cannot read .../TensileLibrary.dat: ... "
-                    "for GPU arch : gfxNNNN' (no kernels for this GPU in the installed ROCm libraries)",
     "ray_gcs": "Ray's gcs_rpc_client.h: 'Failed to connect to GCS within N seconds. GCS may have been killed.'",
     "flashinfer_mla_kv": "FlashInfer's MLA planner (mla plan()): 'MLA kv_data_type torch.X is not supported. "
                          "Supported dtypes: [...]'",
@@ -408,6 +331,7 @@ SOURCES: dict[str, str] = {
                       "does not support sliding window yet.' (alibi slopes, logits soft cap, kv sharing, other "
                       "attention types)",
     **SETTINGS_SOURCES,
+    **VERSION_SOURCES,
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
                      "pkg/kubelet/kuberuntime computePodActions): 'Container NAME failed startup probe, will be "
                      "restarted'",

@@ -112,6 +112,17 @@ SLEEP_ALLOCATOR = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+NIXL_MISSING = Advice(
+    "The NixlConnector (--kv-transfer-config, as disaggregated prefill with Dynamo or llm-d sets it) needs NIXL, and "
+    "`from nixl._api import nixl_agent` failed in this environment (nixl_rocm on ROCm, vLLM 0.34): the package is "
+    "not installed there, or it does not load (its native libraries, UCX, or a build for another CUDA). vLLM said "
+    "so in a warning at import.",
+    ("`python -c 'from nixl._api import nixl_agent'` in vLLM's environment: its error says what is missing",
+     "the nixl package built for this CUDA or ROCm (`pip install nixl`, or the serving image's own)",
+     "or a KV connector that needs no NIXL, or none"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 TORCH_SCHEMA = Advice(
     "PyTorch refused the type annotation of one of vLLM's custom ops as vLLM registered it at import: this vLLM (or "
     "a fork of it) was written for another torch release, whose schema inference accepts that annotation.",
@@ -133,7 +144,7 @@ DEEP_GEMM = Advice(
 VERSION_ADVICE: dict[str, Advice] = {
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
-    "sleep_allocator": SLEEP_ALLOCATOR,
+    "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,

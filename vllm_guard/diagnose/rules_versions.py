@@ -154,4 +154,9 @@ VERSION_RULES: tuple[Rule, ...] = (
     # sparse-attention indexer's fp8_paged_mqa_logits)
     Rule("version_mismatch", re.compile(r"DeepGEMM backend is not available or outdated"), detail="deep_gemm",
          source=SOURCES["deep_gemm"]),
+    # The NixlConnector (--kv-transfer-config, disaggregated prefill: Dynamo, llm-d) where the nixl package did not
+    # import: vLLM logs a warning at import and raises when the connector's worker starts (0.10-0.34). The warning
+    # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
+    Rule("version_mismatch", re.compile(r"(?<![\w.])RuntimeError: NIXL is not available"), detail="nixl_missing",
+         source=SOURCES["nixl_missing"]),
 )

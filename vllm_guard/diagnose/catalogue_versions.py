@@ -1,0 +1,90 @@
+"""Where the messages about the installed software come from (a compiled extension, a PyTorch build, a driver, a
+Python package of another release than the GPU, vLLM or the model needs): part of catalogue.SOURCES, kept apart to
+keep that file readable; the rules that cite them are rules_versions.py's."""
+
+from __future__ import annotations
+
+VERSION_SOURCES: dict[str, str] = {
+    "deep_gemm": "vLLM 0.10-0.33 utils/deep_gemm.py _missing: 'RuntimeError: DeepGEMM backend is not available or "
+                 "outdated. Please install or update the `deep_gemm` to a newer version to enable FP8 kernels.'",
+    "rope_type_key": "vLLM transformers_utils/config.py patch_rope_scaling_dict (raised in 0.7.3, 0.10.1 and 0.11.0; "
+                     "not in 0.32): \"rope_scaling should have a 'rope_type' key\"",
+    "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
+                    "have mismatched major/minor versions' (a RuntimeWarning at import)",
+    "vllm_module": "the Python interpreter's import error for a module under vllm/ ('ModuleNotFoundError: No module "
+                   "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
+    "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
+                   "X or less. Got NumPy Y.' (or 'or greater')",
+    "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "
+                    "type T. The valid types are: ...', raised as vLLM registers its custom ops at import "
+                    "(vllm/utils direct_register_custom_op)",
+    "sleep_allocator": "vLLM 0.7-0.33 device_allocator/cumem.py CuMemAllocator.get_instance: 'assert cumem_available, "
+                       "\"cumem allocator is not available\"' (vllm.cumem_allocator not built); xpumem.py (0.32+) "
+                       "'xpumem allocator is not available'; vllm-ascend device_allocator/camem.py 'camem allocator is "
+                       "not available' (vllm_ascend_C not built)",
+    "flash_attn_build": "flash-attention 2.x csrc/flash_attn/flash_api.cpp set_params_fprop (also vLLM's "
+                        "vllm-flash-attn fork and FA3 hopper/flash_api.cpp), built with FLASHATTENTION_DISABLE_UNEVEN_K"
+                        " / _LOCAL / _DROPOUT: 'This flash attention build does not support headdim not being a "
+                        "multiple of 32.' (local attention, dropout)",
+    "no_c_compiler": "Triton 2.x-3.x runtime/build.py: 'RuntimeError: Failed to find C compiler. Please specify via CC "
+                     "environment variable.' (3.9 adds 'or set triton.knobs.build.impl'; Triton compiles a small C "
+                     "launcher for each kernel at first use)",
+    "extension_abi": "the dynamic loader, importing a compiled extension (vllm._C, flash_attn_2_cuda, xformers) "
+                     "built for another torch ('ImportError: ....so: undefined symbol: _ZN3c10...') or another "
+                     "CUDA ('ImportError: libcudart.so.12: cannot open shared object file'), any release",
+    "vllm_fa_missing": "vLLM 0.2x-0.33 vllm_flash_attn/__init__.py: 'ImportError: vllm.vllm_flash_attn requires the "
+                       "CUDA flash attention extensions (_vllm_fa2_C or _vllm_fa3_C)' (a build without them)",
+    "no_kernel_image": "the CUDA runtime, cudaErrorNoKernelImageForDevice: 'no kernel image is available for "
+                       "execution on the device' (a torch or vLLM build without kernels for this GPU's compute "
+                       "capability: sm_120 under a cu12.6 wheel), any release",
+    "torch_capability": "PyTorch torch/cuda/__init__.py _check_cubins's warning, 1.x-2.x: '{GPU} with CUDA "
+                        "capability sm_N is not compatible with the current PyTorch installation. The current "
+                        "PyTorch install supports CUDA capabilities ...'",
+    "ptx_target": "NVIDIA's PTX assembler (ptxas), run by Triton under torch.compile: 'PTX .version X.Y does not "
+                  "support .target sm_N' (Triton wrote a PTX ISA version older than the GPU's target: PTX ISA 8.7 "
+                  "added sm_120)",
+    "driver_too_old": "PyTorch torch/cuda/__init__.py _lazy_init: 'The NVIDIA driver on your system is too old "
+                      "(found version N)'; the CUDA runtime, cudaErrorInsufficientDriver: 'CUDA driver version is "
+                      "insufficient for CUDA runtime version'",
+    "cpu_torch": "PyTorch torch/cuda/__init__.py _lazy_init: 'Torch not compiled with CUDA enabled' (a CPU-only "
+                 "torch under a CUDA vLLM)",
+    "vllm_serve_command": "argparse in a program's own CLI (TRL's `trl`): \"error: argument command: invalid choice: "
+                          "'vllm-serve'\" (its release predates the command; TRL 0.16 added it)",
+    "rope_scaling": "transformers 4.36-4.42 LlamaConfig._rope_scaling_validation (configuration_llama.py): "
+                    "'`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {...}' for a "
+                    "config written for 4.43+ (Llama 3.1's rope_type llama3, yarn)",
+    "rope_factor": "vLLM 0.2-0.6 config.py _get_and_verify_max_len: `assert \"factor\" in rope_scaling`, a bare "
+                   "AssertionError, for a rope_scaling without a factor (0.6.1-0.6.x let mrope through, as su, "
+                   "longrope and llama3; a transformers 4.45 development build rewrote Qwen2-VL's mrope to another "
+                   "type: vllm #8281, #8388)",
+    "config_registered": "transformers 4.x models/auto/configuration_auto.py AutoConfig.register / "
+                         "_LazyConfigMapping.register: \"'KEY' is already used by a Transformers config, pick another "
+                         "name.\" (vLLM 0.9.2 registering 'aimv2' for Ovis under transformers 4.56, blind15/b15-004; a "
+                         "model's remote code registering its own type does the same)",
+    "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
+                          "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
+                          "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",
+    "cuda_driver_errors": "the CUDA runtime: cudaErrorUnsupportedPtxVersion (222) 'the provided PTX was compiled "
+                          "with an unsupported toolchain' (a driver older than the build's CUDA) and "
+                          "cudaErrorSystemDriverMismatch (803) 'system has unsupported display driver / cuda driver "
+                          "combination' (the kernel module and the user libraries of two driver versions)",
+    "torchvision_ops": "torchvision 0.15+ _meta_registrations.py: 'RuntimeError: operator torchvision::nms does not "
+                       "exist' (its compiled ops were built for another torch and did not load)",
+    "python_package": "the Python import system, importing a name that the installed transformers, torch or vLLM "
+                      "does not have (too old or too new for this vLLM or model): \"ImportError: cannot import name "
+                      "'X' from 'transformers'\", \"ModuleNotFoundError: No module named 'transformers.models.X'\", "
+                      "\"AttributeError: module 'torch.library' has no attribute 'X'\"; any installed package "
+                      "by its file (Python's import_from: \"cannot import name 'X' from 'pkg.mod' "
+                      "(/.../site-packages/pkg/mod.py)\")",
+    "container_cuda": "libnvidia-container's nvidia-container-cli: 'requirement error: unsatisfied condition: "
+                      "cuda>=12.9, please update your driver to a newer version, or use an earlier cuda container'",
+    "cuda_compat": "the CUDA runtime, cudaErrorCompatNotSupportedOnDevice (error 804): 'forward compatibility was "
+                   "attempted on non supported HW' (the CUDA forward-compatibility package on a GPU it does not "
+                   "support: the driver is older than the build's CUDA)",
+    "rocblas_arch": "rocBLAS library/src/tensile_host.cpp: 'rocBLAS error: Cannot read .../TensileLibrary.dat: ... "
+                    "for GPU arch : gfxNNNN' (no kernels for this GPU in the installed ROCm libraries)",
+    "nixl_missing": "vLLM 0.10-0.34 NixlConnector's worker (distributed/kv_transfer/kv_connector/v1/"
+                    "nixl_connector.py; nixl/base_worker.py at 0.34): 'RuntimeError: NIXL is not available' when "
+                    "`from nixl._api import nixl_agent` (nixl_rocm on ROCm at 0.34) failed at import, which it "
+                    "logged as a warning, 'NIXL is not available'",
+}
