@@ -1,8 +1,9 @@
 """`explain` on blind67 and blind68 (tests/data/real-logs/), found by what vLLM's source emits outside the two earlier
 raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4 of 4 at
 ab778c3; README.md in each). What blind67's one miss taught, from the vLLM source that raises the message: an encoder
-or encoder-decoder model on an attention backend without encoder attention. Read again beside them, an older miss:
-blind22/b22-002, the NixlConnector where NIXL does not import."""
+or encoder-decoder model on an attention backend without encoder attention. Read again beside them, two older
+misses: blind22/b22-002, the NixlConnector where NIXL does not import, and blind6/b6-042, an engine built against
+VLLM_USE_V1."""
 
 from __future__ import annotations
 
@@ -56,3 +57,20 @@ def test_nixls_import_warning_alone_is_no_failure() -> None:
     text = ("WARNING 04-10 12:00:01 [nixl_connector.py:75] NIXL is not available\n"
             "INFO 04-10 12:00:09 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000\n")
     assert classify(text).detail != "nixl_missing"
+
+
+@pytest.mark.parametrize("line", [
+    # blind6/b6-042's wording (verl's async server, vLLM 0.8-0.10), then V0's (engine/llm_engine.py)
+    "ValueError: Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False. This should not happen. As a workaround, try "
+    "using AsyncLLMEngine.from_vllm_config(...) or explicitly set VLLM_USE_V1=0 or 1 and report this issue on Github.",
+    "ValueError: Using V0 LLMEngine, but envs.VLLM_USE_V1=True. This should not happen. As a workaround, try using",
+])
+def test_an_engine_built_against_vllm_use_v1(line: str) -> None:
+    d = classify(line + "\n")
+    assert (d.cls, d.detail) == ("usage_error", "engine_choice")
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["engine_choice"]
+
+
+def test_blind6s_engine_choice() -> None:
+    assert classify(blind_log("blind6", "b6-042")).detail == "engine_choice"

@@ -129,6 +129,17 @@ MOE_ACT_PLATFORM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+ENGINE_CHOICE = Advice(
+    "The engine class that was built (most often by a framework calling AsyncLLM.from_vllm_config or LLMEngine "
+    "directly) is not the one VLLM_USE_V1 names in that process. vLLM 0.8-0.10 sets VLLM_USE_V1=0 itself when the "
+    "variable is unset and a setting V1 lacks falls back to V0 (its warning says '... is not supported by the V1 "
+    "Engine. Falling back to V0.'); or the variable differs in the process that builds the engine (a Ray actor).",
+    ("set VLLM_USE_V1 explicitly in the process that builds the engine (for a Ray actor, its runtime_env's "
+     "env_vars), as vLLM's message advises", "drop the setting the fallback warning names, so that V1 runs it",
+     "or a framework release made for this vLLM"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 ENCODER_ATTENTION = Advice(
     "The model has encoder attention (an encoder-decoder's cross-attention, such as Llama 3.2 Vision's or "
     "Whisper's, or an encoder-only model's), and the attention backend vLLM chose, the one the message names, does "
@@ -160,6 +171,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "env_choice": ENV_CHOICE,
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
+    "engine_choice": ENGINE_CHOICE,
     "lora_vocab": LORA_VOCAB,
     "backend_name": BACKEND_NAME,
     "cli_flags": CLI_FLAGS,

@@ -109,6 +109,7 @@ NOT_RELAXABLE_DETAIL = {
                   "vLLM",
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
+    "engine_choice": "the engine built is not the one VLLM_USE_V1 names in its process: set it there explicitly",
     "encoder_attention": "the attention backend vLLM chose has no encoder attention, which this model needs",
     "moe_act_platform": "this vLLM runs the model's ungated MoE experts only on the platforms it names",
     "softcap_xformers": "vLLM 0.5.5's XFormers backend cannot soft-cap Gemma-2: a dtype or GPU FlashAttention runs",

@@ -13,6 +13,13 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # An engine class built directly (a framework calling AsyncLLM.from_vllm_config) while VLLM_USE_V1 says the
+    # other engine: vLLM 0.8-0.10's engine-args check sets VLLM_USE_V1=0 when a feature V1 lacks falls back to V0,
+    # or the variable differs in the process that builds it (v1/engine/async_llm.py, llm_engine.py and V0's
+    # engine/llm_engine.py, async_llm_engine.py; blind6/b6-042: verl's async server)
+    Rule("usage_error", re.compile(r"Using V[01] (?:Async)?LLMEngine, but envs\.VLLM_USE_V1=(?:True|False)\. This "
+                                   r"should not happen"), BEFORE_START, detail="engine_choice",
+         source=SOURCES["engine_choice"]),
     # LoRA asked for a model class without it: V0's loader (0.3-0.6 model_loader/loader.py "Model X does not support
     # LoRA, but LoRA is enabled."), V1's runner (0.7-0.33 lora_model_runner_mixin.py "X does not support LoRA yet.");
     # blind48/b48-011, b48-012
