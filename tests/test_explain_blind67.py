@@ -1,7 +1,8 @@
-"""`explain` on blind67 and blind68 (tests/data/real-logs/), found by what vLLM's source emits outside the two earlier
-raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4 of 4 at
-ab778c3; README.md in each). What blind67's one miss taught, from the vLLM source that raises the message: an encoder
-or encoder-decoder model on an attention backend without encoder attention. Read again beside them, two older
+"""`explain` on blind67, blind68 and blind69 (tests/data/real-logs/), found by what vLLM's source emits outside the two
+earlier raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4
+of 4 at ab778c3, 3 of 4 at 939130b; README.md in each). What their misses taught, from the vLLM source that raises
+the message: an encoder or encoder-decoder model on an attention backend without encoder attention (b67-003), and a
+sliding window on some layers of a Qwen2 model (b69-001). Read again beside them, two older
 misses: blind22/b22-002, the NixlConnector where NIXL does not import, and blind6/b6-042, an engine built against
 VLLM_USE_V1."""
 
@@ -74,3 +75,18 @@ def test_an_engine_built_against_vllm_use_v1(line: str) -> None:
 
 def test_blind6s_engine_choice() -> None:
     assert classify(blind_log("blind6", "b6-042")).detail == "engine_choice"
+
+
+def test_blind69s_sliding_window_on_some_layers() -> None:
+    # Qwen2.5-7B under vLLM 0.8 with use_sliding_window on: the message alone, as the reporter quoted it
+    d = classify(blind_log("blind69", "b69-001"))
+    assert (d.cls, d.detail, d.stage, d.confidence) == ("usage_error", "window_layers", "weight_loading", "high")
+    assert any("use_sliding_window" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["window_layers"]
+
+
+@pytest.mark.parametrize(("prefix", "cls"), [("b69-002", "version_mismatch"), ("b69-003", "unknown"),
+                                             ("b69-004", "unknown")])
+def test_what_blind69_read_right_at_its_score(prefix: str, cls: str) -> None:
+    assert classify(blind_log("blind69", prefix)).cls == cls

@@ -129,6 +129,18 @@ MOE_ACT_PLATFORM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+WINDOW_LAYERS = Advice(
+    "The model's config turns sliding-window attention on (use_sliding_window) for only some layers "
+    "(max_window_layers), and this vLLM's class for it (Qwen2's, which Qwen2.5 uses) runs a window on all layers or "
+    "none. vLLM 0.4-0.8 refuse any such config that sets max_window_layers, even one equal to the number of layers.",
+    ("use_sliding_window false, as Qwen2.5's published configs have it: in config.json, or --hf-overrides "
+     "'{\"use_sliding_window\": false}'",
+     "or --disable-sliding-window (full attention on every layer; vLLM caps max-model-len to the window then)",
+     "or vLLM 0.9 or newer where the window covers every layer (max_window_layers equal to num_hidden_layers): "
+     "those refuse only a window on fewer layers"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 ENGINE_CHOICE = Advice(
     "The engine class that was built (most often by a framework calling AsyncLLM.from_vllm_config or LLMEngine "
     "directly) is not the one VLLM_USE_V1 names in that process. vLLM 0.8-0.10 sets VLLM_USE_V1=0 itself when the "
@@ -171,7 +183,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "env_choice": ENV_CHOICE,
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
-    "engine_choice": ENGINE_CHOICE,
+    "engine_choice": ENGINE_CHOICE, "window_layers": WINDOW_LAYERS,
     "lora_vocab": LORA_VOCAB,
     "backend_name": BACKEND_NAME,
     "cli_flags": CLI_FLAGS,

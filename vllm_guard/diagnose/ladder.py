@@ -109,6 +109,8 @@ NOT_RELAXABLE_DETAIL = {
                   "vLLM",
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
+    "window_layers": "the model's config puts a sliding window on some layers, which this vLLM's class for it "
+                     "does not run",
     "engine_choice": "the engine built is not the one VLLM_USE_V1 names in its process: set it there explicitly",
     "encoder_attention": "the attention backend vLLM chose has no encoder attention, which this model needs",
     "moe_act_platform": "this vLLM runs the model's ungated MoE experts only on the platforms it names",

@@ -13,6 +13,11 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # Qwen2's class (Seed-OSS's and Ouro's from 0.10) runs sliding-window attention on all layers or none: 0.4-0.8
+    # refuse a config with use_sliding_window on and max_window_layers set at all (the message then says "28 is
+    # less than 28"), 0.9-0.34 assert a window on all layers (models/qwen2.py; blind69/b69-001: Qwen2.5-7B)
+    Rule("usage_error", re.compile(r"Sliding window for some but all layers is not supported"), LOADING,
+         detail="window_layers", source=SOURCES["window_layers"]),
     # An engine class built directly (a framework calling AsyncLLM.from_vllm_config) while VLLM_USE_V1 says the
     # other engine: vLLM 0.8-0.10's engine-args check sets VLLM_USE_V1=0 when a feature V1 lacks falls back to V0,
     # or the variable differs in the process that builds it (v1/engine/async_llm.py, llm_engine.py and V0's
