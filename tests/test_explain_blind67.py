@@ -1,8 +1,9 @@
-"""`explain` on blind67, blind68 and blind69 (tests/data/real-logs/), found by what vLLM's source emits outside the two
-earlier raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4
-of 4 at ab778c3, 3 of 4 at 939130b; README.md in each). What their misses taught, from the vLLM source that raises
-the message: an encoder or encoder-decoder model on an attention backend without encoder attention (b67-003), and a
-sliding window on some layers of a Qwen2 model (b69-001). Read again beside them, two older
+"""`explain` on blind67 to blind70 (tests/data/real-logs/), found by what vLLM's source emits outside the two earlier
+raise-site samples (other files' raises, other exception types, logger.error) and scored once (2 of 3 and 4 of 4 at
+ab778c3, 3 of 4 at 939130b, 5 of 7 at f120916; README.md in each). What their misses taught, from the vLLM source
+that raises the message: an encoder or encoder-decoder model on an attention backend without encoder attention
+(b67-003), a sliding window on some layers of a Qwen2 model (b69-001), and vLLM's own ImportErrors that name a
+package to install (b70-003: Pixtral's Mistral format without xformers). Read again beside them, two older
 misses: blind22/b22-002, the NixlConnector where NIXL does not import, and blind6/b6-042, an engine built against
 VLLM_USE_V1."""
 
@@ -90,3 +91,37 @@ def test_blind69s_sliding_window_on_some_layers() -> None:
                                              ("b69-004", "unknown")])
 def test_what_blind69_read_right_at_its_score(prefix: str, cls: str) -> None:
     assert classify(blind_log("blind69", prefix)).cls == cls
+
+
+@pytest.mark.parametrize("line", [
+    "ImportError: Please install timm to use OpenVLA. OpenVLA verification used timm==0.9.10.",  # a vision tower
+    "ImportError: bitsandbytes version is wrong. Please install bitsandbytes>=0.46.1.",  # the bitsandbytes loader
+    "ImportError: Using Ray backend requires installation of ray.",  # the Ray executor
+    "ImportError: The package `amd-quark` is required to use MX-FP4 models. Please install it with `pip install "
+    "amd-quark`.",
+    "ImportError: Package 'gpt_oss' is not installed.",
+])
+def test_vllms_own_install_messages(line: str) -> None:
+    d = classify(line + "\n")
+    assert (d.cls, d.detail) == ("version_mismatch", "package_required")
+
+
+def test_blind70s_pixtral_without_xformers() -> None:
+    # vLLM 0.7.3's ROCm image: Pixtral's Mistral format needs xformers, which the image does not ship
+    d = classify(blind_log("blind70", "b70-003"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "package_required", "high")
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["package_required"]
+
+
+def test_a_remote_code_files_packages_are_not_vllms_message() -> None:
+    # transformers' check of a remote modeling file's imports (blind11/b11-014, labelled unknown) says "Run `pip
+    # install ...`": not one of vLLM's own install messages
+    assert classify(blind_log("blind11", "b11-014")).detail != "package_required"
+
+
+@pytest.mark.parametrize(("prefix", "cls"), [("b70-001", "quant_unsupported"), ("b70-004", "version_mismatch"),
+                                             ("b70-005", "usage_error"), ("b70-006", "unknown"),
+                                             ("b70-007", "usage_error")])
+def test_what_blind70_read_right_at_its_score(prefix: str, cls: str) -> None:
+    assert classify(blind_log("blind70", prefix)).cls == cls

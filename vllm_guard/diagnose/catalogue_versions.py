@@ -83,6 +83,11 @@ VERSION_SOURCES: dict[str, str] = {
                    "support: the driver is older than the build's CUDA)",
     "rocblas_arch": "rocBLAS library/src/tensile_host.cpp: 'rocBLAS error: Cannot read .../TensileLibrary.dat: ... "
                     "for GPU arch : gfxNNNN' (no kernels for this GPU in the installed ROCm libraries)",
+    "package_required": "vLLM 0.4-0.34's own ImportError naming a package to install: 'Please install timm', "
+                        "'bitsandbytes version is wrong. Please install bitsandbytes>=X', 'Xformers is required for "
+                        "Pixtral inference with the Mistral format' (models/pixtral.py 0.6-0.9), 'Using Ray backend "
+                        "requires installation of ray', 'The package `amd-quark` is required to use ...', 'Package "
+                        "'gpt_oss' is not installed'",
     "nixl_missing": "vLLM 0.10-0.34 NixlConnector's worker (distributed/kv_transfer/kv_connector/v1/"
                     "nixl_connector.py; nixl/base_worker.py at 0.34): 'RuntimeError: NIXL is not available' when "
                     "`from nixl._api import nixl_agent` (nixl_rocm on ROCm at 0.34) failed at import, which it "

@@ -112,6 +112,16 @@ SLEEP_ALLOCATOR = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+PACKAGE_REQUIRED = Advice(
+    "vLLM needs a Python package for this model, loader or feature that its environment lacks, or has at a version "
+    "it does not take; its message names the package (and the version). Some images leave such packages out: "
+    "ROCm's vLLM images have no xformers, which Pixtral's Mistral format needed in vLLM 0.6-0.9.",
+    ("install what the message names, at the version it asks for, in vLLM's own environment (the image, the venv, "
+     "a Ray actor's runtime_env)", "or a way that does not need it: the model in another format (Pixtral's "
+     "Transformers format, mistral-community/pixtral-12b), another loader or backend"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NIXL_MISSING = Advice(
     "The NixlConnector (--kv-transfer-config, as disaggregated prefill with Dynamo or llm-d sets it) needs NIXL, and "
     "`from nixl._api import nixl_agent` failed in this environment (nixl_rocm on ROCm, vLLM 0.34): the package is "
@@ -145,6 +155,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING,
+    "package_required": PACKAGE_REQUIRED,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,

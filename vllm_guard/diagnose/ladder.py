@@ -174,6 +174,8 @@ NOT_RELAXABLE_DETAIL = {
     "softcap_backend": "this vLLM soft-caps Gemma-2's logits only on FlashInfer (VLLM_ATTENTION_BACKEND, Ampere or "
                        "later) or in a newer vLLM: not a setting the ladder changes",
     "download_integrity": "a downloaded weight file failed its checksum: download the model again, no setting helps",
+    "package_required": "vLLM needs a package this environment lacks or has at another version: the message names "
+                        "it",
     "nixl_missing": "the KV connector needs NIXL, which does not import in vLLM's environment",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",
