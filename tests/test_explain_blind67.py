@@ -125,3 +125,19 @@ def test_a_remote_code_files_packages_are_not_vllms_message() -> None:
                                              ("b70-007", "usage_error")])
 def test_what_blind70_read_right_at_its_score(prefix: str, cls: str) -> None:
     assert classify(blind_log("blind70", prefix)).cls == cls
+
+
+def test_an_install_message_in_a_plugin_vllm_went_on_without_ends_nothing() -> None:
+    # vLLM logs a plugin that fails to load, with its traceback, and goes on (plugins/__init__.py load_plugins_by_group)
+    text = """INFO 01-01 00:00:00 [__init__.py:30] Available plugins for group vllm.general_plugins:
+ERROR 01-01 00:00:01 [__init__.py:45] Failed to load plugin my_plugin
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/vllm/plugins/__init__.py", line 41, in load_plugins_by_group
+    func = plugin.load()
+  File "/usr/lib/python3/site-packages/my_plugin/__init__.py", line 3, in <module>
+    raise ImportError("Please install foo to use my_plugin")
+ImportError: Please install foo to use my_plugin
+INFO 01-01 00:00:05 [gpu_model_runner.py:2602] Starting to load model
+"""
+    assert classify(text).detail != "package_required"
+    assert classify(text.replace("Failed to load plugin my_plugin", "Engine core start")).detail == "package_required"

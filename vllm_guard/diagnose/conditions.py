@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose import logread
-from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready
+from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready, skipped_plugin
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 
@@ -46,6 +46,15 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     """A line printed while something waits (Ray's autoscaler while the placement group pends) is the failure
     only when the start never became ready."""
     return not ready(lines)
+
+
+def never_ready_nor_skipped(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """As never_ready, and the line is not in the traceback vLLM logs for a plugin it failed to load and went on
+    without (plugins/__init__.py, 0.6-0.34): an import error there ends nothing."""
+    if ready(lines):
+        return False
+    return not any(tb.first <= i <= tb.exception and skipped_plugin(lines, tb.first)
+                   for tb in per_log(lines, logread.tracebacks) if tb.exception is not None)
 
 
 def nccl_cause_unnamed(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

@@ -163,7 +163,7 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"\w{1,40} version is wrong\. Please|Using Ray backend requires installation "
                                         r"of ray|The package `[\w-]{1,40}` is required to|Package '[\w-]{1,40}' is "
                                         r"not installed)"),
-         detail="package_required", when=conditions.never_ready, source=SOURCES["package_required"]),
+         detail="package_required", when=conditions.never_ready_nor_skipped, source=SOURCES["package_required"]),
     # The NixlConnector (--kv-transfer-config, disaggregated prefill: Dynamo, llm-d) where the nixl package did not
     # import: vLLM logs a warning at import and raises when the connector's worker starts (0.10-0.34). The warning
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
