@@ -113,7 +113,8 @@ SCORED_ONCE = {
     "blind51": "6 of 8", "blind52": "7 of 12", "blind53": "2 of 3", "blind54": "8 of 8", "blind55": "1 of 1",
     "blind56": "6 of 7", "blind57": "4 of 5", "blind58": "2 of 2", "blind59": "3 of 4", "blind60": "5 of 7",
     "blind61": "0 of 2", "blind62": "1 of 5", "blind63": "2 of 5", "blind64": "1 of 6", "blind65": "0 of 4",
-    "blind66": "1 of 5", "blind67": "2 of 3", "blind68": "4 of 4", "blind69": "3 of 4", "blind70": "5 of 7", "blind71": "2 of 3",
+    "blind66": "1 of 5", "blind67": "2 of 3", "blind68": "4 of 4", "blind69": "3 of 4", "blind70": "5 of 7",
+    "blind71": "2 of 3",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 

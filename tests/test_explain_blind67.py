@@ -3,9 +3,10 @@ raise-site samples (other files' raises, other exception types, logger.error) an
 ab778c3, 3 of 4 at 939130b, 5 of 7 at f120916; README.md in each). What their misses taught, from the vLLM source
 that raises the message: an encoder or encoder-decoder model on an attention backend without encoder attention
 (b67-003), a sliding window on some layers of a Qwen2 model (b69-001), and vLLM's own ImportErrors that name a
-package to install (b70-003: Pixtral's Mistral format without xformers). Read again beside them, two older
-misses: blind22/b22-002, the NixlConnector where NIXL does not import, and blind6/b6-042, an engine built against
-VLLM_USE_V1."""
+package to install (b70-003: Pixtral's Mistral format without xformers). blind71 (2 of 3 at ae0d818) was found by
+vllm-ascend's own messages; its miss taught Mooncake's store client that cannot reach its master (b71-001). Read
+again beside them, two older misses: blind22/b22-002, the NixlConnector where NIXL does not import, and
+blind6/b6-042, an engine built against VLLM_USE_V1."""
 
 from __future__ import annotations
 
@@ -141,3 +142,22 @@ INFO 01-01 00:00:05 [gpu_model_runner.py:2602] Starting to load model
 """
     assert classify(text).detail != "package_required"
     assert classify(text.replace("Failed to load plugin my_plugin", "Engine core start")).detail == "package_required"
+
+
+def test_blind71s_mooncake_master_out_of_reach() -> None:
+    # vllm-ascend's MooncakeStore across 8 nodes: the store client's RPC to its master timed out at connect
+    d = classify(blind_log("blind71", "b71-001"))
+    assert (d.cls, d.detail, d.confidence) == ("network", "mooncake_master", "high")
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["mooncake_master"]
+
+
+def test_a_mooncake_rpc_failure_after_the_server_is_ready_is_no_start_failure() -> None:
+    text = ("INFO 11-12 11:10:00 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+            "E20251112 11:16:11.129794 58058 master_client.cpp:146] RPC call failed: Connection timed out\n")
+    assert classify(text).detail != "mooncake_master"
+
+
+@pytest.mark.parametrize(("prefix", "cls"), [("b71-002", "unknown"), ("b71-003", "unknown")])
+def test_what_blind71_read_right_at_its_score(prefix: str, cls: str) -> None:
+    assert classify(blind_log("blind71", prefix)).cls == cls

@@ -324,6 +324,9 @@ SOURCES: dict[str, str] = {
                           "loading or initialization is taking too long.' (--stage-init-timeout, 300 s by default)",
     "local_world_size": "vLLM 0.11-0.33 v1/worker/gpu_worker.py init_device: 'AssertionError: local_world_size (N) "
                         "must be less than or equal to the number of visible devices (M).'",
+    "mooncake_master": "Mooncake's store client, mooncake-store/src/master_client.cpp: 'RPC call failed: MSG' / "
+                       "'RPC call timed out: MSG' (coro_rpc's transport error to the master), then 'Failed to mount "
+                       "segment: RPC_FAIL'",
     "ray_gcs": "Ray's gcs_rpc_client.h: 'Failed to connect to GCS within N seconds. GCS may have been killed.'",
     "flashinfer_mla_kv": "FlashInfer's MLA planner (mla plan()): 'MLA kv_data_type torch.X is not supported. "
                          "Supported dtypes: [...]'",

@@ -35,7 +35,19 @@ ENGINE_HANDSHAKE = Advice(
     ("changing vLLM's memory settings", "a larger guard stall timeout: vLLM's own limit is fixed"),
 )
 
+MOONCAKE_MASTER = Advice(
+    "Mooncake's store client (the KV-cache pool a Mooncake connector uses) could not reach its master service: the "
+    "RPC to the master address failed or timed out, so the client could not mount its memory segment and the worker "
+    "stopped. The master is a separate process (mooncake_master) at master_server_address in the connector's "
+    "Mooncake config.",
+    ("check that mooncake_master runs and that its address and port (master_server_address) are reachable from "
+     "every node: a firewall, the wrong interface, a pod not yet up", "with many nodes: the master's own limits "
+     "and its log, since each node mounts a segment of global_segment_size"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NETWORK_ADVICE: dict[str, Advice] = {
+    "mooncake_master": MOONCAKE_MASTER,
     "gloo_interface": GLOO_INTERFACE,
     "nccl_unhandled": NCCL_UNHANDLED,
     "engine_handshake": ENGINE_HANDSHAKE,

@@ -60,7 +60,7 @@ _WORDS = (
     "mismatched major/minor versions", "Cannot find the config file for", "not implemented for",
     "NIXL is not available", "VLLM_USE_V1=", "Sliding window for some",
     "Please install", "is required for", "version is wrong", "requires installation", "is required to",
-    "is not installed",
+    "is not installed", "RPC call",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",

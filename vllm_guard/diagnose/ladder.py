@@ -117,6 +117,7 @@ NOT_RELAXABLE_DETAIL = {
     "softcap_xformers": "vLLM 0.5.5's XFormers backend cannot soft-cap Gemma-2: a dtype or GPU FlashAttention runs",
     "env_choice": "an environment variable of vLLM's holds a value it does not take: unset it or use a listed value",
     "cli_flags": "vllm serve refused a combination of its flags: the profile's flags, as the message names them",
+    "mooncake_master": "Mooncake's store client cannot reach its master service: no vLLM setting changes that",
     "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
                       "vLLM memory setting changes that",
     "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "

@@ -32,6 +32,12 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"Failed to connect to GCS within (?P<waited_s>\d{1,6}) seconds"), BEFORE_START,
          detail="ray_gcs", numbers=lambda m: numbers_of(m, "waited_s"), when=conditions.first_error,
          source=SOURCES["ray_gcs"]),
+    # Mooncake's store client (a KV-cache pool for vLLM, vLLM-Ascend, LMCache) that cannot reach its master: the
+    # client's transport to the master failed or timed out (mooncake-store/src/master_client.cpp's "RPC call failed:"
+    # and "RPC call timed out:", coro_rpc's own error: an application's answer is not logged so); in a start never
+    # ready (blind71/b71-001: vllm-ascend's MooncakeStore across 8 nodes)
+    Rule("network", re.compile(r"master_client\.cpp:\d{1,6}\] (?:Batch )?RPC call (?:failed|timed out): "),
+         BEFORE_START, detail="mooncake_master", when=conditions.never_ready, source=SOURCES["mooncake_master"]),
     # vLLM's custom all-reduce kernels failing a CUDA call between the GPUs (csrc/custom_all_reduce.cuh's CUDACHECK,
     # 0.3-0.33: "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'"): its IPC
     # buffers, which NCCL's own all-reduce does not need (blind49/b49-009). Not CUDA's sticky errors (an illegal
