@@ -108,7 +108,12 @@ SOURCES: dict[str, str] = {
             "('ncclRemoteError', 'NET/Socket : Connect')",
     "nccl_unhandled": "vLLM 0.4-0.33 distributed/device_communicators/pynccl_wrapper.py NCCL_CHECK: 'NCCL error: "
                       "unhandled system error' / 'unhandled cuda error'; PyTorch c10d NCCLUtils: 'NCCL error in: "
-                      "FILE:N, unhandled system error, NCCL version X'",
+                      "FILE:N, unhandled system error, NCCL version X'; NCCL's own trace of the result, with "
+                      "NCCL_DEBUG=INFO (checks.h): 'NCCL INFO init.cc:N -> 1' (or 2)",
+    "nccl_internal": "NCCL's ncclGetErrorString (init.cc) for ncclInternalError, as vLLM's pynccl_wrapper.py and "
+                     "PyTorch's c10d word it: 'NCCL error: internal error - please report this issue to the NCCL "
+                     "developers' (cupy's 'NCCL Error 3: internal error'); NCCL 2.1x proxy.cc: 'Proxy Call to rank N "
+                     "failed (Connect)'; its trace 'NCCL INFO FILE.cc:N -> 3'",
     "remote_gguf": "vLLM 0.9-0.11 transformers_utils/config.py get_config: 'Invalid repository ID or local directory "
                    "specified: 'X'. ... 3. For GGUF: pass the local path of the GGUF checkpoint. Loading GGUF from a "
                    "remote repo directly is not yet supported.' (0.13+ also reads REPO:QUANT_TYPE, gguf_utils.py)",
@@ -327,6 +332,8 @@ SOURCES: dict[str, str] = {
     "mooncake_master": "Mooncake's store client, mooncake-store/src/master_client.cpp: 'RPC call failed: MSG' / "
                        "'RPC call timed out: MSG' (coro_rpc's transport error to the master), then 'Failed to mount "
                        "segment: RPC_FAIL'",
+    "ray_local_node": "Ray 2.x ray/_private/services.py get_node_to_connect_for_driver: 'RuntimeError: No node info "
+                      "found matching attributes: 'X' when trying to resolve node to connect to.'",
     "ray_gcs": "Ray's gcs_rpc_client.h: 'Failed to connect to GCS within N seconds. GCS may have been killed.'",
     "flashinfer_mla_kv": "FlashInfer's MLA planner (mla plan()): 'MLA kv_data_type torch.X is not supported. "
                          "Supported dtypes: [...]'",

@@ -46,7 +46,29 @@ MOONCAKE_MASTER = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+NCCL_INTERNAL = Advice(
+    "NCCL reported an internal error while it connected vLLM's workers. Its own words blame a failed internal check, "
+    "but in vLLM's start-up across nodes it is most often a connection NCCL could not make: its proxy's connect to "
+    "another rank, the InfiniBand or RoCE set-up, or the interface it chose.",
+    ("NCCL_DEBUG=INFO: NCCL's WARN lines just before it name the call that failed",
+     "NCCL_SOCKET_IFNAME naming the interface between the nodes; NCCL_IB_HCA (or NCCL_IB_DISABLE=1 for one start, "
+     "to test InfiniBand)", "the same NCCL on every node (vLLM logs 'vLLM is using nccl==X')"),
+    ("lowering memory settings", "retrying unchanged"),
+)
+
+RAY_LOCAL_NODE = Advice(
+    "vLLM's Ray executor joined the Ray cluster, but Ray found no node of that cluster on this host: a driver "
+    "attaches to a raylet on its own machine, found by the host's address. Either `ray start` did not run here (or "
+    "ran in another container or network namespace), or this host's raylet registered under another address.",
+    ("`ray status` on the head: is this host among the nodes, with the address vLLM's host resolves?",
+     "`ray start --address=HEAD:PORT --node-ip-address=THIS_HOST` in the same container as vLLM, before it starts",
+     "VLLM_HOST_IP the same as the Ray node's address (docs/ray.md)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NETWORK_ADVICE: dict[str, Advice] = {
+    "ray_local_node": RAY_LOCAL_NODE,
+    "nccl_internal": NCCL_INTERNAL,
     "mooncake_master": MOONCAKE_MASTER,
     "gloo_interface": GLOO_INTERFACE,
     "nccl_unhandled": NCCL_UNHANDLED,

@@ -61,6 +61,8 @@ _WORDS = (
     "NIXL is not available", "VLLM_USE_V1=", "Sliding window for some",
     "Please install", "is required for", "version is wrong", "requires installation", "is required to",
     "is not installed", "RPC call",
+    "internal error", "ncclInternalError", "Proxy Call to rank", "NCCL INFO",
+    "No node info found",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",

@@ -118,6 +118,10 @@ NOT_RELAXABLE_DETAIL = {
     "env_choice": "an environment variable of vLLM's holds a value it does not take: unset it or use a listed value",
     "cli_flags": "vllm serve refused a combination of its flags: the profile's flags, as the message names them",
     "mooncake_master": "Mooncake's store client cannot reach its master service: no vLLM setting changes that",
+    "ray_local_node": "no Ray node of the cluster runs on this host (or under its address): no vLLM setting changes "
+                      "that",
+    "nccl_internal": "NCCL's internal error as it connected the workers (NCCL_DEBUG=INFO names the call): no vLLM "
+                     "memory setting changes that",
     "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
                       "vLLM memory setting changes that",
     "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "

@@ -32,6 +32,11 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"Failed to connect to GCS within (?P<waited_s>\d{1,6}) seconds"), BEFORE_START,
          detail="ray_gcs", numbers=lambda m: numbers_of(m, "waited_s"), when=conditions.first_error,
          source=SOURCES["ray_gcs"]),
+    # Ray's driver (vLLM's Ray executor calling ray.init on a running cluster) that finds no Ray node on its own host:
+    # no raylet here, or one registered under another address (ray/_private/services.py
+    # get_node_to_connect_for_driver, Ray 2.x; blind73/b73-001: GPUStack's containers)
+    Rule("network", re.compile(r"No node info found matching attributes: '[^']{0,200}' when trying to resolve node to "
+                               r"connect to"), BEFORE_START, detail="ray_local_node", source=SOURCES["ray_local_node"]),
     # Mooncake's store client (a KV-cache pool for vLLM, vLLM-Ascend, LMCache) that cannot reach its master: the
     # client's transport to the master failed or timed out (mooncake-store/src/master_client.cpp's "RPC call failed:"
     # and "RPC call timed out:", coro_rpc's own error: an application's answer is not logged so); in a start never
@@ -55,9 +60,21 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # said only when no decisive line, no signal and no function that raises one failure says more (a /dev/shm
     # message beside it decides shm_exhausted: failures/028, collected/c042), and not when NCCL's own lines name
     # CUDA's out-of-memory as the cause. A paste may cut its last words (blind5/b5-012: "unhandled syst").
+    # With NCCL_DEBUG=INFO, NCCL traces the failed call's result code up its stack ("init.cc:1032 -> 1", checks.h's
+    # INFO_LOC): 1 is ncclUnhandledCudaError and 2 ncclSystemError (nccl.h), the same errors before vLLM words them
+    # (blind73/b73-004: a paste that ends in those traces under WSL2).
     Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled "
-                               r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"),
+                               r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"
+                               r"|NCCL INFO \S{1,64}\.cc:\d{1,6} -> [12]\b"),
          detail="nccl_unhandled", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_unhandled"]),
+    # NCCL's internal error (ncclInternalError, 3): "an internal check failed", which vLLM's workers meet as they
+    # connect across nodes (an older NCCL's proxy that could not connect to another rank: "Proxy Call to rank N
+    # failed (Connect)"); real reports label it network, all three (blind9/b9-019, blind73/b73-005, b73-008). Said
+    # as the unhandled errors are: a warning, when nothing decisive follows and NCCL names no out-of-memory.
+    Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )internal error|NCCL Error 3: internal error"
+                               r"|ncclInternalError: Internal check failed|Proxy Call to rank \d{1,6} failed "
+                               r"\(Connect\)|NCCL INFO \S{1,64}\.cc:\d{1,6} -> 3\b"),
+         detail="nccl_internal", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_internal"]),
     # vLLM's Ray executor, when the IP addresses of the driver and the workers are not one per node: fewer when nodes
     # report one address (VLLM_HOST_IP set alike on every node: blind59/b59-001, a shared .env), more when the
     # driver's differs from its node's (several interfaces). A setting to change, not the network's reach. The
