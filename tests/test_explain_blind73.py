@@ -2,7 +2,7 @@
 (blind73, 3 of 10 at 04a1bc1) and PyTorch's (blind74, 2 of 3 at 23ed93a), each scored once (README.md in each).
 What blind73's misses taught, each from the source that writes the message: NCCL's internal error (and an older
 NCCL's proxy that could not connect), NCCL's own trace of a failed call's result code, a log that ends in NCCL's
-failure being no hang, and Ray's driver that finds no Ray node on its own host."""
+failure being no hang, Ray's driver that finds no Ray node on its own host, and NCCL refusing a CUDA graph."""
 
 from __future__ import annotations
 
@@ -57,3 +57,12 @@ def test_rays_driver_finds_no_node_on_its_host() -> None:
 ])
 def test_what_the_two_sets_read_right_at_their_score(folder: str, prefix: str, cls: str) -> None:
     assert classify(blind_log(folder, prefix)).cls == cls
+
+
+def test_nccl_refusing_a_cuda_graph() -> None:
+    # tensor parallelism with multiprocessing workers, in the capture: an NCCL built against an older CUDA
+    d = classify(blind_log("blind73", "b73-002"))
+    assert (d.cls, d.detail, d.stage) == ("version_mismatch", "nccl_graph", "cuda_graph")
+    assert any("--enforce-eager" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["nccl_graph"]

@@ -122,6 +122,16 @@ PACKAGE_REQUIRED = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+NCCL_GRAPH = Advice(
+    "vLLM captures NCCL's collectives in CUDA graphs (tensor parallelism without --enforce-eager), and NCCL refuses "
+    "the capture unless it was built with CUDA runtime 11.3 or later and runs on an NVIDIA driver R465 or later: the "
+    "NCCL library vLLM loaded, or the driver, is older.",
+    ("`nvidia-smi`: a driver of R465 or later", "the NCCL vLLM loads ('vLLM is using nccl==X'; VLLM_NCCL_SO_PATH) "
+     "built for this CUDA: the nvidia-nccl wheel torch installs, not a system NCCL built for an older CUDA",
+     "or --enforce-eager, which captures no graph (slower decoding)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NIXL_MISSING = Advice(
     "The NixlConnector (--kv-transfer-config, as disaggregated prefill with Dynamo or llm-d sets it) needs NIXL, and "
     "`from nixl._api import nixl_agent` failed in this environment (nixl_rocm on ROCm, vLLM 0.34): the package is "
@@ -154,7 +164,7 @@ DEEP_GEMM = Advice(
 VERSION_ADVICE: dict[str, Advice] = {
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
-    "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING,
+    "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING, "nccl_graph": NCCL_GRAPH,
     "package_required": PACKAGE_REQUIRED,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,

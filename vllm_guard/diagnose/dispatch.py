@@ -62,7 +62,7 @@ _WORDS = (
     "Please install", "is required for", "version is wrong", "requires installation", "is required to",
     "is not installed", "RPC call",
     "internal error", "ncclInternalError", "Proxy Call to rank", "NCCL INFO",
-    "No node info found",
+    "No node info found", "NCCL cannot be captured",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",

@@ -181,6 +181,7 @@ NOT_RELAXABLE_DETAIL = {
     "download_integrity": "a downloaded weight file failed its checksum: download the model again, no setting helps",
     "package_required": "vLLM needs a package this environment lacks or has at another version: the message names "
                         "it",
+    "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph: a newer one, or --enforce-eager",
     "nixl_missing": "the KV connector needs NIXL, which does not import in vLLM's environment",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",

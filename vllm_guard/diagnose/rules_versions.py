@@ -7,7 +7,7 @@ import re
 
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
-from vllm_guard.diagnose.markers import BEFORE_START
+from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH
 from vllm_guard.diagnose.rule import Rule
 
 VERSION_RULES: tuple[Rule, ...] = (
@@ -46,6 +46,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
                                         r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
          source=SOURCES["driver_too_old"]),
+    # NCCL refusing to be captured in a CUDA graph, as vLLM captures its collectives with tensor parallelism: an NCCL
+    # built with a CUDA runtime before 11.3, or a driver before R465 (NCCL's misc/strongstream.cc; blind73/b73-002)
+    Rule("version_mismatch", re.compile(r"NCCL cannot be captured in a graph if either it wasn't built with CUDA "
+                                        r"runtime >= 11\.3 or if the installed CUDA driver < R465"), CUDA_GRAPH,
+         detail="nccl_graph", source=SOURCES["nccl_graph"]),
     Rule("version_mismatch", re.compile(r"forward compatibility was attempted on non supported HW"), BEFORE_START,
          detail="driver", source=SOURCES["cuda_compat"]),
     # The NVIDIA container toolkit refusing an image whose CUDA the host's driver does not reach (nvidia-container-cli
