@@ -81,7 +81,9 @@ found by what transformers and huggingface_hub raise, at commit 8c08220: 5 right
 `unknown`) and `blind74/` (3 found by what PyTorch raises on the start-up path, at commit 23ed93a: 2 right, 1
 confident error, 1 labelled `unknown`), `blind73/` (10 found by what Ray raises and NCCL warns, at commit 04a1bc1: 3
 right, 1 confident error, 1 labelled `unknown`), `blind75/` (6 found by what Triton, FlashInfer, bitsandbytes and
-compressed-tensors raise, at commit d78b116: 3 right, no confident error, 3 labelled `unknown`).
+compressed-tensors raise, at commit d78b116: 3 right, no confident error, 3 labelled `unknown`) and `blind76/` (5
+vLLM containers found by the NVIDIA Container Toolkit's messages, at commit d656dc0: 4 right, no confident error, 1
+labelled `unknown`).
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -120,7 +122,7 @@ SCORED_ONCE = {
     "blind61": "0 of 2", "blind62": "1 of 5", "blind63": "2 of 5", "blind64": "1 of 6", "blind65": "0 of 4",
     "blind66": "1 of 5", "blind67": "2 of 3", "blind68": "4 of 4", "blind69": "3 of 4", "blind70": "5 of 7",
     "blind71": "2 of 3", "blind72": "5 of 5", "blind73": "3 of 10",
-    "blind74": "2 of 3", "blind75": "3 of 6",
+    "blind74": "2 of 3", "blind75": "3 of 6", "blind76": "4 of 5",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
