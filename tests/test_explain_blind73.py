@@ -1,8 +1,10 @@
-"""`explain` on blind73 and blind74 (tests/data/real-logs/), found by messages sampled from Ray's and NCCL's source
-(blind73, 3 of 10 at 04a1bc1) and PyTorch's (blind74, 2 of 3 at 23ed93a), each scored once (README.md in each).
+"""`explain` on blind73 to blind76 (tests/data/real-logs/), found by messages sampled from Ray's and NCCL's source
+(blind73, 3 of 10 at 04a1bc1), PyTorch's (blind74, 2 of 3 at 23ed93a), the kernel libraries' (blind75, 3 of 6 at
+d78b116) and the NVIDIA Container Toolkit's (blind76, 4 of 5 at d656dc0), each scored once (README.md in each).
 What blind73's misses taught, each from the source that writes the message: NCCL's internal error (and an older
 NCCL's proxy that could not connect), NCCL's own trace of a failed call's result code, a log that ends in NCCL's
-failure being no hang, Ray's driver that finds no Ray node on its own host, and NCCL refusing a CUDA graph."""
+failure being no hang, Ray's driver that finds no Ray node on its own host, and NCCL refusing a CUDA graph; of
+blind75's and blind76's: Triton that finds no libcuda.so.1, and a container runtime refusing a CDI device name."""
 
 from __future__ import annotations
 
@@ -66,3 +68,30 @@ def test_nccl_refusing_a_cuda_graph() -> None:
     assert any("--enforce-eager" in h for h in advice_for(d).helps)
     stop = next_step(d, Settings())
     assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["nccl_graph"]
+
+
+def test_a_container_refused_a_cdi_device_name() -> None:
+    # blind76/b76-001: the kubelet's event for GPUStack's vLLM pod in StartError
+    d = classify(blind_log("blind76", "b76-001"))
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "cdi_device", "high")
+    assert any("nvidia-ctk cdi" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["cdi_device"]
+
+
+@pytest.mark.parametrize(("folder", "prefix", "cls"), [
+    ("blind75", "b75-003", "unknown"), ("blind75", "b75-005", "unknown"), ("blind75", "b75-006", "unknown"),
+    ("blind76", "b76-002", "version_mismatch"), ("blind76", "b76-003", "version_mismatch"),
+    ("blind76", "b76-004", "version_mismatch"), ("blind76", "b76-005", "unknown"),
+])
+def test_what_blind75_and_blind76_read_right_at_their_score(folder: str, prefix: str, cls: str) -> None:
+    assert classify(blind_log(folder, prefix)).cls == cls
+
+
+def test_triton_finds_no_libcuda() -> None:
+    # blind75/b75-001: vLLM 0.4's workers under Mixtral with tensor parallelism, only /lib64/libcuda.so.1 present
+    d = classify(blind_log("blind75", "b75-001"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "libcuda_missing", "high")
+    assert any("TRITON_LIBCUDA_PATH" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["libcuda_missing"]

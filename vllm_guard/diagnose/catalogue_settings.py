@@ -40,6 +40,9 @@ SETTINGS_SOURCES: dict[str, str] = {
     "engine_choice": "vLLM 0.8-0.10 v1/engine/async_llm.py and llm_engine.py (V0's engine/llm_engine.py, "
                      "async_llm_engine.py): 'ValueError: Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False. This "
                      "should not happen. As a workaround, ... explicitly set VLLM_USE_V1=0 or 1'",
+    "cdi_device": "the NVIDIA Container Toolkit's internal/modifier/cdi/registry.go: 'failed to inject CDI devices: "
+                  "unresolvable CDI devices NAME' (container-device-interface pkg/cdi/cache.go), in the runtime's "
+                  "'OCI runtime create failed'",
     "window_layers": "vLLM 0.4-0.34 model_executor/models/qwen2.py Qwen2Model.__init__ (a ValueError to 0.8, an "
                      "assertion from 0.9; seed_oss.py, ouro.py from 0.10): 'Sliding window for some but all "
                      "layers is not supported. This model uses sliding window but `max_window_layers` = N is less "

@@ -88,6 +88,9 @@ VERSION_SOURCES: dict[str, str] = {
                         "Pixtral inference with the Mistral format' (models/pixtral.py 0.6-0.9), 'Using Ray backend "
                         "requires installation of ray', 'The package `amd-quark` is required to use ...', 'Package "
                         "'gpt_oss' is not installed'",
+    "libcuda_missing": "Triton's NVIDIA driver module, libcuda_dirs (triton/backends/nvidia/driver.py in 3.x): "
+                       "'AssertionError: libcuda.so cannot found!' with 'Possible files are located at ...' or 'Please "
+                       "make sure GPU is set up and then run \"/sbin/ldconfig\"'",
     "nccl_graph": "NCCL misc/strongstream.cc (2.1x): 'NCCL WARN NCCL cannot be captured in a graph if either it "
                   "wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.'",
     "nixl_missing": "vLLM 0.10-0.34 NixlConnector's worker (distributed/kv_transfer/kv_connector/v1/"

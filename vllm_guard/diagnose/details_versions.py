@@ -122,6 +122,17 @@ PACKAGE_REQUIRED = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+LIBCUDA_MISSING = Advice(
+    "Triton, which compiles vLLM's kernels at start-up, looks the NVIDIA driver's library (libcuda.so.1) up in the "
+    "linker cache (`/sbin/ldconfig -p`) and LD_LIBRARY_PATH, and did not find it: a container run without the "
+    "driver's libraries (the NVIDIA runtime mounts them), a linker cache not refreshed since the driver was "
+    "installed, or WSL2's /usr/lib/wsl/lib not in it.",
+    ("`ldconfig -p | grep libcuda`: the library Triton looks for, and where it is",
+     "`sudo ldconfig` after installing the driver; in a container, the NVIDIA runtime (--gpus all, "
+     "runtimeClassName nvidia)", "TRITON_LIBCUDA_PATH naming the folder that holds libcuda.so.1"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NCCL_GRAPH = Advice(
     "vLLM captures NCCL's collectives in CUDA graphs (tensor parallelism without --enforce-eager), and NCCL refuses "
     "the capture unless it was built with CUDA runtime 11.3 or later and runs on an NVIDIA driver R465 or later: the "
@@ -165,6 +176,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING, "nccl_graph": NCCL_GRAPH,
+    "libcuda_missing": LIBCUDA_MISSING,
     "package_required": PACKAGE_REQUIRED,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,

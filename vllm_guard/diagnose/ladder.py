@@ -109,6 +109,7 @@ NOT_RELAXABLE_DETAIL = {
                   "vLLM",
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
+    "cdi_device": "the container runtime knows no CDI device of that name: generate the node's CDI spec",
     "window_layers": "the model's config puts a sliding window on some layers, which this vLLM's class for it "
                      "does not run",
     "engine_choice": "the engine built is not the one VLLM_USE_V1 names in its process: set it there explicitly",
@@ -181,6 +182,8 @@ NOT_RELAXABLE_DETAIL = {
     "download_integrity": "a downloaded weight file failed its checksum: download the model again, no setting helps",
     "package_required": "vLLM needs a package this environment lacks or has at another version: the message names "
                         "it",
+    "libcuda_missing": "Triton finds no libcuda.so.1 (the driver's library): a linker cache or container set-up, not a "
+                       "vLLM setting",
     "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph: a newer one, or --enforce-eager",
     "nixl_missing": "the KV connector needs NIXL, which does not import in vLLM's environment",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "

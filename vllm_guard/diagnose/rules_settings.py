@@ -13,6 +13,11 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # The container runtime asked for a GPU through CDI by a name no CDI spec on the node defines: the NVIDIA
+    # Container Toolkit's CDI modifier (internal/modifier/cdi/registry.go "failed to inject CDI devices") over the
+    # CDI library's "unresolvable CDI devices" (blind76/b76-001: a kubelet event, GPUStack's pod in StartError)
+    Rule("usage_error", re.compile(r"failed to inject CDI devices: unresolvable CDI devices (?P<device>\S{1,200})"),
+         BEFORE_START, detail="cdi_device", source=SOURCES["cdi_device"]),
     # Qwen2's class (Seed-OSS's and Ouro's from 0.10) runs sliding-window attention on all layers or none: 0.4-0.8
     # refuse a config with use_sliding_window on and max_window_layers set at all (the message then says "28 is
     # less than 28"), 0.9-0.34 assert a window on all layers (models/qwen2.py; blind69/b69-001: Qwen2.5-7B)

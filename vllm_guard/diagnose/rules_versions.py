@@ -46,6 +46,10 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"The NVIDIA driver on your system is too old|CUDA driver version is "
                                         r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
          source=SOURCES["driver_too_old"]),
+    # Triton, compiling vLLM's kernels, not finding the driver's libcuda.so.1 in the linker cache or LD_LIBRARY_PATH
+    # (triton/backends/nvidia/driver.py libcuda_dirs, Triton 2.x-3.x; blind75/b75-001: vLLM 0.4's workers)
+    Rule("version_mismatch", re.compile(r"libcuda\.so cannot found"), detail="libcuda_missing",
+         source=SOURCES["libcuda_missing"]),
     # NCCL refusing to be captured in a CUDA graph, as vLLM captures its collectives with tensor parallelism: an NCCL
     # built with a CUDA runtime before 11.3, or a driver before R465 (NCCL's misc/strongstream.cc; blind73/b73-002)
     Rule("version_mismatch", re.compile(r"NCCL cannot be captured in a graph if either it wasn't built with CUDA "
