@@ -95,3 +95,10 @@ def test_triton_finds_no_libcuda() -> None:
     assert any("TRITON_LIBCUDA_PATH" in h for h in advice_for(d).helps)
     stop = next_step(d, Settings())
     assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["libcuda_missing"]
+
+
+def test_vllm_omnis_orchestrator_that_never_became_ready() -> None:
+    # blind77/b77-001: the 600 s default applied where the user's --stage-init-timeout was ignored (vllm-omni #2518)
+    d = classify(blind_log("blind77", "b77-001"))
+    assert (d.cls, d.detail, d.numbers) == ("startup_timeout", "omni_stage", {"waited_s": 600})
+    assert any("--init-timeout" in h for h in advice_for(d).helps)

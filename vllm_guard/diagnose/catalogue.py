@@ -326,7 +326,9 @@ SOURCES: dict[str, str] = {
                        "for engine core processes to start' (0.8-0.10: 'for engines to send initial message')",
     "omni_stage_timeout": "vllm-omni's engine/async_omni_engine.py (2026, as its log names it): 'TimeoutError: Timed "
                           "out waiting for READY from StageEngineCoreProc after Ns. This typically indicates model "
-                          "loading or initialization is taking too long.' (--stage-init-timeout, 300 s by default)",
+                          "loading or initialization is taking too long.' (--stage-init-timeout, 300 s by default); "
+                          "vllm-omni 0.30 engine/omni_engine_base.py: 'TimeoutError: Orchestrator did not become "
+                          "ready within Ns' (--init-timeout)",
     "local_world_size": "vLLM 0.11-0.33 v1/worker/gpu_worker.py init_device: 'AssertionError: local_world_size (N) "
                         "must be less than or equal to the number of visible devices (M).'",
     "mooncake_master": "Mooncake's store client, mooncake-store/src/master_client.cpp: 'RPC call failed: MSG' / "

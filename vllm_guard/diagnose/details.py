@@ -227,11 +227,13 @@ RAY_GCS = Advice(
 )
 
 OMNI_STAGE = Advice(
-    "vllm-omni waited --stage-init-timeout (300 s by default) for one of its stages' engine processes to say READY: "
-    "the stage was still loading, or it stopped without saying why (incomplete weight files have done this).",
+    "vllm-omni waited --stage-init-timeout (300 s by default) for one of its stages' engine processes to say READY, "
+    "or --init-timeout for its orchestrator and every stage: a stage was still loading, or it stopped without "
+    "saying why (incomplete weight files have done this).",
     ("the stage's own lines before the timeout: a stage that failed says why there",
      "check that the model's weight files are complete (download them again if one is short)",
-     "a larger --stage-init-timeout for a big model on slow storage"),
+     "a larger --stage-init-timeout and --init-timeout for a big model on slow storage or stages started one "
+     "after another on one device"),
     ("changing vLLM's memory settings before the stage's own error is known",),
 )
 

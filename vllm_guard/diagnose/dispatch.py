@@ -63,7 +63,7 @@ _WORDS = (
     "is not installed", "RPC call",
     "internal error", "ncclInternalError", "Proxy Call to rank", "NCCL INFO",
     "No node info found", "NCCL cannot be captured",
-    "unresolvable CDI devices", "so cannot found",
+    "unresolvable CDI devices", "so cannot found", "did not become ready within",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",

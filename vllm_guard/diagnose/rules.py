@@ -370,10 +370,13 @@ RULES: tuple[Rule, ...] = (
                                        r"|raise TimeoutError\(\s*\"Timed out waiting for engines to send\"\s*$"),
          source=SOURCES["startup_timeout"]),
     # vllm-omni's orchestrator waiting --stage-init-timeout for a stage's engine process (its
-    # engine/async_omni_engine.py, as the log names it; blind40/b40-006, a stage whose weights were incomplete)
+    # engine/async_omni_engine.py, as the log names it; blind40/b40-006, a stage whose weights were incomplete), and
+    # its engine waiting --init-timeout for the orchestrator itself (omni_engine_base.py 0.30; blind77/b77-001)
     Rule("startup_timeout", re.compile(r"Timed out waiting for READY from \w{0,40}EngineCore\w{0,40} after "
-                                       r"(?P<waited_s>\d{1,6})s"), detail="omni_stage",
-         numbers=lambda m: numbers_of(m, "waited_s"), source=SOURCES["omni_stage_timeout"]),
+                                       r"(?P<waited_s>\d{1,6})s|Orchestrator did not become ready within "
+                                       r"(?P<waited_s2>\d{1,6})s"), detail="omni_stage",
+         numbers=lambda m: {"waited_s": int(m.group("waited_s") or m.group("waited_s2"))},
+         source=SOURCES["omni_stage_timeout"]),
     # The kubelet giving up on a start (failureThreshold x periodSeconds of failed startup probes), as `kubectl
     # describe pod` and `kubectl get events` print it. One "Startup probe failed: ..." line is a probe that failed
     # once, while the start may still be going on: not this.
