@@ -4,7 +4,8 @@ d78b116) and the NVIDIA Container Toolkit's (blind76, 4 of 5 at d656dc0), each s
 What blind73's misses taught, each from the source that writes the message: NCCL's internal error (and an older
 NCCL's proxy that could not connect), NCCL's own trace of a failed call's result code, a log that ends in NCCL's
 failure being no hang, Ray's driver that finds no Ray node on its own host, and NCCL refusing a CUDA graph; of
-blind75's and blind76's: Triton that finds no libcuda.so.1, and a container runtime refusing a CDI device name."""
+blind75's and blind76's: Triton that finds no libcuda.so.1, and a container runtime refusing a CDI device name;
+blind79's (1 of 2 at 54c7fe6, found by Kubernetes' own messages): the scheduler that places no pod for want of GPUs."""
 
 from __future__ import annotations
 
@@ -102,3 +103,26 @@ def test_vllm_omnis_orchestrator_that_never_became_ready() -> None:
     d = classify(blind_log("blind77", "b77-001"))
     assert (d.cls, d.detail, d.numbers) == ("startup_timeout", "omni_stage", {"waited_s": 600})
     assert any("--init-timeout" in h for h in advice_for(d).helps)
+
+
+def test_kubernetes_scheduler_places_no_pod_for_want_of_gpus() -> None:
+    # blind79/b79-001: a second vLLM Deployment on a node whose one L4 the first holds
+    d = classify(blind_log("blind79", "b79-001"))
+    assert (d.cls, d.detail, d.numbers) == ("too_few_gpus", "k8s_unschedulable", {"nodes": 1, "short_nodes": 1})
+    assert any("Recreate" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["k8s_unschedulable"]
+
+
+def test_the_schedulers_message_with_other_reasons_first() -> None:
+    text = ("  Warning  FailedScheduling  12s  default-scheduler  0/3 nodes are available: 1 node(s) had untolerated "
+            "taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient nvidia.com/gpu. preemption: 0/3 nodes "
+            "are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming "
+            "pod.\n")
+    d = classify(text)
+    assert (d.detail, d.numbers) == ("k8s_unschedulable", {"nodes": 3, "short_nodes": 2})
+
+
+def test_insufficient_cpu_or_memory_alone_is_not_a_want_of_gpus() -> None:
+    text = "0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes are available.\n"
+    assert classify(text).detail != "k8s_unschedulable"

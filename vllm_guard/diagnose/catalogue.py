@@ -344,6 +344,8 @@ SOURCES: dict[str, str] = {
                       "attention types)",
     **SETTINGS_SOURCES,
     **VERSION_SOURCES,
+    "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "
+                         "FailedScheduling event: '0/N nodes are available: M Insufficient nvidia.com/gpu. ...'",
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
                      "pkg/kubelet/kuberuntime computePodActions): 'Container NAME failed startup probe, will be "
                      "restarted'",

@@ -3,6 +3,7 @@ program written for another vLLM release), and the advice a diagnosis gets."""
 
 from __future__ import annotations
 
+from vllm_guard.diagnose.details_containers import CONTAINER_ADVICE
 from vllm_guard.diagnose.details_files import FILE_ADVICE
 from vllm_guard.diagnose.details_network import NETWORK_ADVICE
 from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
@@ -237,17 +238,6 @@ OMNI_STAGE = Advice(
     ("changing vLLM's memory settings before the stage's own error is known",),
 )
 
-STARTUP_PROBE = Advice(
-    "The kubelet killed the container: its startup probe failed failureThreshold times in a row, periodSeconds "
-    "apart, before vLLM was ready. Loading a large model's weights, profiling and capturing CUDA graphs take "
-    "longer than that budget; the kill reaches vLLM as SIGTERM (its log may end in 'KeyboardInterrupt: "
-    "terminated').",
-    ("a startupProbe budget (failureThreshold x periodSeconds) above the longest start, weights download included",
-     "a probe on the port and path the server answers (vLLM's /health on its --port): one that never can fails too",
-     "`vllm-guard manifest PROFILE`: probes on the guard's status endpoint, sized from the profile's start budget "
-     "(docs/kubernetes.md)", "the container's previous log (`kubectl logs --previous`) for how far the start got"),
-    ("changing vLLM's memory settings", "a longer liveness or readiness delay: they wait for the startup probe"),
-)
 
 DISK_QUOTA = Advice(
     "A write went past the quota of the user or project on that filesystem (EDQUOT), not a full disk: a cluster's "
@@ -368,6 +358,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **SETTINGS_ADVICE,
     **FILE_ADVICE,
     **NETWORK_ADVICE,
+    **CONTAINER_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "no_error": NO_ERROR,
     "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE,
@@ -376,7 +367,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
-    "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS, "startup_probe": STARTUP_PROBE,
+    "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS,
     "omni_stage": OMNI_STAGE, "flex_attention": FLEX_ATTENTION, "dp_placement": DP_PLACEMENT,
     "flashinfer_moe_model": FLASHINFER_MOE_MODEL,
     "ray_gcs": RAY_GCS, "quota": DISK_QUOTA, "quant_block": QUANT_BLOCK,

@@ -1,5 +1,6 @@
 """The advice for the readings about connections between vLLM's processes and nodes: NCCL's and Gloo's failures, the
-engine core's handshake with its front-end. Part of details.DETAIL_ADVICE."""
+engine core's handshake with its front-end, Ray's driver without a node on its host, Mooncake's store client without
+its master. Part of details.DETAIL_ADVICE."""
 
 from __future__ import annotations
 

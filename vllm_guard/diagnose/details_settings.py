@@ -129,16 +129,6 @@ MOE_ACT_PLATFORM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
-CDI_DEVICE = Advice(
-    "The container runtime was asked for a GPU through CDI (the Container Device Interface) by a name no CDI spec on "
-    "this node defines, so the container never started and vLLM never ran: the NVIDIA CDI spec was not generated, "
-    "is stale (made before a driver change, or for other GPUs), or the device name is wrong.",
-    ("`nvidia-ctk cdi list` on the node: the names its specs define (nvidia.com/gpu=0, =all, by UUID)",
-     "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` after each driver change (recent toolkits' "
-     "nvidia-cdi-refresh units do it when the driver changes)",
-     "in Kubernetes: the device plugin's or GPU Operator's CDI setting and the node's spec agree on the names"),
-    ("retrying unchanged: the same runtime refuses the same name", "changing vLLM's settings"),
-)
 
 WINDOW_LAYERS = Advice(
     "The model's config turns sliding-window attention on (use_sliding_window) for only some layers "
@@ -195,7 +185,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
     "engine_choice": ENGINE_CHOICE, "window_layers": WINDOW_LAYERS,
-    "cdi_device": CDI_DEVICE,
+
     "lora_vocab": LORA_VOCAB,
     "backend_name": BACKEND_NAME,
     "cli_flags": CLI_FLAGS,

@@ -204,6 +204,7 @@ NOT_RELAXABLE_DETAIL = {
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
+    "k8s_unschedulable": "no node of the cluster has the pod's GPUs free: the scheduler never starts the container",
     "startup_probe": "the kubelet killed the container before vLLM was ready: the pod's startupProbe budget, not a "
                      "vLLM setting",
     "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",

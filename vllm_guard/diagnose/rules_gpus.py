@@ -13,6 +13,13 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 GPU_COUNT_RULES: tuple[Rule, ...] = (
+    # Kubernetes' scheduler placing no pod: no node has the GPUs the pod requests free (FailedScheduling, as `kubectl
+    # describe pod` and `kubectl get events` print it: framework's FitError "0/N nodes are available: ..." over the
+    # noderesources plugin's "Insufficient RESOURCE"; blind79/b79-001: a second vLLM on a node of one GPU)
+    Rule("too_few_gpus", re.compile(r"\d{1,6}/(?P<nodes>\d{1,6}) nodes are available: .{0,400}?\b"
+                                    r"(?P<short_nodes>\d{1,6}) Insufficient (?:nvidia\.com|amd\.com|habana\.ai|"
+                                    r"gpu\.intel\.com)/\w{1,40}"), BEFORE_START, detail="k8s_unschedulable",
+         numbers=lambda m: numbers_of(m, "nodes", "short_nodes"), source=SOURCES["k8s_unschedulable"]),
     # A MoE whose experts are not gated (Nemotron-H's relu2) on a platform vLLM's fused-MoE layer does not run them on
     # (fused_moe/layer.py 0.11-0.20, fused_moe/config.py 0.25-0.34; blind66/b66-003: Intel XPU)
     Rule("unsupported_architecture", re.compile(r"is_act_and_mul=False is supported only for (?:CUDA|ROCm|XPU)"),
