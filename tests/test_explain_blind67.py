@@ -100,7 +100,6 @@ def test_what_blind69_read_right_at_its_score(prefix: str, cls: str) -> None:
     "ImportError: Using Ray backend requires installation of ray.",  # the Ray executor
     "ImportError: The package `amd-quark` is required to use MX-FP4 models. Please install it with `pip install "
     "amd-quark`.",
-    "ImportError: Package 'gpt_oss' is not installed.",
 ])
 def test_vllms_own_install_messages(line: str) -> None:
     d = classify(line + "\n")

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
+from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Step, Stop, next_step
 
 
 @pytest.mark.parametrize(("folder", "prefix", "detail"), [
@@ -67,7 +67,9 @@ def test_nccl_refusing_a_cuda_graph() -> None:
     d = classify(blind_log("blind73", "b73-002"))
     assert (d.cls, d.detail, d.stage) == ("version_mismatch", "nccl_graph", "cuda_graph")
     assert any("--enforce-eager" in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
+    step = next_step(d, Settings())  # eager mode captures no graph: the ladder's one change
+    assert isinstance(step, Step) and (step.param, step.value) == ("enforce-eager", True)
+    stop = next_step(d, Settings(enforce_eager=True))
     assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["nccl_graph"]
 
 

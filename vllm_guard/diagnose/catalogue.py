@@ -331,9 +331,9 @@ SOURCES: dict[str, str] = {
                           "ready within Ns' (--init-timeout)",
     "local_world_size": "vLLM 0.11-0.33 v1/worker/gpu_worker.py init_device: 'AssertionError: local_world_size (N) "
                         "must be less than or equal to the number of visible devices (M).'",
-    "mooncake_master": "Mooncake's store client, mooncake-store/src/master_client.cpp: 'RPC call failed: MSG' / "
-                       "'RPC call timed out: MSG' (coro_rpc's transport error to the master), then 'Failed to mount "
-                       "segment: RPC_FAIL'",
+    "mooncake_master": "Mooncake's store client, mooncake-store/src/real_client.cpp: 'Failed to mount segment: "
+                       "RPC_FAIL' (client_service.cpp: 'mount_segment_to_master_failed ... error=RPC_FAIL'), after "
+                       "master_client.cpp's 'RPC call failed: MSG' / 'RPC call timed out: MSG'",
     "ray_local_node": "Ray 2.x ray/_private/services.py get_node_to_connect_for_driver: 'RuntimeError: No node info "
                       "found matching attributes: 'X' when trying to resolve node to connect to.'",
     "ray_gcs": "Ray's gcs_rpc_client.h: 'Failed to connect to GCS within N seconds. GCS may have been killed.'",

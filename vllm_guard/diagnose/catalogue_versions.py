@@ -86,8 +86,7 @@ VERSION_SOURCES: dict[str, str] = {
     "package_required": "vLLM 0.4-0.34's own ImportError naming a package to install: 'Please install timm', "
                         "'bitsandbytes version is wrong. Please install bitsandbytes>=X', 'Xformers is required for "
                         "Pixtral inference with the Mistral format' (models/pixtral.py 0.6-0.9), 'Using Ray backend "
-                        "requires installation of ray', 'The package `amd-quark` is required to use ...', 'Package "
-                        "'gpt_oss' is not installed'",
+                        "requires installation of ray', 'The package `amd-quark` is required to use ...'",
     "libcuda_missing": "Triton's NVIDIA driver module, libcuda_dirs (triton/backends/nvidia/driver.py in 3.x): "
                        "'AssertionError: libcuda.so cannot found!' with 'Possible files are located at ...' or 'Please "
                        "make sure GPU is set up and then run \"/sbin/ldconfig\"'",

@@ -21,7 +21,7 @@ from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
-from vllm_guard.diagnose.logread import LogLine
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
@@ -60,6 +60,12 @@ _CONTEXT = (
 )
 _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}|exit code[: ]+(-?\d+)"
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
+# What makes a log other than one with no error in it: an error, a crash, an exit the log states (systemd's, Docker
+# Compose's), NCCL's warnings and result traces (hang_log.TROUBLE), and a start that was serving or had finished (an
+# API server's request lines and stats, an offline run's progress bar: a tail of a running server has no ready line).
+_NOT_QUIET = re.compile(f"{ERRORISH.pattern}|{hang_log.TROUBLE.pattern}|Illegal instruction|Main process exited"
+                        r"|Failed with result|exited with code|status=\d{1,3}/|NCCL WARN|Processed prompts"
+                        r"|Avg prompt throughput|\"(?:GET|POST|PUT|DELETE) /\S{0,200} HTTP/|Generated text")
 # The kernel's "Out of memory: Killed process 4242 (python3)"; a reporter may elide the pid (blind22/b22-013).
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed with result 'oom-kill'"
                        r"|\"?OOMKilled\"?:\s*true"
@@ -277,7 +283,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     hint = certainty.hint_for(lines, tbs)
     # a paste with no error at all, not ready, of a start whose end nobody reported: cut there, or hung there
     quiet = (hint is None and not tbs and signal is None and exit_status is None and final_stage != API_SERVER
-             and bool(lines) and not ready(lines) and not any(ERRORISH.search(line.text) for line in lines))
+             and bool(lines) and not ready(lines) and not any(_NOT_QUIET.search(line.text[:MAX_LINE_CHARS])
+                                                              for line in lines))
     if quiet:
         where_ended = STAGE_NAMES.get(final_stage, final_stage)
         hint = ("startup_hang", f"the log ends at {where_ended} with no error: if the start stayed there for "

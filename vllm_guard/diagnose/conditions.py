@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose import logread
-from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready, skipped_plugin
+from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready, skipped_plugin_lines
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 
@@ -48,13 +48,27 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     return not ready(lines)
 
 
+# What a pod does once the scheduler placed it: the kubelet's events (`kubectl describe pod`) and vLLM's own lines.
+_POD_WENT_ON = re.compile(r"Successfully assigned|Started container|Created container|Pulling image|Successfully "
+                          r"pulled|\b(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def still_pending(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """A FailedScheduling event decides the start only when the pod was never placed after it: the scheduler retries,
+    an autoscaler adds a node, another pod leaves, and `kubectl describe pod` keeps the old event."""
+    return not ready(lines) and i > per_log(lines, _pod_went_on_last)
+
+
+def _pod_went_on_last(lines: list[LogLine]) -> int:
+    """The index of the log's last line that shows the pod placed or running (-1 when none): read once per log."""
+    return next((k for k in range(len(lines) - 1, -1, -1) if _POD_WENT_ON.search(lines[k].text[:MAX_LINE_CHARS])),
+                -1)
+
+
 def never_ready_nor_skipped(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """As never_ready, and the line is not in the traceback vLLM logs for a plugin it failed to load and went on
     without (plugins/__init__.py, 0.6-0.34): an import error there ends nothing."""
-    if ready(lines):
-        return False
-    return not any(tb.first <= i <= tb.exception and skipped_plugin(lines, tb.first)
-                   for tb in per_log(lines, logread.tracebacks) if tb.exception is not None)
+    return not ready(lines) and i not in per_log(lines, skipped_plugin_lines)
 
 
 def nccl_cause_unnamed(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

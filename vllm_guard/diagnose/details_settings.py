@@ -134,11 +134,11 @@ WINDOW_LAYERS = Advice(
     "The model's config turns sliding-window attention on (use_sliding_window) for only some layers "
     "(max_window_layers), and this vLLM's class for it (Qwen2's, which Qwen2.5 uses) runs a window on all layers or "
     "none. vLLM 0.4-0.8 refuse any such config that sets max_window_layers, even one equal to the number of layers.",
-    ("use_sliding_window false, as Qwen2.5's published configs have it: in config.json, or --hf-overrides "
-     "'{\"use_sliding_window\": false}'",
-     "or --disable-sliding-window (full attention on every layer; vLLM caps max-model-len to the window then)",
-     "or vLLM 0.9 or newer where the window covers every layer (max_window_layers equal to num_hidden_layers): "
-     "those refuse only a window on fewer layers"),
+    ("in the model's config.json (a local copy): use_sliding_window false, as Qwen2.5's published configs have it "
+     "(or, from vLLM 0.9, max_window_layers equal to num_hidden_layers); from 0.10 only the file works, since "
+     "transformers derives the layers' attention types when it reads it",
+     "vLLM 0.4-0.9: --disable-sliding-window (full attention on every layer; vLLM caps max-model-len to the window "
+     "then), or from 0.6 --hf-overrides '{\"use_sliding_window\": false}'"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

@@ -83,6 +83,26 @@ def skipped_plugin(lines: Sequence[LogLine], first: int) -> bool:
                for j in range(max(0, first - 2), first))
 
 
+_CHAINED = ("The above exception was the direct cause", "During handling of the above exception")
+
+
+def skipped_plugin_lines(lines: list[LogLine]) -> frozenset[int]:
+    """The lines of each traceback vLLM logged for a plugin it skipped, its line above included, and of the tracebacks
+    chained after one (a plugin's `raise ImportError(...) from e` prints two). Read once per log (per_log)."""
+    out: set[int] = set()
+    last_skipped: dict[str, int] = {}  # per process: where its last skipped traceback ended
+    for tb in sorted(logread.tracebacks(lines), key=lambda t: t.first):
+        if tb.exception is None:
+            continue
+        end = last_skipped.get(tb.proc)
+        chained = end is not None and any(c in lines[j].text for j in range(max(end + 1, tb.first - 3), tb.first)
+                                          for c in _CHAINED)
+        if chained or skipped_plugin(lines, tb.first):
+            out.update(range(max(0, tb.first - 2), tb.exception + 1))
+            last_skipped[tb.proc] = tb.exception
+    return frozenset(out)
+
+
 def evidence(lines: list[LogLine], i: int, text: str) -> tuple[str, ...]:
     out = [cut(text)]
     # The exception line often follows a logged ERROR, or the other way round: keep the neighbour.

@@ -60,7 +60,7 @@ _WORDS = (
     "mismatched major/minor versions", "Cannot find the config file for", "not implemented for",
     "NIXL is not available", "VLLM_USE_V1=", "Sliding window for some",
     "Please install", "is required for", "version is wrong", "requires installation", "is required to",
-    "is not installed", "RPC call",
+    "mount segment: RPC_", "mount_segment_to_master_failed",
     "internal error", "ncclInternalError", "Proxy Call to rank", "NCCL INFO",
     "No node info found", "NCCL cannot be captured",
     "unresolvable CDI devices", "so cannot found", "did not become ready within",

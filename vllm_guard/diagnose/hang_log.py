@@ -9,9 +9,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from vllm_guard.diagnose import certainty, logread
+from vllm_guard.diagnose import certainty
 from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
-from vllm_guard.diagnose.diagnosis import Diagnosis, skipped_plugin
+from vllm_guard.diagnose.diagnosis import Diagnosis, skipped_plugin_lines
 from vllm_guard.diagnose.hang import EVIDENCE_CHARS, HANG_STAGES, UNKNOWN, WaitingLine, activity_of, waiting_line
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
@@ -49,10 +49,10 @@ _ONE_RANK = re.compile(r"world_size=1\b|in world size 1\b")
 # An error anywhere: a log that stops after one is a failure whose cause is missing, not a hang. A crash of
 # compiled code prints no Python error: the shell's "Segmentation fault (core dumped)" or "Aborted", and vLLM's
 # CUDA checks in csrc print "Failed: Cuda error FILE:LINE '...'" then exit (custom_all_reduce.cuh CUDACHECK).
-_TROUBLE = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|Exception\b|\bfailed\b|Failed: |Killed"
+TROUBLE = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|Exception\b|\bfailed\b|Failed: |Killed"
                       r"|Segmentation fault|core dumped|^Aborted\b|[Cc]uda error|CUDA error"
                       # NCCL's own failure, with NCCL_DEBUG=INFO: a failed CUDA call, a result code traced up its stack
-                      r"|NCCL WARN Cuda failure|NCCL INFO \S{1,64}\.cc:\d{1,6} -> [1-9]")
+                      r"|NCCL WARN Cuda failure|NCCL INFO \S{1,64}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [1-9]")
 
 
 def _stage_before(lines: Sequence[LogLine], head: str = "") -> tuple[str, str] | None:
@@ -110,8 +110,8 @@ def log_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | N
 def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:
     """No waiting line, no error anywhere: the log stops right after a stage's own lines (the start hung there,
     or the paste was cut there: the same text, so said at medium confidence with that caveat)."""
-    skipped = _skipped_plugins(lines)
-    if not lines or any(_TROUBLE.search(line.text[:MAX_LINE_CHARS]) for i, line in enumerate(lines)
+    skipped = skipped_plugin_lines(list(lines))
+    if not lines or any(TROUBLE.search(line.text[:MAX_LINE_CHARS]) for i, line in enumerate(lines)
                         if i not in skipped):
         return None
     before = _stage_before(lines)
@@ -122,15 +122,6 @@ def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | 
             "there")
     return _diagnosis(stage, {}, (text[:EVIDENCE_CHARS], said), HANG_SOURCES["hang_stops"], "the log's last lines",
                       context)
-
-
-def _skipped_plugins(lines: Sequence[LogLine]) -> set[int]:
-    """The lines of each plugin vLLM failed to load and went on without: its line and the traceback after it."""
-    skipped: set[int] = set()
-    for tb in logread.tracebacks(list(lines)):
-        if tb.exception is not None and skipped_plugin(lines, tb.first):
-            skipped.update(range(max(0, tb.first - 2), tb.exception + 1))
-    return skipped
 
 
 def guard_hang(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | None:

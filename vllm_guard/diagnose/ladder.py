@@ -184,7 +184,7 @@ NOT_RELAXABLE_DETAIL = {
                         "it",
     "libcuda_missing": "Triton finds no libcuda.so.1 (the driver's library): a linker cache or container set-up, not a "
                        "vLLM setting",
-    "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph: a newer one, or --enforce-eager",
+    "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph, even in eager mode: a newer one",
     "nixl_missing": "the KV connector needs NIXL, which does not import in vLLM's environment",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",
@@ -254,6 +254,11 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         if not s.enforce_eager and limits.allow_enforce_eager:
             return Step("enforce-eager", True, "CUDA-graph capture ran out of memory: run without CUDA graphs")
         return _halve_seqs(s) or Stop("already eager, and max-num-seqs cannot be halved further")
+    # NCCL that cannot be captured in a CUDA graph (an NCCL built for CUDA before 11.3, a driver before R465): eager
+    # mode captures none, a slower start that serves; the library or driver is the fix the advice names
+    if d.detail == "nccl_graph" and not s.enforce_eager and limits.allow_enforce_eager:
+        return Step("enforce-eager", True, "this NCCL or driver cannot be captured in a CUDA graph: run without CUDA "
+                    "graphs")
     if d.cls == "max_len_exceeds_model" and n.get("derived_max_len"):
         return Step("max-model-len", n["derived_max_len"], "the model's own maximum length")
     if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or

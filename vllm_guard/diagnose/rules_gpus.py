@@ -19,7 +19,8 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     Rule("too_few_gpus", re.compile(r"\d{1,6}/(?P<nodes>\d{1,6}) nodes are available: .{0,400}?\b"
                                     r"(?P<short_nodes>\d{1,6}) Insufficient (?:nvidia\.com|amd\.com|habana\.ai|"
                                     r"gpu\.intel\.com)/\w{1,40}"), BEFORE_START, detail="k8s_unschedulable",
-         numbers=lambda m: numbers_of(m, "nodes", "short_nodes"), source=SOURCES["k8s_unschedulable"]),
+         numbers=lambda m: numbers_of(m, "nodes", "short_nodes"), when=conditions.still_pending,
+         source=SOURCES["k8s_unschedulable"]),
     # A MoE whose experts are not gated (Nemotron-H's relu2) on a platform vLLM's fused-MoE layer does not run them on
     # (fused_moe/layer.py 0.11-0.20, fused_moe/config.py 0.25-0.34; blind66/b66-003: Intel XPU)
     Rule("unsupported_architecture", re.compile(r"is_act_and_mul=False is supported only for (?:CUDA|ROCm|XPU)"),

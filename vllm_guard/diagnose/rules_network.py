@@ -37,11 +37,13 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # get_node_to_connect_for_driver, Ray 2.x; blind73/b73-001: GPUStack's containers)
     Rule("network", re.compile(r"No node info found matching attributes: '[^']{0,200}' when trying to resolve node to "
                                r"connect to"), BEFORE_START, detail="ray_local_node", source=SOURCES["ray_local_node"]),
-    # Mooncake's store client (a KV-cache pool for vLLM, vLLM-Ascend, LMCache) that cannot reach its master: the
-    # client's transport to the master failed or timed out (mooncake-store/src/master_client.cpp's "RPC call failed:"
-    # and "RPC call timed out:", coro_rpc's own error: an application's answer is not logged so); in a start never
-    # ready (blind71/b71-001: vllm-ascend's MooncakeStore across 8 nodes)
-    Rule("network", re.compile(r"master_client\.cpp:\d{1,6}\] (?:Batch )?RPC call (?:failed|timed out): "),
+    # Mooncake's store client (a KV-cache pool for vLLM, vLLM-Ascend, LMCache) that cannot mount its memory segment
+    # because its RPC to the master failed or timed out: the store's set-up ends there (real_client.cpp "Failed to
+    # mount segment: RPC_FAIL", client_service.cpp "mount_segment_to_master_failed ... error=RPC_FAIL"). Not
+    # master_client.cpp's own "RPC call failed:" alone: every RPC logs it, the heartbeat's too, which the client
+    # survives with a remount. In a start never ready (blind71/b71-001: vllm-ascend's MooncakeStore across 8 nodes)
+    Rule("network", re.compile(r"Failed to mount segment: RPC_(?:FAIL|TIMEOUT)\b|mount_segment_to_master_failed "
+                               r".{0,300}?error=RPC_(?:FAIL|TIMEOUT)\b"),
          BEFORE_START, detail="mooncake_master", when=conditions.never_ready, source=SOURCES["mooncake_master"]),
     # vLLM's custom all-reduce kernels failing a CUDA call between the GPUs (csrc/custom_all_reduce.cuh's CUDACHECK,
     # 0.3-0.33: "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'"): its IPC
@@ -61,11 +63,12 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # message beside it decides shm_exhausted: failures/028, collected/c042), and not when NCCL's own lines name
     # CUDA's out-of-memory as the cause. A paste may cut its last words (blind5/b5-012: "unhandled syst").
     # With NCCL_DEBUG=INFO, NCCL traces the failed call's result code up its stack ("init.cc:1032 -> 1", checks.h's
-    # INFO_LOC): 1 is ncclUnhandledCudaError and 2 ncclSystemError (nccl.h), the same errors before vLLM words them
-    # (blind73/b73-004: a paste that ends in those traces under WSL2).
+    # INFO_LOC; "init.cc:1032 (ncclCommInitRankFunc) -> 1" from 2.30.7): 1 is ncclUnhandledCudaError and 2
+    # ncclSystemError (nccl.h), the same errors before vLLM words them (blind73/b73-004: a paste that ends in those
+    # traces under WSL2).
     Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled "
                                r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"
-                               r"|NCCL INFO \S{1,64}\.cc:\d{1,6} -> [12]\b"),
+                               r"|NCCL INFO \S{1,64}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [12]\b"),
          detail="nccl_unhandled", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_unhandled"]),
     # NCCL's internal error (ncclInternalError, 3): "an internal check failed", which vLLM's workers meet as they
     # connect across nodes (an older NCCL's proxy that could not connect to another rank: "Proxy Call to rank N
@@ -73,7 +76,7 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # as the unhandled errors are: a warning, when nothing decisive follows and NCCL names no out-of-memory.
     Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )internal error|NCCL Error 3: internal error"
                                r"|ncclInternalError: Internal check failed|Proxy Call to rank \d{1,6} failed "
-                               r"\(Connect\)|NCCL INFO \S{1,64}\.cc:\d{1,6} -> 3\b"),
+                               r"\(Connect\)|NCCL INFO \S{1,64}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> 3\b"),
          detail="nccl_internal", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_internal"]),
     # vLLM's Ray executor, when the IP addresses of the driver and the workers are not one per node: fewer when nodes
     # report one address (VLLM_HOST_IP set alike on every node: blind59/b59-001, a shared .env), more when the

@@ -166,12 +166,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     # vLLM's own ImportError that names a package a model, loader or feature needs and this environment lacks or has
     # at another version (vLLM 0.4-0.34: "Please install timm", "bitsandbytes version is wrong. Please install
     # bitsandbytes>=...", "Using Ray backend requires installation of ray", "The package `amd-quark` is required to
-    # ...", "Package 'gpt_oss' is not installed"; blind70/b70-003: Pixtral's Mistral format without xformers, 0.6-0.9
-    # models/pixtral.py, in a ROCm image). Not a remote-code file's own list of packages (transformers' message).
+    # ..."; blind70/b70-003: Pixtral's Mistral format without xformers, 0.6-0.9 models/pixtral.py, in a ROCm image).
+    # Not a remote-code file's own list of packages (transformers' message), nor vLLM's gpt_oss check, which its tool
+    # servers catch and log as a warning.
     Rule("version_mismatch", re.compile(r"ImportError: (?:Please install \S|Xformers is required for \w|"
                                         r"\w{1,40} version is wrong\. Please|Using Ray backend requires installation "
-                                        r"of ray|The package `[\w-]{1,40}` is required to|Package '[\w-]{1,40}' is "
-                                        r"not installed)"),
+                                        r"of ray|The package `[\w-]{1,40}` is required to)"),
          detail="package_required", when=conditions.never_ready_nor_skipped, source=SOURCES["package_required"]),
     # The NixlConnector (--kv-transfer-config, disaggregated prefill: Dynamo, llm-d) where the nixl package did not
     # import: vLLM logs a warning at import and raises when the connector's worker starts (0.10-0.34). The warning

@@ -1,0 +1,86 @@
+"""Cases a newcomer's review of issue 26's twelfth round found, each reproduced before it was mended: a reading must
+not be given to a log whose own later lines say otherwise, nor "no error" to a log that shows one."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_guard.diagnose.classify import classify
+
+_LOAD = "INFO 10-17 16:49:15 [gpu_model_runner.py:2602] Starting to load model Qwen/Qwen3-0.6B...\n"
+_OOM = ("(EngineCore_DP0 pid=300) INFO 10-17 16:50:20 [gpu_model_runner.py:2653] Model loading took 61.0 GiB and "
+        "55.1 seconds\n"
+        "(EngineCore_DP0 pid=300) ERROR 10-17 16:50:30 [core.py:708] Traceback (most recent call last):\n"
+        "(EngineCore_DP0 pid=300) ERROR 10-17 16:50:30 [core.py:708]   File \"/x/vllm/v1/worker/gpu_worker.py\", "
+        "line 263, in determine_available_memory\n"
+        "(EngineCore_DP0 pid=300) ERROR 10-17 16:50:30 [core.py:708]     self.model_runner.profile_run()\n"
+        "(EngineCore_DP0 pid=300) ERROR 10-17 16:50:30 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.02 GiB is free.\n")
+
+
+def test_a_failed_scheduling_the_pod_got_past_is_no_failure() -> None:
+    # kubectl describe keeps the old event; an autoscaler added a node and the pod started and served
+    text = ("  Warning  FailedScheduling  6m12s  default-scheduler  0/2 nodes are available: 2 Insufficient "
+            "nvidia.com/gpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.\n"
+            "  Normal   Scheduled         3m40s  default-scheduler  Successfully assigned default/vllm-0 to gpu-3\n"
+            "  Normal   Started           3m37s  kubelet            Started container vllm\n"
+            + _LOAD + "(APIServer pid=1) INFO:     Application startup complete.\n")
+    assert classify(text).detail != "k8s_unschedulable"
+    assert classify(text.split("  Normal")[0]).detail == "k8s_unschedulable"
+
+
+def test_a_mooncake_rpc_the_client_survived_does_not_hide_the_later_failure() -> None:
+    text = ("(EngineCore_DP0 pid=300) E1017 16:49:14.123456   300 master_client.cpp:367] RPC call timed out: "
+            "Timeout\n"
+            "(EngineCore_DP0 pid=300) I1017 16:49:16.000001   300 client.cpp:512] Mount segment 0x7f00 success\n"
+            + _OOM)
+    assert classify(text).cls == "oom_profiling"
+
+
+def test_an_install_message_chained_in_a_skipped_plugins_traceback_ends_nothing() -> None:
+    p = "(EngineCore_DP0 pid=300) "
+    text = (f"{p}ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin foo_plugin\n"
+            f"{p}Traceback (most recent call last):\n"
+            f"{p}  File \"/x/foo_plugin/__init__.py\", line 3, in <module>\n{p}    import timm\n"
+            f"{p}ModuleNotFoundError: No module named 'timm'\n{p}\n"
+            f"{p}The above exception was the direct cause of the following exception:\n{p}\n"
+            f"{p}Traceback (most recent call last):\n"
+            f"{p}  File \"/x/vllm/plugins/__init__.py\", line 41, in load_plugins_by_group\n"
+            f"{p}    func = plugin.load()\n"
+            f"{p}ImportError: Please install timm\n" + _OOM)
+    assert classify(text).cls == "oom_profiling"
+
+
+@pytest.mark.parametrize("trace", ["init.cc:1903 (ncclCommInitRankDev) -> 1", "init.cc:1903 -> 1"])
+def test_nccls_result_trace_in_both_formats(trace: str) -> None:
+    # NCCL 2.30.7 writes the function's name beside the file and line
+    text = ("(Worker_TP0 pid=401) INFO 10-17 16:49:14 [pynccl.py:103] vLLM is using nccl==2.30.7\n"
+            f"(Worker_TP0 pid=401) host:401:401 [0] NCCL INFO {trace}\n")
+    assert classify(text).detail == "nccl_unhandled"
+
+
+@pytest.mark.parametrize("ending", [
+    "Illegal instruction (core dumped)\n",
+    "Segmentation fault (core dumped)\n",
+    "Oct 17 16:49:20 host systemd[1]: vllm.service: Main process exited, code=exited, status=1/FAILURE\n",
+    "vllm-1 exited with code 1\n",
+    "host:401:401 [0] NCCL WARN Cuda failure 'peer access is not supported between these two devices'\n",
+    "host:401:401 [0] NCCL INFO init.cc:1549 -> 5\n",
+])
+def test_a_log_that_shows_a_crash_or_an_exit_is_not_one_with_no_error(ending: str) -> None:
+    d = classify(_LOAD + ending)
+    assert d.detail != "no_error" and (d.hint is None or d.hint[0] != "startup_hang")
+
+
+@pytest.mark.parametrize("text", [
+    # an offline run of vLLM 0.5 that finished: no 'init engine' line with enforce_eager, but its output
+    "INFO 09-01 10:00:05 gpu_executor.py:121] # GPU blocks: 127278, # CPU blocks: 7281\n"
+    "Processed prompts: 100%|##########| 4/4 [00:00<00:00, 21.17it/s]\n"
+    "Prompt: 'Hello, my name is', Generated text: ' Joel'\n",
+    # the tail of a server that has served a while (`explain --unit` reads the journal's last 2,000 lines)
+    "INFO 10-17 16:50:15 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s\n"
+    "INFO:     10.0.0.5:51234 - \"GET /health HTTP/1.1\" 200 OK\n",
+])
+def test_a_run_that_finished_or_serves_is_not_one_that_may_hang(text: str) -> None:
+    d = classify(text)
+    assert d.detail != "no_error" and (d.hint is None or d.hint[0] != "startup_hang")
