@@ -5,7 +5,8 @@ What blind73's misses taught, each from the source that writes the message: NCCL
 NCCL's proxy that could not connect), NCCL's own trace of a failed call's result code, a log that ends in NCCL's
 failure being no hang, Ray's driver that finds no Ray node on its own host, and NCCL refusing a CUDA graph; of
 blind75's and blind76's: Triton that finds no libcuda.so.1, and a container runtime refusing a CDI device name;
-blind79's (1 of 2 at 54c7fe6, found by Kubernetes' own messages): the scheduler that places no pod for want of GPUs."""
+blind79's (1 of 2 at 54c7fe6, found by Kubernetes' own messages): the scheduler that places no pod for want of GPUs;
+blind81's (4 of 5 at 1ae1254, on Gaudi): HPU graphs with tensor parallelism that need lazy collectives."""
 
 from __future__ import annotations
 
@@ -128,3 +129,18 @@ def test_the_schedulers_message_with_other_reasons_first() -> None:
 def test_insufficient_cpu_or_memory_alone_is_not_a_want_of_gpus() -> None:
     text = "0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes are available.\n"
     assert classify(text).detail != "k8s_unschedulable"
+
+
+def test_gaudis_hpu_graphs_with_tensor_parallelism_need_lazy_collectives() -> None:
+    # blind81/b81-002: HabanaAI's vllm-fork, Ray tensor parallelism, HPU graphs in the warm-up
+    d = classify(blind_log("blind81", "b81-002"))
+    assert (d.cls, d.detail, d.stage) == ("usage_error", "hpu_lazy_collectives", "cuda_graph")
+    assert any("PT_HPU_ENABLE_LAZY_COLLECTIVES=true" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["hpu_lazy_collectives"]
+
+
+@pytest.mark.parametrize(("folder", "prefix"), [("blind80", f"b80-00{k}") for k in range(1, 6)]
+                         + [("blind81", f"b81-00{k}") for k in (1, 3, 4, 5)])
+def test_what_blind80_and_blind81_read_right_at_their_score(folder: str, prefix: str) -> None:
+    assert classify(blind_log(folder, prefix)).cls == "unknown"

@@ -43,6 +43,9 @@ SETTINGS_SOURCES: dict[str, str] = {
     "cdi_device": "the NVIDIA Container Toolkit's internal/modifier/cdi/registry.go: 'failed to inject CDI devices: "
                   "unresolvable CDI devices NAME' (container-device-interface pkg/cdi/cache.go), in the runtime's "
                   "'OCI runtime create failed'",
+    "hpu_lazy_collectives": "Habana's PyTorch bridge (Gaudi, lazy mode): 'RuntimeError: collective nonSFG is not "
+                            "supported during hpu graph capturing', in vLLM's HPU warm-up (habana_worker.py "
+                            "_warm_up_model in HabanaAI's vllm-fork)",
     "window_layers": "vLLM 0.4-0.34 model_executor/models/qwen2.py Qwen2Model.__init__ (a ValueError to 0.8, an "
                      "assertion from 0.9; seed_oss.py, ouro.py from 0.10): 'Sliding window for some but all "
                      "layers is not supported. This model uses sliding window but `max_window_layers` = N is less "

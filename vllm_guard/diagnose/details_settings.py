@@ -130,6 +130,15 @@ MOE_ACT_PLATFORM = Advice(
 )
 
 
+HPU_LAZY_COLLECTIVES = Advice(
+    "On Gaudi in lazy mode vLLM captures HPU graphs while it warms the model up, and with tensor parallelism the "
+    "collectives inside them need PT_HPU_ENABLE_LAZY_COLLECTIVES=true. vllm-gaudi sets it when it is unset; "
+    "HabanaAI's vllm-fork and older releases did not, and a value set to false keeps it off.",
+    ("PT_HPU_ENABLE_LAZY_COLLECTIVES=true in vLLM's environment, every Ray worker's too (Ray's runtime_env)",
+     "or --enforce-eager, which captures no HPU graphs (slower decoding)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 WINDOW_LAYERS = Advice(
     "The model's config turns sliding-window attention on (use_sliding_window) for only some layers "
     "(max_window_layers), and this vLLM's class for it (Qwen2's, which Qwen2.5 uses) runs a window on all layers or "
@@ -185,6 +194,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
     "engine_choice": ENGINE_CHOICE, "window_layers": WINDOW_LAYERS,
+    "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES,
 
     "lora_vocab": LORA_VOCAB,
     "backend_name": BACKEND_NAME,

@@ -64,7 +64,7 @@ _WORDS = (
     "internal error", "ncclInternalError", "Proxy Call to rank", "NCCL INFO",
     "No node info found", "NCCL cannot be captured",
     "unresolvable CDI devices", "so cannot found", "did not become ready within",
-    "nodes are available",
+    "nodes are available", "collective nonSFG",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",

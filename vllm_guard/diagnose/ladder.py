@@ -110,6 +110,8 @@ NOT_RELAXABLE_DETAIL = {
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
     "cdi_device": "the container runtime knows no CDI device of that name: generate the node's CDI spec",
+    "hpu_lazy_collectives": "Gaudi's HPU graphs with tensor parallelism need PT_HPU_ENABLE_LAZY_COLLECTIVES=true in "
+                            "vLLM's environment",
     "window_layers": "the model's config puts a sliding window on some layers, which this vLLM's class for it "
                      "does not run",
     "engine_choice": "the engine built is not the one VLLM_USE_V1 names in its process: set it there explicitly",

@@ -9,10 +9,15 @@ import re
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import numbers_of
-from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # Gaudi's lazy mode captures HPU graphs in the warm-up, and with tensor parallelism their collectives need
+    # PT_HPU_ENABLE_LAZY_COLLECTIVES=true (Habana's runtime; vllm-gaudi's platform.py sets it when unset, HabanaAI's
+    # vllm-fork did not; blind81/b81-002: Ray tensor parallelism with HPU graphs)
+    Rule("usage_error", re.compile(r"collective nonSFG is not supported during hpu graph capturing"), CUDA_GRAPH,
+         detail="hpu_lazy_collectives", source=SOURCES["hpu_lazy_collectives"]),
     # The container runtime asked for a GPU through CDI by a name no CDI spec on the node defines: the NVIDIA
     # Container Toolkit's CDI modifier (internal/modifier/cdi/registry.go "failed to inject CDI devices") over the
     # CDI library's "unresolvable CDI devices" (blind76/b76-001: a kubelet event, GPUStack's pod in StartError)
