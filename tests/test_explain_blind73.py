@@ -144,3 +144,20 @@ def test_gaudis_hpu_graphs_with_tensor_parallelism_need_lazy_collectives() -> No
                          + [("blind81", f"b81-00{k}") for k in (1, 3, 4, 5)])
 def test_what_blind80_and_blind81_read_right_at_their_score(folder: str, prefix: str) -> None:
     assert classify(blind_log(folder, prefix)).cls == "unknown"
+
+
+@pytest.mark.parametrize("prefix", ["b82-002", "b82-003"])
+def test_a_tpu_another_process_holds(prefix: str) -> None:
+    d = classify(blind_log("blind82", prefix))
+    assert (d.cls, d.detail) == ("gpu_busy", "tpu_busy")
+    stop = next_step(d, Settings())  # the wait polls NVML, which does not see a TPU
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["tpu_busy"]
+
+
+@pytest.mark.parametrize(("folder", "prefix"), [("blind82", "b82-001"), ("blind47", "b47-010")])
+def test_xla_out_of_a_tpu_cores_on_chip_memory(folder: str, prefix: str) -> None:
+    d = classify(blind_log(folder, prefix))
+    assert (d.cls, d.detail) == ("gpu_oom", "tpu_onchip")
+    assert any("--gpu-memory-utilization" in h for h in advice_for(d).does_not_help)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["tpu_onchip"]

@@ -344,6 +344,10 @@ SOURCES: dict[str, str] = {
                       "attention types)",
     **SETTINGS_SOURCES,
     **VERSION_SOURCES,
+    "tpu_busy": "the TPU's PJRT client (JAX, torch_xla): 'TPU initialization failed: open(/dev/vfio/0): Device or "
+                "resource busy' ('Unable to initialize backend 'tpu'' in JAX)",
+    "tpu_onchip": "XLA's TPU compiler: 'RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
+                  "memory space vmem' (or smem): a kernel's scratch memory on the core",
     "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "
                          "FailedScheduling event: '0/N nodes are available: M Insufficient nvidia.com/gpu. ...'",
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "

@@ -1,6 +1,6 @@
-"""The advice for the readings of what Kubernetes and the container runtime report about a vLLM container: the
-kubelet's startup probe, the scheduler that places no pod, the runtime that cannot give the container its GPU. Part
-of details.DETAIL_ADVICE."""
+"""The advice for the readings of what the platform around vLLM reports: Kubernetes and the container runtime (the
+kubelet's startup probe, the scheduler that places no pod, the runtime that cannot give the container its GPU) and a
+TPU's runtime (a TPU another process holds, XLA's compiler out of on-chip memory). Part of details.DETAIL_ADVICE."""
 
 from __future__ import annotations
 
@@ -40,7 +40,28 @@ CDI_DEVICE = Advice(
     ("retrying unchanged: the same runtime refuses the same name", "changing vLLM's settings"),
 )
 
+TPU_BUSY = Advice(
+    "Another process holds the TPU: its device (/dev/vfio/N, or /dev/accelN on older TPU VMs) opened busy, so this "
+    "start could not initialise it. A TPU is held whole by one process: a previous vLLM, a notebook's kernel, a "
+    "test run beside it.",
+    ("`sudo lsof -w /dev/vfio/* /dev/accel*`: the process that holds it; stop it, or wait for it to finish",
+     "one vLLM per TPU host (or per slice of chips it is given, TPU_VISIBLE_CHIPS)"),
+    ("changing vLLM's memory settings", "retrying at once"),
+)
+
+TPU_ONCHIP = Advice(
+    "XLA's compiler ran out of a TPU core's on-chip memory (vmem or smem) while it compiled one of vLLM's kernels "
+    "for the shapes this start asks: not the HBM the weights and KV cache use, so gpu-memory-utilization does not "
+    "help.",
+    ("the kernel's block sizes for this TPU generation: a vLLM TPU release tuned for it (the kernel is named in the "
+     "log)", "smaller shapes to compile: a lower --max-model-len (reports name 16k failing where 8k ran) or "
+     "--max-num-batched-tokens"),
+    ("a lower --gpu-memory-utilization: HBM is not what ran out", "retrying unchanged"),
+)
+
 CONTAINER_ADVICE: dict[str, Advice] = {
+    "tpu_busy": TPU_BUSY,
+    "tpu_onchip": TPU_ONCHIP,
     "startup_probe": STARTUP_PROBE,
     "k8s_unschedulable": K8S_UNSCHEDULABLE,
     "cdi_device": CDI_DEVICE,

@@ -206,6 +206,8 @@ NOT_RELAXABLE_DETAIL = {
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
+    "tpu_busy": "another process holds the TPU: the guard cannot see it, so it does not wait for it",
+    "tpu_onchip": "XLA ran out of the TPU core's on-chip memory compiling a kernel: not the HBM a setting frees",
     "k8s_unschedulable": "no node of the cluster has the pod's GPUs free: the scheduler never starts the container",
     "startup_probe": "the kubelet killed the container before vLLM was ready: the pod's startupProbe budget, not a "
                      "vLLM setting",
@@ -231,6 +233,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     n = d.numbers
     if d.cls == "kv_cache_too_small":
         return _kv_too_small(n, s, limits, fp8_supported, d)
+    if d.cls == "gpu_busy" and d.detail == "tpu_busy":  # NVML, which the wait polls, does not see a TPU
+        return Stop(NOT_RELAXABLE_DETAIL["tpu_busy"])
     if d.cls == "gpu_busy":
         free, total = n.get("free_gib"), n.get("total_gib")
         if d.detail == "oom_other_process" and free is not None and n.get("process_gib"):
