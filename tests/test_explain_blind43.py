@@ -66,6 +66,8 @@ def test_marlins_wrapped_head_is_not_fp8_blocks() -> None:
 
 
 def test_a_kernels_vmem_is_not_the_devices_memory() -> None:
+    # not the HBM reading: its own detail, whose advice says HBM is not what ran out (read gpu_oom since both real
+    # reports of it are labelled so: blind47/b47-010, blind82/b82-001)
     line = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem while "
             "Attempting to allocate 12.00M\n")
-    assert classify(line).cls == "unknown"
+    assert (classify(line).cls, classify(line).detail) == ("gpu_oom", "tpu_onchip")

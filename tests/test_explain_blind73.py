@@ -6,7 +6,9 @@ NCCL's proxy that could not connect), NCCL's own trace of a failed call's result
 failure being no hang, Ray's driver that finds no Ray node on its own host, and NCCL refusing a CUDA graph; of
 blind75's and blind76's: Triton that finds no libcuda.so.1, and a container runtime refusing a CDI device name;
 blind79's (1 of 2 at 54c7fe6, found by Kubernetes' own messages): the scheduler that places no pod for want of GPUs;
-blind81's (4 of 5 at 1ae1254, on Gaudi): HPU graphs with tensor parallelism that need lazy collectives."""
+blind81's (4 of 5 at 1ae1254, on Gaudi): HPU graphs with tensor parallelism that need lazy collectives; blind82's
+(none of 4 at 1daebc5, on TPUs): a TPU another process holds, XLA out of a core's on-chip memory, a plugin calling vLLM
+as another release spelled it. blind83 (6 of 6 at dd9c9cf, all labelled unknown) was found by frameworks' messages."""
 
 from __future__ import annotations
 
@@ -161,3 +163,15 @@ def test_xla_out_of_a_tpu_cores_on_chip_memory(folder: str, prefix: str) -> None
     assert any("--gpu-memory-utilization" in h for h in advice_for(d).does_not_help)
     stop = next_step(d, Settings())
     assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["tpu_onchip"]
+
+
+def test_a_platform_plugin_calling_vllm_as_another_release_spelled_it() -> None:
+    # blind82/b82-004: vllm-spyre's warm-up building NewRequestData with a keyword vLLM main had dropped
+    d = classify(blind_log("blind82", "b82-004"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "vllm_api", "medium")
+    assert "platform plugin" in advice_for(d).explanation
+
+
+@pytest.mark.parametrize("prefix", [f"b83-00{k}" for k in range(1, 7)])
+def test_what_blind83_read_right_at_its_score(prefix: str) -> None:
+    assert classify(blind_log("blind83", prefix)).cls == "unknown"

@@ -45,9 +45,10 @@ ROPE_FORMAT = Advice(
 )
 
 VLLM_API = Advice(
-    "The program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's vllm backend, LLaMA-Factory) was "
-    "written for another vLLM release: it reads an attribute or passes an option this vLLM does not have.",
-    ("the vLLM version that program pins (its requirements or release notes)",
+    "The program that drives vLLM (FastChat, OpenRLHF, verl, unsloth, Triton's vllm backend, LLaMA-Factory), or a "
+    "platform plugin (vllm-ascend, vllm-spyre, ...), was written for another vLLM release: it reads an attribute or "
+    "passes an option this vLLM does not have.",
+    ("the vLLM version that program or plugin pins (its requirements or release notes)",
      "for V1-era code on an older vLLM, or V0-era code on 0.8+: upgrade the program, or VLLM_USE_V1=0 where the "
      "vLLM still has V0"), ("changing vLLM's memory settings", "retrying unchanged"),
 )

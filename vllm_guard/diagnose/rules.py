@@ -31,7 +31,7 @@ _OOM = re.compile(
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
     # allocate 3.98G. That was not possible"; blind23/b23-003's "Error loading program: Attempting to reserve"), and
-    # XLA's GPU allocator's words. Not vmem or smem: a kernel's tiling, not the model's size.
+    # XLA's GPU allocator's words. Not vmem or smem, a kernel's scratch memory on the core: rules_gpus.py's tpu_onchip.
     # (its program's or buffer's words may come between: "Error loading program 'jit__multi_slice': Attempting to
     # reserve", "Error allocating device buffer: Attempting to allocate"; blind43/b43-008, b43-009 on TPU v5p, v7x)
     r"|RESOURCE_EXHAUSTED: (?:.{0,80}?Ran out of memory in memory space hbm"
