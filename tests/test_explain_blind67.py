@@ -15,7 +15,15 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
+
+
+def _stops_with_its_reason(d: Diagnosis, detail: str) -> None:
+    """The ladder changes nothing for the reading, and says why in the reading's own words."""
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL[detail]
+
 
 
 def test_encoder_attention_on_a_backend_without_it() -> None:
@@ -23,8 +31,7 @@ def test_encoder_attention_on_a_backend_without_it() -> None:
     d = classify(blind_log("blind67", "b67-003"))
     assert (d.cls, d.detail, d.confidence) == ("unsupported_architecture", "encoder_attention", "high")
     assert d.template and "encoder attention" in advice_for(d).explanation
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["encoder_attention"]
+    _stops_with_its_reason(d, "encoder_attention")
 
 
 @pytest.mark.parametrize("line", [
@@ -51,8 +58,7 @@ def test_the_nixl_connector_without_nixl() -> None:
     # blind22/b22-002 (Dynamo 0.4's disaggregated workers): vLLM's raise when the NixlConnector's worker starts
     d = classify(blind_log("blind22", "b22-002"))
     assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "nixl_missing", "high")
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["nixl_missing"]
+    _stops_with_its_reason(d, "nixl_missing")
 
 
 def test_nixls_import_warning_alone_is_no_failure() -> None:
@@ -71,8 +77,7 @@ def test_nixls_import_warning_alone_is_no_failure() -> None:
 def test_an_engine_built_against_vllm_use_v1(line: str) -> None:
     d = classify(line + "\n")
     assert (d.cls, d.detail) == ("usage_error", "engine_choice")
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["engine_choice"]
+    _stops_with_its_reason(d, "engine_choice")
 
 
 def test_blind6s_engine_choice() -> None:
@@ -84,8 +89,7 @@ def test_blind69s_sliding_window_on_some_layers() -> None:
     d = classify(blind_log("blind69", "b69-001"))
     assert (d.cls, d.detail, d.stage, d.confidence) == ("usage_error", "window_layers", "weight_loading", "high")
     assert any("use_sliding_window" in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["window_layers"]
+    _stops_with_its_reason(d, "window_layers")
 
 
 @pytest.mark.parametrize(("prefix", "cls"), [("b69-002", "version_mismatch"), ("b69-003", "unknown"),
@@ -110,8 +114,7 @@ def test_blind70s_pixtral_without_xformers() -> None:
     # vLLM 0.7.3's ROCm image: Pixtral's Mistral format needs xformers, which the image does not ship
     d = classify(blind_log("blind70", "b70-003"))
     assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "package_required", "high")
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["package_required"]
+    _stops_with_its_reason(d, "package_required")
 
 
 def test_a_remote_code_files_packages_are_not_vllms_message() -> None:
@@ -147,8 +150,7 @@ def test_blind71s_mooncake_master_out_of_reach() -> None:
     # vllm-ascend's MooncakeStore across 8 nodes: the store client's RPC to its master timed out at connect
     d = classify(blind_log("blind71", "b71-001"))
     assert (d.cls, d.detail, d.confidence) == ("network", "mooncake_master", "high")
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["mooncake_master"]
+    _stops_with_its_reason(d, "mooncake_master")
 
 
 def test_a_mooncake_rpc_failure_after_the_server_is_ready_is_no_start_failure() -> None:

@@ -17,7 +17,15 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.diagnosis import Diagnosis
 from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Step, Stop, next_step
+
+
+def _stops_with_its_reason(d: Diagnosis, detail: str) -> None:
+    """The ladder changes nothing for the reading, and says why in the reading's own words."""
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL[detail]
+
 
 
 @pytest.mark.parametrize(("folder", "prefix", "detail"), [
@@ -30,8 +38,7 @@ def test_nccls_failures_as_they_are_logged(folder: str, prefix: str, detail: str
     d = classify(blind_log(folder, prefix))
     assert (d.cls, d.detail, d.confidence) == ("network", detail, "medium")
     assert "NCCL_DEBUG=INFO" in " ".join(advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL[detail]
+    _stops_with_its_reason(d, detail)
 
 
 def test_a_log_that_ends_in_nccls_failure_traces_is_no_hang() -> None:
@@ -53,8 +60,7 @@ def test_a_trace_of_another_result_code_is_not_read_so() -> None:
 def test_rays_driver_finds_no_node_on_its_host() -> None:
     d = classify(blind_log("blind73", "b73-001"))
     assert (d.cls, d.detail, d.confidence) == ("network", "ray_local_node", "high")
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["ray_local_node"]
+    _stops_with_its_reason(d, "ray_local_node")
 
 
 @pytest.mark.parametrize(("folder", "prefix", "cls"), [
@@ -81,8 +87,7 @@ def test_a_container_refused_a_cdi_device_name() -> None:
     d = classify(blind_log("blind76", "b76-001"))
     assert (d.cls, d.detail, d.confidence) == ("usage_error", "cdi_device", "high")
     assert any("nvidia-ctk cdi" in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["cdi_device"]
+    _stops_with_its_reason(d, "cdi_device")
 
 
 @pytest.mark.parametrize(("folder", "prefix", "cls"), [
@@ -99,8 +104,7 @@ def test_triton_finds_no_libcuda() -> None:
     d = classify(blind_log("blind75", "b75-001"))
     assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "libcuda_missing", "high")
     assert any("TRITON_LIBCUDA_PATH" in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["libcuda_missing"]
+    _stops_with_its_reason(d, "libcuda_missing")
 
 
 def test_vllm_omnis_orchestrator_that_never_became_ready() -> None:
@@ -115,8 +119,7 @@ def test_kubernetes_scheduler_places_no_pod_for_want_of_gpus() -> None:
     d = classify(blind_log("blind79", "b79-001"))
     assert (d.cls, d.detail, d.numbers) == ("too_few_gpus", "k8s_unschedulable", {"nodes": 1, "short_nodes": 1})
     assert any("Recreate" in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["k8s_unschedulable"]
+    _stops_with_its_reason(d, "k8s_unschedulable")
 
 
 def test_the_schedulers_message_with_other_reasons_first() -> None:
@@ -138,8 +141,7 @@ def test_gaudis_hpu_graphs_with_tensor_parallelism_need_lazy_collectives() -> No
     d = classify(blind_log("blind81", "b81-002"))
     assert (d.cls, d.detail, d.stage) == ("usage_error", "hpu_lazy_collectives", "cuda_graph")
     assert any("PT_HPU_ENABLE_LAZY_COLLECTIVES=true" in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["hpu_lazy_collectives"]
+    _stops_with_its_reason(d, "hpu_lazy_collectives")
 
 
 @pytest.mark.parametrize(("folder", "prefix"), [("blind80", f"b80-00{k}") for k in range(1, 6)]
@@ -152,8 +154,7 @@ def test_what_blind80_and_blind81_read_right_at_their_score(folder: str, prefix:
 def test_a_tpu_another_process_holds(prefix: str) -> None:
     d = classify(blind_log("blind82", prefix))
     assert (d.cls, d.detail) == ("gpu_busy", "tpu_busy")
-    stop = next_step(d, Settings())  # the wait polls NVML, which does not see a TPU
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["tpu_busy"]
+    _stops_with_its_reason(d, "tpu_busy")  # no wait: the wait polls NVML, which does not see a TPU
 
 
 @pytest.mark.parametrize(("folder", "prefix"), [("blind82", "b82-001"), ("blind47", "b47-010")])
@@ -161,8 +162,7 @@ def test_xla_out_of_a_tpu_cores_on_chip_memory(folder: str, prefix: str) -> None
     d = classify(blind_log(folder, prefix))
     assert (d.cls, d.detail) == ("gpu_oom", "tpu_onchip")
     assert any("--gpu-memory-utilization" in h for h in advice_for(d).does_not_help)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["tpu_onchip"]
+    _stops_with_its_reason(d, "tpu_onchip")
 
 
 def test_a_platform_plugin_calling_vllm_as_another_release_spelled_it() -> None:
