@@ -8,7 +8,8 @@ blind75's and blind76's: Triton that finds no libcuda.so.1, and a container runt
 blind79's (1 of 2 at 54c7fe6, found by Kubernetes' own messages): the scheduler that places no pod for want of GPUs;
 blind81's (4 of 5 at 1ae1254, on Gaudi): HPU graphs with tensor parallelism that need lazy collectives; blind82's
 (none of 4 at 1daebc5, on TPUs): a TPU another process holds, XLA out of a core's on-chip memory, a plugin calling vLLM
-as another release spelled it. blind83 (6 of 6 at dd9c9cf, all labelled unknown) was found by frameworks' messages."""
+as another release spelled it. blind83 (6 of 6 at dd9c9cf, all labelled unknown) was found by frameworks' messages;
+blind84 (1 of 2 at 1cd1bf4) on pages in Japanese and Korean: its miss taught a wheel built for a newer glibc."""
 
 from __future__ import annotations
 
@@ -175,3 +176,13 @@ def test_a_platform_plugin_calling_vllm_as_another_release_spelled_it() -> None:
 @pytest.mark.parametrize("prefix", [f"b83-00{k}" for k in range(1, 7)])
 def test_what_blind83_read_right_at_its_score(prefix: str) -> None:
     assert classify(blind_log("blind83", prefix)).cls == "unknown"
+
+
+def test_a_wheel_built_for_a_newer_glibc() -> None:
+    # blind84/b84-001: vLLM's own warning is all the paste shows (Ubuntu 20.04, glibc 2.31); read medium
+    d = classify(blind_log("blind84", "b84-001"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "glibc", "medium")
+    raised = ("ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found (required by "
+              "/usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so)\n")
+    assert (classify(raised).detail, classify(raised).confidence) == ("glibc", "high")
+    _stops_with_its_reason(classify(raised), "glibc")

@@ -92,6 +92,8 @@ VERSION_SOURCES: dict[str, str] = {
                        "make sure GPU is set up and then run \"/sbin/ldconfig\"'",
     "nccl_graph": "NCCL misc/strongstream.cc (2.1x): 'NCCL WARN NCCL cannot be captured in a graph if either it "
                   "wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.'",
+    "glibc": "glibc's dynamic loader, importing a compiled extension (vllm._C, a kernel package): "
+             "'ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found (required by ...)'",
     "nixl_missing": "vLLM 0.10-0.34 NixlConnector's worker (distributed/kv_transfer/kv_connector/v1/"
                     "nixl_connector.py; nixl/base_worker.py at 0.34): 'RuntimeError: NIXL is not available' when "
                     "`from nixl._api import nixl_agent` (nixl_rocm on ROCm at 0.34) failed at import, which it "

@@ -144,6 +144,16 @@ NCCL_GRAPH = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+GLIBC = Advice(
+    "A compiled extension (vLLM's own vllm._C, or a kernel package) was built against a newer C library (glibc) than "
+    "this operating system has, so the loader refuses it: a wheel for a newer Linux on an older one (Ubuntu 20.04 "
+    "has glibc 2.31, CentOS 7 2.17).",
+    ("vLLM's container image (vllm/vllm-openai) or a newer OS, whose glibc is at least the version named",
+     "a vLLM release whose wheel was built for this glibc (its manylinux tag: `pip download vllm==X` shows it)",
+     "or a build from source on this machine"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 NIXL_MISSING = Advice(
     "The NixlConnector (--kv-transfer-config, as disaggregated prefill with Dynamo or llm-d sets it) needs NIXL, and "
     "`from nixl._api import nixl_agent` failed in this environment (nixl_rocm on ROCm, vLLM 0.34): the package is "
@@ -178,7 +188,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING, "nccl_graph": NCCL_GRAPH,
     "libcuda_missing": LIBCUDA_MISSING,
-    "package_required": PACKAGE_REQUIRED,
+    "package_required": PACKAGE_REQUIRED, "glibc": GLIBC,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,

@@ -186,7 +186,9 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
 _C_UNDEFINED = re.compile(r"Failed to import (?:from vllm\._(?:core_)?C with ImportError\(|vllm_ascend_C:).{0,1000}?"
                           r"(?:undefined symbol|lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.\d{1,3}: cannot open shared "
                           # torch's own GPU library: a ROCm build of vLLM under a CUDA torch or the reverse (b19-001)
-                          r"object file|lib(?:torch|c10)_(?:hip|cuda)\.so: cannot open shared object file)")
+                          r"object file|lib(?:torch|c10)_(?:hip|cuda)\.so: cannot open shared object file"
+                          # a wheel built for a newer C library than the OS has (blind84/b84-001: Ubuntu 20.04)
+                          r"|version `GLIBC_[\d.]{1,8}' not found)")
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
 _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\) (?:takes (?:from \d{1,3} to )?\d{1,3} "
                         r"positional arguments? but \d{1,3} (?:were|was) given|missing \d{1,3} required "
@@ -390,7 +392,8 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                 # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the
                 # extension that is there was built for another torch: in a start that failed with no decisive
                 # message, the likeliest cause (blind3/b3-020, blind4/b4-029, blind8/b8-023).
+                detail = "glibc" if "GLIBC_" in line.text else "extension_abi"
                 return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(line.text), *last_errors(lines, tbs, 2)),
-                                 signal, "extension_abi", ctx, confidence="medium",
+                                 signal, detail, ctx, confidence="medium",
                                  template=SUPPORT_SOURCES["vllm_c_undefined"], stage_from=certainty.MESSAGE)
     return None

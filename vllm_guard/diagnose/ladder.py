@@ -187,6 +187,7 @@ NOT_RELAXABLE_DETAIL = {
     "libcuda_missing": "Triton finds no libcuda.so.1 (the driver's library): a linker cache or container set-up, not a "
                        "vLLM setting",
     "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph, even in eager mode: a newer one",
+    "glibc": "a compiled extension needs a newer glibc than this OS has: no vLLM setting changes that",
     "nixl_missing": "the KV connector needs NIXL, which does not import in vLLM's environment",
     "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
                        "profile",

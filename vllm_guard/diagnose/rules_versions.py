@@ -19,6 +19,10 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
                                         r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
          detail="extension_abi", source=SOURCES["extension_abi"]),
+    # A compiled extension built against a newer C library than the OS has (glibc's dynamic loader: "version
+    # `GLIBC_2.32' not found (required by .../vllm/_C.abi3.so)"; blind84/b84-001 as vLLM's warning, read in fallback)
+    Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError|OSError): \S{1,500}: version `GLIBC_[\d.]{1,8}' not "
+                                        r"found"), BEFORE_START, detail="glibc", source=SOURCES["glibc"]),
     # vLLM's own FlashAttention package without its compiled extensions (vllm_flash_attn/__init__.py, 0.2x-0.33): a
     # build or overlay that did not compile them (blind19/b19-013, read in the registry's inspection subprocess).
     Rule("version_mismatch", re.compile(r"vllm\.vllm_flash_attn requires the CUDA flash attention extensions"),
