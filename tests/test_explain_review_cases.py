@@ -84,3 +84,110 @@ def test_a_log_that_shows_a_crash_or_an_exit_is_not_one_with_no_error(ending: st
 def test_a_run_that_finished_or_serves_is_not_one_that_may_hang(text: str) -> None:
     d = classify(text)
     assert d.detail != "no_error" and (d.hint is None or d.hint[0] != "startup_hang")
+
+
+# A second review's cases (after 962cb1f)
+
+_P = "(EngineCore_DP0 pid=300) "
+_SKIPPED = (f"{_P}ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin lora_filesystem_resolver\n"
+            f"{_P}Traceback (most recent call last):\n"
+            f"{_P}  File \"/x/vllm/plugins/__init__.py\", line 41, in load_plugins_by_group\n"
+            f"{_P}    func = plugin.load()\n"
+            f"{_P}ModuleNotFoundError: No module named 'vllm.plugins.lora_resolvers'\n")
+
+
+def test_a_skipped_plugin_does_not_hide_a_later_chained_error() -> None:
+    e = f"{_P}ERROR 10-17 16:49:16 [core.py:708] "
+    text = (_SKIPPED + f"{_P}INFO 10-17 16:49:15 [gpu_model_runner.py:2602] Starting to load model x-bnb-4bit...\n"
+            f"{e}Traceback (most recent call last):\n"
+            f"{e}  File \"/x/vllm/model_executor/model_loader/bitsandbytes_loader.py\", line 207, in _get_iter\n"
+            f"{e}    import bitsandbytes\n"
+            f"{e}ModuleNotFoundError: No module named 'bitsandbytes'\n{e}\n"
+            f"{e}The above exception was the direct cause of the following exception:\n{e}\n"
+            f"{e}Traceback (most recent call last):\n"
+            f"{e}  File \"/x/vllm/model_executor/model_loader/bitsandbytes_loader.py\", line 215, in _get_iter\n"
+            f"{e}    raise ImportError(\n"
+            f"{e}ImportError: Please install bitsandbytes>=0.46.1 via `pip install bitsandbytes>=0.46.1` to use "
+            "bitsandbytes quantizer.\n")
+    assert classify(text).detail == "package_required"
+
+
+def test_a_glibc_error_in_a_skipped_plugin_of_a_start_that_served_is_no_failure() -> None:
+    text = ("ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin some_kernels\n"
+            "Traceback (most recent call last):\n"
+            "  File \"/x/vllm/plugins/__init__.py\", line 41, in load_plugins_by_group\n"
+            "    func = plugin.load()\n"
+            "ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /x/k/_ops.so)\n"
+            + _LOAD + "(APIServer pid=1) INFO:     Application startup complete.\n")
+    assert classify(text).detail != "glibc"
+    assert classify(text.replace("(APIServer pid=1) INFO:     Application startup complete.\n", _OOM)).cls \
+        .startswith("oom")
+
+
+@pytest.mark.parametrize("call", ["    hidden_states = torch_npu.npu_grouped_matmul(",  # another library's function
+                                  "    self.embed = nnx.Embed("])  # a module-qualified class
+def test_a_plugins_keyword_error_on_another_librarys_call_is_not_vllms_api(call: str) -> None:
+    e = f"{_P}ERROR 10-17 16:50:30 [core.py:708] "
+    text = (f"{e}Traceback (most recent call last):\n"
+            f"{e}  File \"/vllm-workspace/vllm-ascend/vllm_ascend/ops/fused_moe.py\", line 120, in fused_experts\n"
+            f"{e}{call}\n"
+            f"{e}TypeError: npu_grouped_matmul() got an unexpected keyword argument 'group_list_type'\n")
+    assert classify(text).detail != "vllm_api"
+
+
+def test_rccls_long_source_paths_in_its_result_trace() -> None:
+    path = "/long_pathname_so_that_rpms_can_package_the_debug_info/src/extlibs/rccl/build/hipify/src"
+    text = ("(Worker_TP0 pid=401) INFO 10-17 16:49:14 [pynccl.py:70] vLLM is using nccl==2.21.5\n"
+            f"(Worker_TP0 pid=401) host:401:420 [0] NCCL INFO {path}/transport/p2p.cc:342 -> 1\n"
+            f"(Worker_TP0 pid=401) host:401:420 [0] NCCL INFO {path}/init.cc:1270 -> 1\n")
+    assert classify(text).detail == "nccl_unhandled"
+
+
+def test_rccls_routine_warning_keeps_a_quiet_log_quiet() -> None:
+    text = ("INFO 10-17 16:49:10 [__init__.py:241] Automatically detected platform rocm.\n"
+            "(Worker_TP0 pid=401) host:401:401 [0] /src/init.cc:213 NCCL WARN Missing \"iommu=pt\" from kernel "
+            "command line which can lead to system instablity or hang!\n"
+            "(Worker_TP0 pid=401) host:401:401 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 - Init COMPLETE\n"
+            "(Worker_TP0 pid=401) INFO 10-17 16:49:20 [gpu_model_runner.py:2602] Starting to load model x...\n")
+    assert classify(text).detail == "no_error"
+
+
+@pytest.mark.parametrize(("ending", "detail"), [
+    ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)\n", "sigkill"),  # PyCharm: 128+9
+    ("Process finished with exit code 1\n", None),
+    ("Command exited with non-zero status 1\n", None),  # GNU time
+    ("vllm-server   Exited (137) 5 seconds ago\n", None),  # docker ps
+])
+def test_a_stated_exit_is_not_a_start_that_may_still_run(ending: str, detail: str | None) -> None:
+    d = classify(_LOAD + ending)
+    assert d.detail == detail
+
+
+def test_jaxs_info_line_of_a_busy_tpu_after_the_server_served_is_no_failure() -> None:
+    text = ("(APIServer pid=100) INFO:     Application startup complete.\n"
+            "I1017 16:52:01.123456  5555 xla_bridge.py:897] Unable to initialize backend 'tpu': UNKNOWN: TPU "
+            "initialization failed: open(/dev/vfio/0): Device or resource busy: Device or resource busy\n")
+    assert classify(text).detail != "tpu_busy"
+
+
+@pytest.mark.parametrize("line", [
+    "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom: Ran out of memory in memory "
+    "space vmem while allocating on stack for %ragged_paged_attention.1",
+    "RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating on stack for ragged_paged_attention",
+])
+def test_xlas_coded_on_chip_wordings(line: str) -> None:
+    assert classify(line + "\n").detail == "tpu_onchip"
+
+
+def test_libtpus_lockfile_names_the_process_that_holds_the_tpu() -> None:
+    line = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with "
+            "pid 22589. Not attempting to load libtpu.so in this process.\n")
+    assert (classify(line).detail, classify(line).numbers) == ("tpu_busy", {"pid": 22589})
+
+
+def test_nccl_graph_with_eager_mode_forbidden_says_so() -> None:
+    from vllm_guard.diagnose.ladder import Limits, Settings, Stop, next_step
+    d = classify("host:1:1 [0] misc/strongstream.cc:53 NCCL WARN NCCL cannot be captured in a graph if either it "
+                 "wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.\n")
+    stop = next_step(d, Settings(), Limits(allow_enforce_eager=False))
+    assert isinstance(stop, Stop) and "allow-enforce-eager is false" in stop.reason

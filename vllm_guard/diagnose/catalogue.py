@@ -345,7 +345,8 @@ SOURCES: dict[str, str] = {
     **SETTINGS_SOURCES,
     **VERSION_SOURCES,
     "tpu_busy": "the TPU's PJRT client (JAX, torch_xla): 'TPU initialization failed: open(/dev/vfio/0): Device or "
-                "resource busy' ('Unable to initialize backend 'tpu'' in JAX)",
+                "resource busy' ('Unable to initialize backend 'tpu'' in JAX); libtpu: 'The TPU is already in use by "
+                "process with pid N. Not attempting to load libtpu.so in this process.'",
     "tpu_onchip": "XLA's TPU compiler: 'RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
                   "memory space vmem' (or smem): a kernel's scratch memory on the core",
     "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "

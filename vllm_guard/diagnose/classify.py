@@ -64,7 +64,10 @@ _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-
 # Compose's), NCCL's warnings and result traces (hang_log.TROUBLE), and a start that was serving or had finished (an
 # API server's request lines and stats, an offline run's progress bar: a tail of a running server has no ready line).
 _NOT_QUIET = re.compile(f"{ERRORISH.pattern}|{hang_log.TROUBLE.pattern}|Illegal instruction|Main process exited"
-                        r"|Failed with result|exited with code|status=\d{1,3}/|NCCL WARN|Processed prompts"
+                        r"|Failed with result|exited with code|status=\d{1,3}/|[Ee]xit code \d|exited with non-zero "
+                        r"status|Exited \(\d{1,3}\)|Processed prompts"
+                        # NCCL's warnings, but not RCCL's routine ones on starts that go on (iommu=pt, NUMA balancing)
+                        r"|NCCL WARN (?!Missing \"iommu=pt\"|NUMA auto balancing)"
                         r"|Avg prompt throughput|\"(?:GET|POST|PUT|DELETE) /\S{0,200} HTTP/|Generated text")
 # The kernel's "Out of memory: Killed process 4242 (python3)"; a reporter may elide the pid (blind22/b22-013).
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed with result 'oom-kill'"
@@ -376,8 +379,7 @@ def _signal_from_match(m: re.Match[str]) -> int | None:
         return None
     if "KILL" in groups or "BUS" in groups:
         return SIGKILL if "KILL" in groups else SIGBUS
-    value = int(code)
-    return -value if value < 0 else None
+    return _signal_of(int(code))  # -9 (Python's), 137 (a shell's or Docker's 128+9)
 
 
 def _host_oom_stage(stage: str) -> str:

@@ -132,8 +132,9 @@ MOE_ACT_PLATFORM = Advice(
 
 HPU_LAZY_COLLECTIVES = Advice(
     "On Gaudi in lazy mode vLLM captures HPU graphs while it warms the model up, and with tensor parallelism the "
-    "collectives inside them need PT_HPU_ENABLE_LAZY_COLLECTIVES=true. vllm-gaudi sets it when it is unset; "
-    "HabanaAI's vllm-fork and older releases did not, and a value set to false keeps it off.",
+    "collectives inside them need PT_HPU_ENABLE_LAZY_COLLECTIVES=true. vllm-gaudi sets it when it is unset (a false "
+    "set by hand keeps it off), and vLLM 0.6.6-0.9's own HPU path always set it; a fork or a script that starts "
+    "without it fails so.",
     ("PT_HPU_ENABLE_LAZY_COLLECTIVES=true in vLLM's environment, every Ray worker's too (Ray's runtime_env)",
      "or --enforce-eager, which captures no HPU graphs (slower decoding)"),
     ("changing vLLM's memory settings", "retrying unchanged"),

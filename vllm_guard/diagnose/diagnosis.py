@@ -95,8 +95,9 @@ def skipped_plugin_lines(lines: list[LogLine]) -> frozenset[int]:
         if tb.exception is None:
             continue
         end = last_skipped.get(tb.proc)
-        chained = end is not None and any(c in lines[j].text for j in range(max(end + 1, tb.first - 3), tb.first)
-                                          for c in _CHAINED)
+        # chained only when Python's banner is what comes right after the skipped traceback (within 4 lines)
+        chained = end is not None and tb.first - end <= 4 and any(c in lines[j].text for j in range(end + 1, tb.first)
+                                                                  for c in _CHAINED)
         if chained or skipped_plugin(lines, tb.first):
             out.update(range(max(0, tb.first - 2), tb.exception + 1))
             last_skipped[tb.proc] = tb.exception

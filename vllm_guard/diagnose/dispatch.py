@@ -65,7 +65,7 @@ _WORDS = (
     "No node info found", "NCCL cannot be captured",
     "unresolvable CDI devices", "so cannot found", "did not become ready within",
     "nodes are available", "collective nonSFG",
-    "TPU initialization failed", "XLA:TPU compile permanent error",
+    "TPU initialization failed", "TPU is already in use",
     "GLIBC_",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",

@@ -155,6 +155,8 @@ _VLLM_OBJECT = re.compile(rf"AttributeError: '(?:{'|'.join(_VLLM_CLASSES)})' obj
 # Python 3.10+ names the function by its qualified name ("AsyncEngineArgs.__init__()"), 3.9 and before by its own.
 _UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?(?P<func>\w{1,128})\(\) got an unexpected "
                                  r"keyword argument '\w{1,128}'")
+# A call that builds a class by its bare name, as a code line of a traceback shows it ("    NewRequestData(").
+_BARE_CLASS_CALL = re.compile(r"^\s{0,40}(?:\w{1,64} = )?[A-Z]\w{0,80}\($")
 # A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
 _VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/"
                         r"|OpenAIServing\w{0,40}\(|init_app_state\(")
@@ -174,9 +176,16 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
         return True
     if (m.group("owner") or "").rsplit(".", 1)[-1] in _VLLM_CLASSES:
         return True
-    # a platform plugin's own frame making the call: a plugin written against another vLLM release passes a keyword
-    # a class of this vLLM's does not take (blind82/b82-004: vllm-spyre's warm-up building V1's NewRequestData)
-    return any(_VLLM_CALL.search(line.text) or _PLUGIN_PACKAGE.search(line.text) for line in lines[max(0, i - 3):i])
+    if any(_VLLM_CALL.search(line.text) for line in lines[max(0, i - 3):i]):
+        return True
+    # a platform plugin's own frame building a class it imported by name: a plugin written against another vLLM
+    # release passes a keyword a class of this vLLM's does not take (blind82/b82-004: vllm-spyre's warm-up building
+    # V1's NewRequestData); not a call qualified by a module (torch_npu.npu_grouped_matmul(, nnx.Embed(), which is
+    # another library's, and only in a start that never got ready
+    owner = (m.group("owner") or "").rsplit(".", 1)[-1]
+    above = lines[max(0, i - 3):i]
+    return (bool(owner[:1].isupper() and any(_PLUGIN_PACKAGE.search(line.text) for line in above)
+                 and any(_BARE_CLASS_CALL.search(logread.body(line.text)) for line in above)) and not ready(lines))
 
 
 # vLLM's warning when its compiled extension does not load (vllm-ascend's for its kernels alike), for an undefined

@@ -52,7 +52,7 @@ _ONE_RANK = re.compile(r"world_size=1\b|in world size 1\b")
 TROUBLE = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|Exception\b|\bfailed\b|Failed: |Killed"
                       r"|Segmentation fault|core dumped|^Aborted\b|[Cc]uda error|CUDA error"
                       # NCCL's own failure, with NCCL_DEBUG=INFO: a failed CUDA call, a result code traced up its stack
-                      r"|NCCL WARN Cuda failure|NCCL INFO \S{1,64}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [1-9]")
+                      r"|NCCL WARN Cuda failure|NCCL INFO \S{1,300}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [1-9]")
 
 
 def _stage_before(lines: Sequence[LogLine], head: str = "") -> tuple[str, str] | None:

@@ -263,9 +263,12 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         return _halve_seqs(s) or Stop("already eager, and max-num-seqs cannot be halved further")
     # NCCL that cannot be captured in a CUDA graph (an NCCL built for CUDA before 11.3, a driver before R465): eager
     # mode captures none, a slower start that serves; the library or driver is the fix the advice names
-    if d.detail == "nccl_graph" and not s.enforce_eager and limits.allow_enforce_eager:
-        return Step("enforce-eager", True, "this NCCL or driver cannot be captured in a CUDA graph: run without CUDA "
-                    "graphs")
+    if d.detail == "nccl_graph" and not s.enforce_eager:
+        if limits.allow_enforce_eager:
+            return Step("enforce-eager", True, "this NCCL or driver cannot be captured in a CUDA graph: run without "
+                        "CUDA graphs")
+        return Stop("this NCCL or driver cannot be captured in a CUDA graph, and ladder.allow-enforce-eager is false: "
+                    "a newer NCCL or driver, or allow eager mode")
     if d.cls == "max_len_exceeds_model" and n.get("derived_max_len"):
         return Step("max-model-len", n["derived_max_len"], "the model's own maximum length")
     if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or

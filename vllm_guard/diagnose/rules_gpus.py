@@ -13,15 +13,20 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 GPU_COUNT_RULES: tuple[Rule, ...] = (
-    # A TPU held by another process: its VFIO group (or /dev/accelN on older TPU VMs) opens busy, as JAX's and
-    # torch_xla's PJRT client report it (blind82/b82-002, b82-003: TPU tests run in parallel)
+    # A TPU held by another process: its VFIO group opens busy, as JAX's and torch_xla's PJRT client report it
+    # (blind82/b82-002, b82-003: TPU tests run in parallel), or libtpu's lockfile names the process. JAX logs the
+    # same words at INFO before it falls back to the CPU: only in a start that never got ready.
     Rule("gpu_busy", re.compile(r"TPU initialization failed: open\(/dev/(?:vfio/\d{1,4}|accel\d{1,4})\): Device or "
-                                r"resource busy"), BEFORE_START, detail="tpu_busy", source=SOURCES["tpu_busy"]),
+                                r"resource busy|The TPU is already in use by process with pid (?P<pid>\d{1,10})"),
+         BEFORE_START, detail="tpu_busy", numbers=lambda m: numbers_of(m, "pid"), when=conditions.never_ready,
+         source=SOURCES["tpu_busy"]),
     # XLA's TPU compiler out of a core's on-chip memory (vmem, smem) for one of vLLM's kernels: an out-of-memory both
     # real reports label gpu_oom (blind47/b47-010: smem at a 16k context; blind82/b82-001: vmem in the ragged paged
     # attention kernel's precompile), but not HBM's, so no memory setting of vLLM's frees it (rules._OOM reads hbm)
-    Rule("gpu_oom", re.compile(r"RESOURCE_EXHAUSTED: XLA:TPU compile permanent error\. Ran out of memory in memory "
-                               r"space (?P<space>[sv]mem)\b"), detail="tpu_onchip", source=SOURCES["tpu_onchip"]),
+    # (newer XLA codes it: "E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space vmem ...")
+    Rule("gpu_oom", re.compile(r"RESOURCE_EXHAUSTED: (?:XLA:TPU compile permanent error\. |E\d{4}: \w{1,60}Oom: )?"
+                               r"Ran out of memory in memory space (?P<space>[sv]mem)\b"), detail="tpu_onchip",
+         source=SOURCES["tpu_onchip"]),
     # Kubernetes' scheduler placing no pod: no node has the GPUs the pod requests free (FailedScheduling, as `kubectl
     # describe pod` and `kubectl get events` print it: framework's FitError "0/N nodes are available: ..." over the
     # noderesources plugin's "Insufficient RESOURCE"; blind79/b79-001: a second vLLM on a node of one GPU)

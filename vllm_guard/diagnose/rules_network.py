@@ -68,7 +68,7 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # traces under WSL2).
     Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )unhandled "
                                r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"
-                               r"|NCCL INFO \S{1,64}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [12]\b"),
+                               r"|NCCL INFO \S{1,300}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [12]\b"),
          detail="nccl_unhandled", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_unhandled"]),
     # NCCL's internal error (ncclInternalError, 3): "an internal check failed", which vLLM's workers meet as they
     # connect across nodes (an older NCCL's proxy that could not connect to another rank: "Proxy Call to rank N
@@ -76,7 +76,7 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # as the unhandled errors are: a warning, when nothing decisive follows and NCCL names no out-of-memory.
     Rule("network", re.compile(r"NCCL error(?:: | in: \S{1,300}, )internal error|NCCL Error 3: internal error"
                                r"|ncclInternalError: Internal check failed|Proxy Call to rank \d{1,6} failed "
-                               r"\(Connect\)|NCCL INFO \S{1,64}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> 3\b"),
+                               r"\(Connect\)|NCCL INFO \S{1,300}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> 3\b"),
          detail="nccl_internal", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_internal"]),
     # vLLM's Ray executor, when the IP addresses of the driver and the workers are not one per node: fewer when nodes
     # report one address (VLLM_HOST_IP set alike on every node: blind59/b59-001, a shared .env), more when the

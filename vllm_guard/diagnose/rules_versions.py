@@ -22,7 +22,8 @@ VERSION_RULES: tuple[Rule, ...] = (
     # A compiled extension built against a newer C library than the OS has (glibc's dynamic loader: "version
     # `GLIBC_2.32' not found (required by .../vllm/_C.abi3.so)"; blind84/b84-001 as vLLM's warning, read in fallback)
     Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError|OSError): \S{1,500}: version `GLIBC_[\d.]{1,8}' not "
-                                        r"found"), BEFORE_START, detail="glibc", source=SOURCES["glibc"]),
+                                        r"found"), BEFORE_START, detail="glibc",
+         when=conditions.never_ready_nor_skipped, source=SOURCES["glibc"]),
     # vLLM's own FlashAttention package without its compiled extensions (vllm_flash_attn/__init__.py, 0.2x-0.33): a
     # build or overlay that did not compile them (blind19/b19-013, read in the registry's inspection subprocess).
     Rule("version_mismatch", re.compile(r"vllm\.vllm_flash_attn requires the CUDA flash attention extensions"),
