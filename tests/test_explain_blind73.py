@@ -9,7 +9,9 @@ blind79's (1 of 2 at 54c7fe6, found by Kubernetes' own messages): the scheduler 
 blind81's (4 of 5 at 1ae1254, on Gaudi): HPU graphs with tensor parallelism that need lazy collectives; blind82's
 (none of 4 at 1daebc5, on TPUs): a TPU another process holds, XLA out of a core's on-chip memory, a plugin calling vLLM
 as another release spelled it. blind83 (6 of 6 at dd9c9cf, all labelled unknown) was found by frameworks' messages;
-blind84 (1 of 2 at 1cd1bf4) on pages in Japanese and Korean: its miss taught a wheel built for a newer glibc."""
+blind84 (1 of 2 at 1cd1bf4) on pages in Japanese and Korean: its miss taught a wheel built for a newer glibc;
+blind85 (5 of 6 at 436020f, Intel GPUs) and blind86 (7 of 8 at 8bed3d5, the CPU backend): VLLM_USE_V1=1 where V1
+does not run."""
 
 from __future__ import annotations
 
@@ -186,3 +188,18 @@ def test_a_wheel_built_for_a_newer_glibc() -> None:
               "/usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so)\n")
     assert (classify(raised).detail, classify(raised).confidence) == ("glibc", "high")
     _stops_with_its_reason(classify(raised), "glibc")
+
+
+def test_vllm_use_v1_set_where_v1_does_not_run() -> None:
+    # blind86/b86-004: the CPU image of vLLM 0.9 with VLLM_USE_V1=1 on device type=cpu
+    d = classify(blind_log("blind86", "b86-004"))
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "v1_unsupported", "high")
+    _stops_with_its_reason(d, "v1_unsupported")
+
+
+@pytest.mark.parametrize(("folder", "prefix", "cls"), [
+    ("blind85", "b85-002", "unknown"), ("blind85", "b85-003", "gpu_oom"), ("blind85", "b85-004", "unknown"),
+    ("blind86", "b86-001", "unknown"), ("blind86", "b86-008", "unknown"),
+])
+def test_what_blind85_and_blind86_read_right_at_their_score(folder: str, prefix: str, cls: str) -> None:
+    assert classify(blind_log(folder, prefix)).cls == cls

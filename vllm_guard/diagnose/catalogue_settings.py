@@ -37,6 +37,8 @@ SETTINGS_SOURCES: dict[str, str] = {
     "encoder_attention": "vLLM 0.5-0.34 attention/backends/*.py and v1/attention/backends/*.py, each backend's "
                          "impl: 'NotImplementedError: Encoder self-attention and encoder/decoder cross-attention are "
                          "not implemented for XImpl' ('Encoder self-attention is not implemented for XImpl')",
+    "v1_unsupported": "vLLM 0.8-0.10 engine/arg_utils.py _raise_or_fallback: 'NotImplementedError: VLLM_USE_V1=1 is "
+                      "not supported with FEATURE.'",
     "engine_choice": "vLLM 0.8-0.10 v1/engine/async_llm.py and llm_engine.py (V0's engine/llm_engine.py, "
                      "async_llm_engine.py): 'ValueError: Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False. This "
                      "should not happen. As a workaround, ... explicitly set VLLM_USE_V1=0 or 1'",

@@ -152,6 +152,14 @@ WINDOW_LAYERS = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+V1_UNSUPPORTED = Advice(
+    "VLLM_USE_V1=1 asks for the V1 engine, and this vLLM (0.8-0.10) does not run V1 with the feature or device its "
+    "message names; with the variable unset it would have fallen back to V0 by itself and said so in a warning.",
+    ("unset VLLM_USE_V1, or VLLM_USE_V1=0, where this vLLM still has V0", "or without the feature named",
+     "or a newer vLLM whose V1 engine runs it"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 ENGINE_CHOICE = Advice(
     "The engine class that was built (most often by a framework calling AsyncLLM.from_vllm_config or LLMEngine "
     "directly) is not the one VLLM_USE_V1 names in that process. vLLM 0.8-0.10 sets VLLM_USE_V1=0 itself when the "
@@ -194,7 +202,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "env_choice": ENV_CHOICE,
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
-    "engine_choice": ENGINE_CHOICE, "window_layers": WINDOW_LAYERS,
+    "engine_choice": ENGINE_CHOICE, "v1_unsupported": V1_UNSUPPORTED, "window_layers": WINDOW_LAYERS,
     "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES,
 
     "lora_vocab": LORA_VOCAB,

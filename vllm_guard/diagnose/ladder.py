@@ -114,6 +114,7 @@ NOT_RELAXABLE_DETAIL = {
                             "vLLM's environment",
     "window_layers": "the model's config puts a sliding window on some layers, which this vLLM's class for it "
                      "does not run",
+    "v1_unsupported": "VLLM_USE_V1=1 with a feature or device this vLLM's V1 does not run: unset it, or set it to 0",
     "engine_choice": "the engine built is not the one VLLM_USE_V1 names in its process: set it there explicitly",
     "encoder_attention": "the attention backend vLLM chose has no encoder attention, which this model needs",
     "moe_act_platform": "this vLLM runs the model's ungated MoE experts only on the platforms it names",

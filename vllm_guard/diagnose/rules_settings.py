@@ -28,6 +28,11 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     # less than 28"), 0.9-0.34 assert a window on all layers (models/qwen2.py; blind69/b69-001: Qwen2.5-7B)
     Rule("usage_error", re.compile(r"Sliding window for some but all layers is not supported"), LOADING,
          detail="window_layers", source=SOURCES["window_layers"]),
+    # VLLM_USE_V1=1 set, with a feature or device vLLM 0.8-0.10's V1 engine does not run: the engine-args check
+    # raises where it would otherwise fall back to V0 (engine/arg_utils.py _raise_or_fallback; blind86/b86-004: the
+    # CPU image's V1 on device type=cpu)
+    Rule("usage_error", re.compile(r"VLLM_USE_V1=1 is not supported with (?P<feature>[^\n]{1,160})"), BEFORE_START,
+         detail="v1_unsupported", source=SOURCES["v1_unsupported"]),
     # An engine class built directly (a framework calling AsyncLLM.from_vllm_config) while VLLM_USE_V1 says the
     # other engine: vLLM 0.8-0.10's engine-args check sets VLLM_USE_V1=0 when a feature V1 lacks falls back to V0,
     # or the variable differs in the process that builds it (v1/engine/async_llm.py, llm_engine.py and V0's
