@@ -1,0 +1,160 @@
+"""Why the ladder stops: for each failure class, and for each reading within a class (Diagnosis.detail) that says
+more, the reason no change of vLLM's settings helps, in words a person can act on. Data, read by ladder.next_step."""
+
+from __future__ import annotations
+
+NOT_RELAXABLE = {
+    "oom_loading": "the weights do not fit the GPU: no context or batch setting shrinks them",
+    "host_oom": "host memory ran out while loading: no vLLM option changes that",
+    "shm_exhausted": "/dev/shm is too small: that is the container's or host's setting, not vLLM's",
+    "tp_indivisible": "the tensor-parallel layout is invalid for this model: change -tp in the profile",
+    "dtype_unsupported": "the dtype is not supported on this GPU: change --dtype in the profile",
+    "quant_unsupported": "the checkpoint's quantization is not supported on this GPU",
+    "too_few_gpus": "the layout needs more GPUs than vLLM can see (or the Ray cluster can give)",
+    "network": "NCCL or Gloo could not connect the workers: a network or interface setting on the nodes",
+    "version_mismatch": "the installed versions do not fit together (vLLM, torch, transformers, CUDA or, on a "
+                        "cluster, the nodes'): install matching ones, no setting helps",
+    "port_in_use": "the API port is taken by another process",
+    "disk_full": "the disk (or the quota) is full where vLLM writes its caches and the weights",
+    "model_access": "the model cannot be read: a wrong id, a gated repository or a missing token",
+    "remote_code_required": "the model needs --trust-remote-code, which the guard never adds on its own",
+    "unsupported_architecture": "this vLLM does not support the model's architecture",
+    "gpu_oom": "the GPU ran out of memory at a stage the log does not show: the change depends on the stage",
+    "preflight_failed": "the guard's preflight refused to start vLLM: apply the failed checks' fixes to the profile",
+    "first_request_failed": "vLLM answered /health but not its first request (see the evidence): no setting "
+                            "the ladder changes fixes that",
+    "usage_error": "vLLM refused its command line (an unknown option or a bad value): fix the profile or the "
+                   "command line",
+    "unknown": "the failure is not understood well enough to change anything safely",
+}
+# A reading within a class (Diagnosis.detail) whose reason differs from the class's own.
+NOT_RELAXABLE_DETAIL = {
+    "ray_node_ip": "vLLM's Ray executor did not find one IP address per node: VLLM_HOST_IP and Ray's node address, "
+                   "set per node, not a vLLM option",
+    "remote_gguf": "the model is a .gguf file in a Hub repository: a local .gguf path (REPO:QUANT_TYPE on vLLM 0.13+)",
+    "dp_placement": "the Ray cluster has fewer free GPUs than data x tensor x pipeline parallel asks",
+    "flashinfer_moe_model": "FlashInfer's FP8 MoE kernels take only Llama 4: VLLM_USE_FLASHINFER_MOE_FP8=0",
+    "aiter_mla_heads": "AITER's MLA kernel needs 16 or 128 heads per GPU: another tensor-parallel size, or "
+                       "VLLM_ROCM_USE_AITER_MLA=0",
+    "second_engine": "a second engine in one process: one engine per process",
+    "lora_vocab": "the model's vocabulary is larger than this vLLM's LoRA kernels take: a merged adapter or a newer "
+                  "vLLM",
+    "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
+    "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
+    "cdi_device": "the container runtime knows no CDI device of that name: generate the node's CDI spec",
+    "hpu_lazy_collectives": "Gaudi's HPU graphs with tensor parallelism need PT_HPU_ENABLE_LAZY_COLLECTIVES=true in "
+                            "vLLM's environment",
+    "window_layers": "the model's config puts a sliding window on some layers, which this vLLM's class for it "
+                     "does not run",
+    "v1_unsupported": "VLLM_USE_V1=1 with a feature or device this vLLM's V1 does not run: unset it, or set it to 0",
+    "engine_choice": "the engine built is not the one VLLM_USE_V1 names in its process: set it there explicitly",
+    "encoder_attention": "the attention backend vLLM chose has no encoder attention, which this model needs",
+    "moe_act_platform": "this vLLM runs the model's ungated MoE experts only on the platforms it names",
+    "softcap_xformers": "vLLM 0.5.5's XFormers backend cannot soft-cap Gemma-2: a dtype or GPU FlashAttention runs",
+    "env_choice": "an environment variable of vLLM's holds a value it does not take: unset it or use a listed value",
+    "cli_flags": "vllm serve refused a combination of its flags: the profile's flags, as the message names them",
+    "mooncake_master": "Mooncake's store client cannot reach its master service: no vLLM setting changes that",
+    "ray_local_node": "no Ray node of the cluster runs on this host (or under its address): no vLLM setting changes "
+                      "that",
+    "nccl_internal": "NCCL's internal error as it connected the workers (NCCL_DEBUG=INFO names the call): no vLLM "
+                     "memory setting changes that",
+    "nccl_unhandled": "NCCL failed a system or CUDA call (a socket, /dev/shm or P2P; NCCL_DEBUG=INFO names which): no "
+                      "vLLM memory setting changes that",
+    "hub": "the Hugging Face Hub cannot be reached (offline mode, the network or a proxy): no vLLM setting "
+           "changes that",
+    "config_missing": "the model has no config.json at the revision asked for: a wrong id, path or revision",
+    "hccl_port": "HCCL's port is held by another process on the node: give each instance its own HCCL_IF_BASE_PORT",
+    # not the ladder's own step: its disable-custom-all-reduce also sets NCCL_P2P_DISABLE (launch/remembered.py,
+    # for a P2P hang), which a failed CUDA IPC call does not call for
+    "custom_allreduce": "vLLM's custom all-reduce failed a CUDA call between the GPUs: disable-custom-all-reduce "
+                        "in the profile (NCCL's all-reduce instead)",
+    "deep_gemm": "the deep_gemm package is missing or too old: install it (a model without FP8 layers can skip "
+                 "it with VLLM_DEEP_GEMM_WARMUP=skip in the profile's [env] table)",
+    "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
+                     "helps",
+    "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
+    "driver": "the NVIDIA driver is older than the CUDA the build needs: update the driver or the build",
+    "process_group_size": "the script runs as several processes (torchrun) against one engine's parallel sizes: "
+                          "start it as one process",
+    "quant_dtype": "the quantization method refuses this --dtype: set one it lists in the profile",
+    "model_dtype": "this model type refuses the dtype asked for: change --dtype in the profile",
+    "quantization_mismatch": "--quantization contradicts the checkpoint's own method: fix the profile",
+    "pp_layers": "the layer count is not divisible by --pipeline-parallel-size: change it in the profile",
+    "batched_tokens": "vLLM's scheduler refuses --max-num-batched-tokens against max-model-len or max-num-seqs: fix "
+                      "the profile",
+    "mm_budget": "one multimodal item needs more tokens than --max-num-batched-tokens: raise it in the profile",
+    "tool_parser": "the tool-call or reasoning parser options are refused: fix the profile",
+    "chat_template": "--chat-template names no file vLLM can read: fix the profile",
+    "ranks_missing": "some ranks never joined the rendezvous: their own error comes first, no setting here helps",
+    "unknown_method": "this vLLM does not know the quantization method named: fix --quantization",
+    "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
+    "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",
+    "numba_numpy": "numba refuses the installed NumPy: install one in its range, no setting helps",
+    "vllm_module": "code importing vLLM (or vLLM's own CLI, partly installed) asks for a module this vLLM does not "
+                   "have: install matching releases, no setting helps",
+    "mistral_tokenizer": "the Mistral tokenizer found no tekken.json: the model's files, or --tokenizer-mode in the "
+                         "profile",
+    "quant_config_missing": "--quantization names a method the checkpoint has no config for: fix the profile",
+    "plugin_version": "a vLLM plugin was written for another vLLM release: install the pair it pins",
+    "fork_cuda": "CUDA was initialised before vLLM forked its workers: VLLM_WORKER_MULTIPROC_METHOD=spawn, not a "
+                 "setting the ladder changes",
+    "tokenizer_missing": "the model's files lack the tokenizer its class reads: add them, or point --tokenizer at "
+                         "the base model",
+    "fp8_e4m3": "this GPU cannot compile Triton's fp8 e4m3: an fp8 KV cache goes back to auto, and an FP8 "
+                "checkpoint's kernels need a GPU of compute capability 8.9+",
+    "package_missing": "an installed package imports a module that is not installed: install it, no setting "
+                       "helps",
+    "shards_missing": "the checkpoint's index names shards the folder does not hold: download them, no setting "
+                      "helps",
+    "no_attention_backend": "no attention backend of this vLLM runs the model on this GPU: another GPU or vLLM",
+    "attention_backend": "the attention backend chosen refuses this model or GPU: drop it from the profile",
+    "bnb_model": "this vLLM has no bitsandbytes support for the model's class: another format or vLLM",
+    "nvfp4_moe_dp": "vLLM's NVFP4 MoE kernels refuse data parallelism: VLLM_USE_FLASHINFER_MOE_FP4=1 or tensor "
+                    "parallelism, not a setting the ladder changes",
+    "torch_schema": "this vLLM was written for another torch release: install the torch it pins, no setting helps",
+    "softcap_backend": "this vLLM soft-caps Gemma-2's logits only on FlashInfer (VLLM_ATTENTION_BACKEND, Ampere or "
+                       "later) or in a newer vLLM: not a setting the ladder changes",
+    "download_integrity": "a downloaded weight file failed its checksum: download the model again, no setting helps",
+    "package_required": "vLLM needs a package this environment lacks or has at another version: the message names "
+                        "it",
+    "libcuda_missing": "Triton finds no libcuda.so.1 (the driver's library): a linker cache or container set-up, not a "
+                       "vLLM setting",
+    "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph, even in eager mode: a newer one",
+    "glibc": "a compiled extension needs a newer glibc than this OS has: no vLLM setting changes that",
+    "nixl_missing": "the KV connector needs NIXL, which does not import in vLLM's environment",
+    "sleep_allocator": "this build lacks the allocator sleep mode needs: a build with it, or no sleep mode in the "
+                       "profile",
+    "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",
+    "flash_attn_build": "this flash-attention build leaves out a case the model needs: another attention backend "
+                        "or a full build, not a setting the ladder changes",
+    "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",
+    "numa_bind": "vLLM did not detect the GPUs' NUMA nodes for --numa-bind: drop it, or give --numa-bind-nodes",
+    "quota": "the disk quota is full where vLLM writes its caches or the weights: move them or free space",
+    "pp_unsupported": "this model cannot run with pipeline parallelism: use tensor parallelism in the profile",
+    "lora_rank": "--max-lora-rank is not a rank vLLM supports: fix the profile",
+    "platform": "this platform's vLLM does not run the checkpoint's quantization method",
+    "inspection_failed": "vLLM could not import the model's class: the install (or this vLLM's support), not a "
+                         "setting",
+    "hub_refused": "the Hugging Face Hub refused or timed out: a token, a wait or a longer Hub timeout, not a vLLM "
+                   "setting",
+    "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
+                   "in the profile",
+    "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
+    "tpu_busy": "another process holds the TPU: the guard cannot see it, so it does not wait for it",
+    "tpu_onchip": "XLA ran out of the TPU core's on-chip memory compiling a kernel: not the HBM a setting frees",
+    "k8s_unschedulable": "no node of the cluster has the pod's GPUs free: the scheduler never starts the container",
+    "startup_probe": "the kubelet killed the container before vLLM was ready: the pod's startupProbe budget, not a "
+                     "vLLM setting",
+    "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",
+    "no_weights": "the model has no weight file vLLM can load: download it whole, no setting helps",
+    "weights_unreadable": "a weight file is truncated or not the file itself (a git-lfs pointer): download it again",
+    "internal_port": "an internal port was taken twice: set VLLM_PORT (or MASTER_PORT) to a free range",
+    "mmap_enomem": "the host refused to map the weights into memory: raise the memory limit, no vLLM option helps",
+    "not_multimodal": "this vLLM does not treat the model as multimodal: a newer vLLM, or no multimodal option",
+    "weights_missing": "the checkpoint lacks weights its config declares: download it whole",
+    "tower_weights_missing": "the checkpoint has no tower for the media still accepted: --language-model-only or "
+                             "every medium at 0 in the profile",
+    "no_kernel": "this build has no kernel for the checkpoint's format on this GPU: another checkpoint or build",
+    "rope_format": "this vLLM (or the transformers beside it) does not know the model's rope_scaling: install a "
+                   "matching pair",
+}
