@@ -106,10 +106,16 @@ def test_the_settings_checks_are_those_the_frames_route_reads() -> None:
     "NotImplementedError: num_compute_units is not implemented for the current platform.",
     "TypeError: get_hash_factors: unsupported type for key 'foo'",
     "ValueError: Torch XLA does not support per-request seed.",
-    "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0.",
 ])
 def test_not_a_settings_refusal(line: str) -> None:
     assert classify(line + "\n").cls != "usage_error"
+
+
+def test_v1_forced_where_v1_does_not_run_is_its_own_reading_not_the_generic_route() -> None:
+    # vLLM 0.8-0.10 raise it only where VLLM_USE_V1=1 was set by hand: unsetting it runs V0 on the same GPU
+    # (rules_settings.py v1_unsupported, from blind86/b86-004), not the raise-site settings route
+    d = classify("NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0.\n")
+    assert (d.cls, d.detail) == ("usage_error", "v1_unsupported")
 
 
 def test_not_once_the_start_got_past_its_settings() -> None:
