@@ -126,7 +126,7 @@ SCORED_ONCE = {
     "blind77": "3 of 5", "blind78": "2 of 6", "blind79": "1 of 2",
     "blind80": "5 of 5", "blind81": "4 of 5", "blind82": "0 of 4",
     "blind83": "6 of 6", "blind84": "1 of 2", "blind85": "5 of 6",
-    "blind86": "7 of 8", "blind88": "1 of 1",
+    "blind86": "7 of 8", "blind87": "4 of 7", "blind88": "1 of 1",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
