@@ -11,7 +11,8 @@ blind81's (4 of 5 at 1ae1254, on Gaudi): HPU graphs with tensor parallelism that
 as another release spelled it. blind83 (6 of 6 at dd9c9cf, all labelled unknown) was found by frameworks' messages;
 blind84 (1 of 2 at 1cd1bf4) on pages in Japanese and Korean: its miss taught a wheel built for a newer glibc;
 blind85 (5 of 6 at 436020f, Intel GPUs) and blind86 (7 of 8 at 8bed3d5, the CPU backend): VLLM_USE_V1=1 where V1
-does not run."""
+does not run; blind87 (4 of 7 at 70fe51e, Jetson, DGX Spark, Grace): a ptxas older than the GPU. blind88 (1 of 1 at
+e2df2e4, WSL2) is labelled unknown."""
 
 from __future__ import annotations
 
@@ -203,3 +204,18 @@ def test_vllm_use_v1_set_where_v1_does_not_run() -> None:
 ])
 def test_what_blind85_and_blind86_read_right_at_their_score(folder: str, prefix: str, cls: str) -> None:
     assert classify(blind_log(folder, prefix)).cls == cls
+
+
+@pytest.mark.parametrize("prefix", ["b87-004", "b87-005"])  # the whole line; one cut after "is not defined for"
+def test_a_ptxas_older_than_the_gpu(prefix: str) -> None:
+    # DGX Spark's GB10 (sm_121a) under Triton's bundled ptxas
+    d = classify(blind_log("blind87", prefix))
+    assert (d.cls, d.detail) == ("version_mismatch", "ptxas_arch")
+    assert any("TRITON_PTXAS_PATH" in h for h in advice_for(d).helps)
+    _stops_with_its_reason(d, "ptxas_arch")
+
+
+@pytest.mark.parametrize(("folder", "prefix"), [("blind87", "b87-001"), ("blind87", "b87-002"), ("blind87", "b87-006"),
+                                                ("blind87", "b87-007"), ("blind88", "b88-001")])
+def test_what_blind87_and_blind88_read_right_at_their_score(folder: str, prefix: str) -> None:
+    assert classify(blind_log(folder, prefix)).cls == "unknown"

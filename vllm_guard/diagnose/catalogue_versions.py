@@ -87,6 +87,8 @@ VERSION_SOURCES: dict[str, str] = {
                         "'bitsandbytes version is wrong. Please install bitsandbytes>=X', 'Xformers is required for "
                         "Pixtral inference with the Mistral format' (models/pixtral.py 0.6-0.9), 'Using Ray backend "
                         "requires installation of ray', 'The package `amd-quark` is required to use ...'",
+    "ptxas_arch": "NVIDIA's PTX assembler (ptxas; Triton bundles one): 'ptxas fatal : Value 'sm_121a' is not defined "
+                  "for option 'gpu-name'' (an assembler older than the GPU's architecture)",
     "libcuda_missing": "Triton's NVIDIA driver module, libcuda_dirs (triton/backends/nvidia/driver.py in 3.x): "
                        "'AssertionError: libcuda.so cannot found!' with 'Possible files are located at ...' or 'Please "
                        "make sure GPU is set up and then run \"/sbin/ldconfig\"'",

@@ -123,6 +123,16 @@ PACKAGE_REQUIRED = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+PTXAS_ARCH = Advice(
+    "The PTX assembler (ptxas) that compiles vLLM's Triton kernels, and torch.compile's, does not know this GPU's "
+    "architecture: Triton bundles its own ptxas, older than a GPU newer than its release (DGX Spark's GB10 is "
+    "sm_121a).",
+    ("TRITON_PTXAS_PATH naming a CUDA toolkit's ptxas that knows the architecture (`ptxas --list-gpu-code`), such as "
+     "/usr/local/cuda/bin/ptxas of a CUDA that supports the GPU", "or a Triton (and vLLM) release made for the GPU",
+     "--enforce-eager avoids torch.compile's kernels, not vLLM's own Triton ones"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 LIBCUDA_MISSING = Advice(
     "Triton, which compiles vLLM's kernels at start-up, looks the NVIDIA driver's library (libcuda.so.1) up in the "
     "linker cache (`/sbin/ldconfig -p`) and LD_LIBRARY_PATH, and did not find it: a container run without the "
@@ -187,7 +197,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING, "nccl_graph": NCCL_GRAPH,
-    "libcuda_missing": LIBCUDA_MISSING,
+    "libcuda_missing": LIBCUDA_MISSING, "ptxas_arch": PTXAS_ARCH,
     "package_required": PACKAGE_REQUIRED, "glibc": GLIBC,
     "package_missing": PACKAGE_MISSING,
     "flash_attn_build": FLASH_ATTN_BUILD,

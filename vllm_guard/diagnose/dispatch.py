@@ -66,7 +66,7 @@ _WORDS = (
     "unresolvable CDI devices", "so cannot found", "did not become ready within",
     "nodes are available", "collective nonSFG",
     "TPU initialization failed", "TPU is already in use",
-    "GLIBC_",
+    "GLIBC_", "is not defined for",
     "The client socket has failed to connect to", "TCP client failed to connect/validate", "The server socket on",
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",
