@@ -191,3 +191,43 @@ def test_nccl_graph_with_eager_mode_forbidden_says_so() -> None:
                  "wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.\n")
     stop = next_step(d, Settings(), Limits(allow_enforce_eager=False))
     assert isinstance(stop, Stop) and "allow-enforce-eager is false" in stop.reason
+
+
+# A third review's cases (after 436020f)
+
+def test_a_served_start_stopped_by_docker_is_no_failure_and_the_earlier_one_is_diagnosed() -> None:
+    text = ("vllm-1  | INFO 05-01 09:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
+            "vllm-1  | INFO 05-01 09:00:30 [loader.py:1] Model loading took 14.99 GiB and 20.1 seconds\n"
+            "vllm-1  | ERROR 05-01 09:00:40 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            "2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.10 GiB is free.\n"
+            "vllm-1 exited with code 1\n"
+            "vllm-1  | INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
+            "vllm-1  | INFO 05-01 10:00:30 [loader.py:1] Model loading took 14.99 GiB and 20.1 seconds\n"
+            "vllm-1  | INFO:     Application startup complete.\n"
+            "vllm-1  | INFO:     172.18.0.1:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+            "Gracefully stopping... (press Ctrl+C again to force)\n"
+            "vllm-1 exited with code 137\n")
+    assert classify(text).cls == "oom_profiling"
+
+
+@pytest.mark.parametrize("line", [
+    "ERROR 05-01 09:00:40 [core.py:1] Worker process exited with exit code 255",  # a program's exit(-1)
+    "ERROR 05-01 09:00:40 [core.py:1] Worker proc VllmWorker-0 died unexpectedly (exit code: 134)",
+])
+def test_a_positive_exit_code_in_a_log_is_no_signal(line: str) -> None:
+    assert classify(_LOAD + line + "\n").exit_signal is None
+
+
+@pytest.mark.parametrize("line", [
+    "nvcc fatal   : Value 'sm_121a' is not defined for option 'gpu-code'",  # a kernel build's nvcc, not ptxas
+    "nvcc fatal   : Value 'sm_90' is not defined for option 'gpu-architecture'",
+])
+def test_nvccs_architecture_refusal_is_not_tritons_ptxas(line: str) -> None:
+    assert classify(_LOAD + line + "\n").detail != "ptxas_arch"
+
+
+def test_a_ptxas_refusal_in_a_start_that_served_is_no_failure() -> None:
+    # Inductor's max-autotune logs a failed choice and goes on
+    text = (_LOAD + "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n"
+            "(APIServer pid=1) INFO:     Application startup complete.\n")
+    assert classify(text).detail != "ptxas_arch"

@@ -58,7 +58,10 @@ _CONTEXT = (
     (re.compile(r"'kv_cache_dtype': '(\w+)'"), "kv_cache_dtype"),
     (re.compile(r"Enforce eager set"), "enforce_eager"),
 )
-_EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}|exit code[: ]+(-?\d+)"
+# (PyCharm's "exit code 137 (interrupted by signal 9: SIGKILL)" names the signal; a bare 137 is not read as one: a
+# served start's container stopped by Docker, or another container's, writes it too)
+_EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}"
+                          r"|exit code[: ]+(-?\d+)(?: \(interrupted by signal \d{1,2}: ?SIG(KILL|BUS)\))?"
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
 # What makes a log other than one with no error in it: an error, a crash, an exit the log states (systemd's, Docker
 # Compose's), NCCL's warnings and result traces (hang_log.TROUBLE), and a start that was serving or had finished (an
@@ -379,7 +382,8 @@ def _signal_from_match(m: re.Match[str]) -> int | None:
         return None
     if "KILL" in groups or "BUS" in groups:
         return SIGKILL if "KILL" in groups else SIGBUS
-    return _signal_of(int(code))  # -9 (Python's), 137 (a shell's or Docker's 128+9)
+    value = int(code)  # Python's proc.exitcode is negative for a signal; a positive code in a log is no signal
+    return -value if value < 0 else None
 
 
 def _host_oom_stage(stage: str) -> str:

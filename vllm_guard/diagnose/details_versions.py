@@ -127,8 +127,10 @@ PTXAS_ARCH = Advice(
     "The PTX assembler (ptxas) that compiles vLLM's Triton kernels, and torch.compile's, does not know this GPU's "
     "architecture: Triton bundles its own ptxas, older than a GPU newer than its release (DGX Spark's GB10 is "
     "sm_121a).",
-    ("TRITON_PTXAS_PATH naming a CUDA toolkit's ptxas that knows the architecture (`ptxas --list-gpu-code`), such as "
-     "/usr/local/cuda/bin/ptxas of a CUDA that supports the GPU", "or a Triton (and vLLM) release made for the GPU",
+    ("TRITON_PTXAS_PATH naming a CUDA toolkit's ptxas that knows the architecture (`ptxas --help` lists its "
+     "--gpu-name values), such as /usr/local/cuda/bin/ptxas of a CUDA that supports the GPU; Triton 3.9 runs a "
+     "second bundled ptxas for Hopper and newer GPUs and reads TRITON_PTXAS_BLACKWELL_PATH for it instead",
+     "or a Triton (and vLLM) release made for the GPU",
      "--enforce-eager avoids torch.compile's kernels, not vLLM's own Triton ones"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )

@@ -117,7 +117,8 @@ NOT_RELAXABLE_DETAIL = {
     "download_integrity": "a downloaded weight file failed its checksum: download the model again, no setting helps",
     "package_required": "vLLM needs a package this environment lacks or has at another version: the message names "
                         "it",
-    "ptxas_arch": "the PTX assembler does not know this GPU's architecture: TRITON_PTXAS_PATH to a newer ptxas",
+    "ptxas_arch": "the PTX assembler does not know this GPU's architecture: a newer ptxas (TRITON_PTXAS_PATH, or "
+                  "TRITON_PTXAS_BLACKWELL_PATH on Triton 3.9)",
     "libcuda_missing": "Triton finds no libcuda.so.1 (the driver's library): a linker cache or container set-up, not a "
                        "vLLM setting",
     "nccl_graph": "the NCCL library or the driver is too old for NCCL in a CUDA graph, even in eager mode: a newer one",

@@ -52,9 +52,11 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"insufficient for CUDA runtime version"), BEFORE_START, detail="driver",
          source=SOURCES["driver_too_old"]),
     # ptxas (Triton's bundled one, run while torch.compile or vLLM's Triton kernels build) that does not know the GPU's
-    # architecture (blind87/b87-004, b87-005: sm_121a, DGX Spark's GB10); a paste may cut the line after "defined for"
-    Rule("version_mismatch", re.compile(r"Value 'sm_(?P<arch>\d{2,3}[af]?)' is not defined for(?: option 'gpu-name')?"),
-         detail="ptxas_arch", source=SOURCES["ptxas_arch"]),
+    # architecture (blind87/b87-004, b87-005: sm_121a, DGX Spark's GB10); a paste may cut the line after "defined for".
+    # Not nvcc's 'gpu-code' or 'gpu-architecture' (a kernel build's), and not in a start that served (Inductor's
+    # autotuning logs a choice's failure and goes on)
+    Rule("version_mismatch", re.compile(r"Value 'sm_\d{2,3}[af]?' is not defined for(?: option 'gpu-name'|\s{0,4}$)"),
+         detail="ptxas_arch", when=conditions.never_ready, source=SOURCES["ptxas_arch"]),
     # Triton, compiling vLLM's kernels, not finding the driver's libcuda.so.1 in the linker cache or LD_LIBRARY_PATH
     # (triton/backends/nvidia/driver.py libcuda_dirs, Triton 2.x-3.x; blind75/b75-001: vLLM 0.4's workers)
     Rule("version_mismatch", re.compile(r"libcuda\.so cannot found"), detail="libcuda_missing",
