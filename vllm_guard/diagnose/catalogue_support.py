@@ -65,7 +65,8 @@ SUPPORT_SOURCES: dict[str, str] = {
                         "release than the library",
     "vllm_c_undefined": "vLLM 0.4-0.33 _custom_ops.py's warning 'Failed to import from vllm._C with ImportError('..."
                         "_C.abi3.so: undefined symbol: ...')' (the extension was built for another torch) or "
-                        "'libcudart.so.12: cannot open shared object file' (a CUDA build without its CUDA), and "
+                        "'libcudart.so.12: cannot open shared object file' (a CUDA build without its CUDA) or "
+                        "'version `GLIBC_2.32' not found' (a wheel for a newer glibc), and "
                         "vllm-ascend's 'Failed to import vllm_ascend_C: ... undefined symbol', read where the start "
                         "failed and nothing decisive followed",
     "no_driver": "vLLM 0.10-0.33 platforms/__init__.py 'No platform detected, vLLM is running on "

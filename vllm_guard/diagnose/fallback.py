@@ -180,8 +180,8 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
         return True
     # a platform plugin's own frame building a class it imported by name: a plugin written against another vLLM
     # release passes a keyword a class of this vLLM's does not take (blind82/b82-004: vllm-spyre's warm-up building
-    # V1's NewRequestData); not a call qualified by a module (torch_npu.npu_grouped_matmul(, nnx.Embed(), which is
-    # another library's, and only in a start that never got ready
+    # V1's NewRequestData); not a call qualified by a module (`torch_npu.npu_grouped_matmul(`, `nnx.Embed(`: another
+    # library's), and only in a start that never got ready
     owner = (m.group("owner") or "").rsplit(".", 1)[-1]
     above = lines[max(0, i - 3):i]
     return (bool(owner[:1].isupper() and any(_PLUGIN_PACKAGE.search(line.text) for line in above)
