@@ -1,6 +1,7 @@
-"""The failure rules about how many GPUs a start can have: vLLM's world size against the GPUs it sees, data-parallel
-ranks, Ray's placement groups and autoscaler, no GPU at all, a device index past those visible, heads per GPU a
-kernel takes, and a layer this GPU's platform does not run. Read in their place in rules.RULES."""
+"""The failure rules about the accelerators a start can have: vLLM's world size against the GPUs it sees,
+data-parallel ranks, Ray's placement groups and autoscaler, Kubernetes' scheduler without a free GPU, no GPU at all,
+a device index past those visible, heads per GPU a kernel takes, a layer this GPU's platform does not run, and a TPU
+another process holds or whose core's on-chip memory a kernel outgrew. Read in their place in rules.RULES."""
 
 from __future__ import annotations
 

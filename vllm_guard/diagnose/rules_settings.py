@@ -1,6 +1,8 @@
 """The failure rules about the start's own settings that no other rule file holds: LoRA on a model or vocabulary it
 cannot take, a speculative-decoding set-up this vLLM refuses, a RoPE scaling type, an attention backend named that
-does not exist, a folder the start cannot write. Read in their place in rules.RULES."""
+does not exist, a folder the start cannot write, VLLM_USE_V1 against the engine or feature, a sliding window on some
+layers, Gaudi's HPU graphs without lazy collectives, a CDI device name the container runtime does not know. Read in
+their place in rules.RULES."""
 
 from __future__ import annotations
 
