@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import random
 import socket
 import time
 import urllib.request
@@ -18,11 +19,32 @@ MACHINES = ROOT / "profiles" / "machines"
 L4 = str(MACHINES / "l4-24gb.json")
 
 
+def _ephemeral_ports() -> range:
+    """The kernel's range for ports bound as port 0 (Linux's default 32768-60999 where /proc does not say)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the test's vLLM binds it a moment later)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port free on 127.0.0.1 now (the test's vLLM binds it a moment later), outside the ephemeral range.
+
+    A port the kernel handed out for port 0 can be handed out again the moment the probe socket closes: in CI a
+    Ray worker's gRPC server took the port a test had chosen for its vLLM before the guard started. Ports below the
+    ephemeral range are taken only by a process that names them.
+    """
+    ephemeral = _ephemeral_ports()
+    candidates = [p for p in range(10000, 32768) if p not in ephemeral] or list(range(10000, 32768))
+    for port in random.sample(candidates, len(candidates)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free TCP port on 127.0.0.1 outside the ephemeral range")
 
 
 def wait_healthy(port: int, alive: Callable[[], None], timeout: float = 40) -> None:
