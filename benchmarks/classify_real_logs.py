@@ -83,7 +83,8 @@ confident error, 1 labelled `unknown`), `blind73/` (10 found by what Ray raises 
 right, 1 confident error, 1 labelled `unknown`), `blind75/` (6 found by what Triton, FlashInfer, bitsandbytes and
 compressed-tensors raise, at commit d78b116: 3 right, no confident error, 3 labelled `unknown`) and `blind76/` (5
 vLLM containers found by the NVIDIA Container Toolkit's messages, at commit d656dc0: 4 right, no confident error, 1
-labelled `unknown`).
+labelled `unknown`). The sets after blind76 are in SCORED_ONCE below; each one's README.md names its commit and its
+score, and docs/explain.md tabulates them.
 The successful start-ups in `startups/` are read too: a success must never get a failure class.
 
 Run: python benchmarks/classify_real_logs.py [REAL_LOGS_DIR]
@@ -127,6 +128,7 @@ SCORED_ONCE = {
     "blind80": "5 of 5", "blind81": "4 of 5", "blind82": "0 of 4",
     "blind83": "6 of 6", "blind84": "1 of 2", "blind85": "5 of 6",
     "blind86": "7 of 8", "blind87": "4 of 7", "blind88": "1 of 1",
+    "blind89": "3 of 4", "blind90": "1 of 1",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
