@@ -287,6 +287,11 @@ SOURCES: dict[str, str] = {
                       "supported for multimodal models.' (and the same for mm_processor_kwargs)",
     "weights_missing": "vLLM 0.6.4-0.33 model_loader DefaultModelLoader.load_weights: 'ValueError: Following weights "
                        "were not initialized from checkpoint: {...}'",
+    "mtp_weights_missing": "vLLM 0.20-0.33 model_executor/models/deepseek_mtp.py DeepSeekMTP.load_weights: 'MTP "
+                           "speculative decoding layer N weights missing from checkpoint. The checkpoint may have been "
+                           "quantized without including the MTP layers.' (bailing_moe_mtp.py alike); step3p5_mtp.py: "
+                           "'Some parameters like X are not in the checkpoint and will falsely use random "
+                           "initialization'",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",

@@ -61,6 +61,16 @@ WEIGHTS_MISSING = Advice(
      "fix or a config that matches its weights"), ("changing memory settings", "retrying unchanged"),
 )
 
+MTP_WEIGHTS_MISSING = Advice(
+    "The weights missing are a multi-token-prediction (MTP) layer's, which speculative decoding with method mtp loads "
+    "as its draft: the checkpoint has no such layer (quantized and pruned exports often leave it out), or the "
+    "installed vLLM's loader does not map the names the checkpoint gives it.",
+    ("the checkpoint's safetensors index: an MTP layer is model.layers.N with N = num_hidden_layers (or mtp.*)",
+     "start without --speculative-config, or use a checkpoint that keeps the MTP layer",
+     "where the index has the layer: a newer vLLM, whose loader maps it"),
+    ("downloading the same checkpoint again", "changing memory settings"),
+)
+
 TOWER_WEIGHTS_MISSING = Advice(
     "The checkpoint has no vision (or audio) tower, while vLLM's class for its architecture builds one: a text-only "
     "export of a multimodal model. vLLM builds a tower while any medium it reads is accepted, and a medium left out "
@@ -132,6 +142,7 @@ FILE_ADVICE: dict[str, Advice] = {
     "weights_missing": WEIGHTS_MISSING,
     "remote_gguf": REMOTE_GGUF,
     "tower_weights_missing": TOWER_WEIGHTS_MISSING,
+    "mtp_weights_missing": MTP_WEIGHTS_MISSING,
     "tokenizer_missing": TOKENIZER_MISSING,
     "mistral_tokenizer": MISTRAL_TOKENIZER,
     "shards_missing": SHARDS_MISSING,

@@ -12,7 +12,7 @@ from vllm_guard.diagnose.rules import RULES
 # a word that can swallow another's start ("HIP out of" over "out of memory") hides it, so none such is kept
 # (tests/test_explain_collected.py tries the words over every real log and the accelerators' OOM lines).
 _WORDS = (
-    "Free memory on device", "max seq len",
+    "Free memory on device", "max seq len", "MTP speculative decoding layer", "will falsely use random",
     "number of tokens that can be", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",

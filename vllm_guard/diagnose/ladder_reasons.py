@@ -156,6 +156,8 @@ NOT_RELAXABLE_DETAIL = {
     "weights_missing": "the checkpoint lacks weights its config declares: download it whole",
     "tower_weights_missing": "the checkpoint has no tower for the media still accepted: --language-model-only or "
                              "every medium at 0 in the profile",
+    "mtp_weights_missing": "the checkpoint has no MTP layer for speculative decoding: start without "
+                           "--speculative-config or with a checkpoint that keeps it",
     "no_kernel": "this build has no kernel for the checkpoint's format on this GPU: another checkpoint or build",
     "rope_format": "this vLLM (or the transformers beside it) does not know the model's rope_scaling: install a "
                    "matching pair",

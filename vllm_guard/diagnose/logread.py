@@ -170,8 +170,9 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
             or line.text.endswith((".", ")")):
         return None
     # A colon ends a line that introduces the next record, except before a quoted value on the next line: a message
-    # wrapped before the name it quotes (blind37/b37-013: "... or 'namespace/repo_name':" / "'/home/...'").
-    if line.text.endswith(":") and not nxt.text.startswith(("'", '"')):
+    # wrapped before the name it quotes (blind37/b37-013: "... or 'namespace/repo_name':" / "'/home/...'"), or before
+    # the set or dict it prints (blind89/b89-003: "... not initialized from checkpoint:" / "{'model.layers...").
+    if line.text.endswith(":") and not nxt.text.startswith(("'", '"', "{")):
         return None
     if nxt.text.startswith(_RECORD_STARTS) or _NEW_RECORD.match(nxt.text):
         return None

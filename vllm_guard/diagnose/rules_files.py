@@ -72,6 +72,15 @@ FILE_RULES: tuple[Rule, ...] = (
     # still accepted, so vLLM built the tower, _mark_tower_model, and found none of its weights).
     Rule("usage_error", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
          detail="tower_weights_missing", when=conditions.only_tower_weights, source=SOURCES["weights_missing"]),
+    # The same check when every weight it lists is a multi-token-prediction draft layer's: MTP speculative decoding
+    # asked of a checkpoint without that layer (blind89/b89-003: GLM-OCR's mtp_block under --speculative-config).
+    Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
+         detail="mtp_weights_missing", when=conditions.only_mtp_weights, source=SOURCES["weights_missing"]),
+    # vLLM's MTP draft classes saying so themselves: deepseek_mtp.py (0.20+; bailing_moe_mtp.py's "Bailing MTP ...")
+    # and step3p5_mtp.py, MiniMax-M3's mtp.py ("Some parameters like X ... will falsely use random initialization").
+    Rule("model_access", re.compile(r"MTP speculative decoding layer \d{1,4} weights missing from checkpoint|Some "
+                                    r"parameters like \S{1,300} are not in the checkpoint and will falsely use random"),
+         LOADING, detail="mtp_weights_missing", source=SOURCES["mtp_weights_missing"]),
     # vLLM 0.6.4-0.33 DefaultModelLoader.load_weights (strict): the checkpoint lacks weights the model's config
     # declares (an export without lm_head while tie_word_embeddings is false, a shard missing).
     Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
