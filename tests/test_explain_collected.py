@@ -171,7 +171,12 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # process sees), read too_few_gpus as blind12/b12-007 is labelled; blind74's collector
                           # labelled its paste unknown, cut before the final error (blind74's one, at its score)
                           "b74-003-unknown.log",
-                          "b78-005-unknown.log"}  # blind78's one, recorded at its score (README.md there)
+                          "b78-005-unknown.log",  # blind78's one, recorded at its score (README.md there)
+                          # transformers' list of the packages a remote-code file imports and this environment lacks:
+                          # its collector found no class for a missing package and labelled it unknown; the house
+                          # reads a missing package version_mismatch (package_required, package_missing), as
+                          # blind92/b92-009's collector labelled the same message
+                          "b11-014-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

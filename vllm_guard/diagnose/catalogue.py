@@ -242,7 +242,9 @@ SOURCES: dict[str, str] = {
     "tool_parser": "vLLM entrypoints/openai/cli_args.py validate_parsed_serve_args: 'TypeError: Error: "
                    "--enable-auto-tool-choice requires --tool-call-parser'; api_server.py run_server / "
                    "validate_api_server_args: \"KeyError: 'invalid tool call parser: X (chose from { ... })'\" and "
-                   "the same for the reasoning parser (0.6-0.33)",
+                   "the same for the reasoning parser (0.6-0.33); the parser managers' \"KeyError: \"Reasoning "
+                   "parser 'X' not found. Available parsers: ...\"\" (0.13-0.34) and \"Tool parser 'X' not found.\" "
+                   "(0.11-0.34)",
     "chat_template": "vLLM entrypoints/chat_utils.py: validate_chat_template, called by cli_args.py "
                      "validate_parsed_serve_args before anything loads: 'ValueError: The supplied chat template string "
                      "(X) appears path-like, but doesn't exist!' (a value with none of '{', '}' or a newline that "
@@ -347,6 +349,16 @@ SOURCES: dict[str, str] = {
     "flex_attention": "vLLM 0.9-0.33 v1/attention/backends/flex_attention.py: 'NotImplementedError: FlexAttention "
                       "does not support sliding window yet.' (alibi slopes, logits soft cap, kv sharing, other "
                       "attention types)",
+    "harmony_vocab": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs) load_harmony_encoding: 'HarmonyError: "
+                     "error downloading or loading vocab file: failed to download or load vocab file' (the "
+                     "o200k_base.tiktoken download, or TIKTOKEN_ENCODINGS_BASE's file)",
+    "nvshmem_transport": "NVSHMEM host/init/init.cu nvshmemi_common_init: 'non-zero status: N nvshmem detect topo "
+                         "failed' after host/transport/transport.cpp 'Unable to initialize any transports'",
+    "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
+                       "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
+    "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "
+                        "from file. Please check that the provided vocabulary is accessible and not corrupted.' (the "
+                        "tokenizer class's own OSError)",
     **SETTINGS_SOURCES,
     **VERSION_SOURCES,
     "tpu_busy": "the TPU's PJRT client (JAX, torch_xla): 'TPU initialization failed: open(/dev/vfio/0): Device or "

@@ -56,8 +56,11 @@ SUPPORT_SOURCES: dict[str, str] = {
                        "Qwen2_5_VLProcessor and GLM-4.1V, vLLM's own get_attn_backend under a platform plugin written "
                        "for another vLLM); no such message comes from a settings or memory check",
     "package_missing": "Python's import system: 'ModuleNotFoundError: No module named X' raised in an installed "
-                       "package's own import (under site-packages, or a vLLM platform plugin's package such as "
-                       "vllm_ascend/), as the last error of a start that never got ready",
+                       "package's own import (under site-packages, a vLLM platform plugin's package such as "
+                       "vllm_ascend/, or vLLM's own code), as the last error of a start that never got ready",
+    "module_missing": "Python's import system: 'ModuleNotFoundError: No module named X' as the last line of a "
+                      "start that never got ready, in a paste that keeps no traceback frame (not vLLM itself, not "
+                      "transformers' remote-code modules)",
     "pybind_signature": "pybind11 (pybind11.h, its dispatcher's TypeError): 'f(): incompatible function arguments. "
                         "The following argument types are supported: ... Invoked with: ...' ('incompatible "
                         "constructor arguments' for __init__), read where the start never got ready: the Python "

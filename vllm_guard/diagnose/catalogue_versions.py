@@ -5,6 +5,13 @@ keep that file readable; the rules that cite them are rules_versions.py's."""
 from __future__ import annotations
 
 VERSION_SOURCES: dict[str, str] = {
+    "remote_code_packages": "transformers dynamic_module_utils.py check_imports: 'ImportError: This modeling file "
+                            "requires the following packages that were not found in your environment: X. Run `pip "
+                            "install X`'",
+    "triton_kernels": "vLLM 0.10-0.34 model_executor/layers/fused_moe (config.py, oracle/mxfp4.py, "
+                      "gpt_oss_triton_kernels_moe.py), logger.error: 'Failed to import Triton kernels. Please make "
+                      "sure your triton version is compatible. Error: ...' (triton_kernels 3.8 moved matmul_ogs to "
+                      "matmul)",
     "deep_gemm": "vLLM 0.10-0.33 utils/deep_gemm.py _missing: 'RuntimeError: DeepGEMM backend is not available or "
                  "outdated. Please install or update the `deep_gemm` to a newer version to enable FP8 kernels.'",
     "rope_type_key": "vLLM transformers_utils/config.py patch_rope_scaling_dict (raised in 0.7.3, 0.10.1 and 0.11.0; "

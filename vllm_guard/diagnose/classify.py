@@ -23,6 +23,7 @@ from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
+from vllm_guard.diagnose.missing_modules import package_missing
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
 
@@ -276,7 +277,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
         return supported
     # before a hang: one rank's import that ended its start, the others waiting for it (a plugin vLLM logged as
     # skipped, or an import the start's progress went past, is not read)
-    missing = fallback.package_missing(lines, tbs, reached, signal, ctx)
+    missing = package_missing(lines, tbs, reached, signal, ctx)
     if missing is not None:
         return missing
     hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited

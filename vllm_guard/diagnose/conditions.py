@@ -108,6 +108,16 @@ def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> 
                    and line.strip() not in after.text for after in lines[i + 1:])
 
 
+def nothing_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The start never got ready and the log has nothing after this line but more lines of the same message (or
+    their tracebacks): a failure vLLM logs and goes on after decides only a paste that stops there."""
+    if ready(lines):
+        return False
+    head = logread.body(line).strip()[:40]
+    return all(head in after.text for after in lines[i + 1:]
+               if after.text.strip() and not after.text.startswith((" ", "Traceback")))
+
+
 def not_a_fallback(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """Not a platform plugin's note that it falls back to vLLM's own class for the architecture and goes on
     (tpu-inference: "Flax model failed with: 'Model architectures [...] are not supported for now. ...'. Falling back

@@ -77,7 +77,9 @@ TOOL_PARSER = Advice(
     "--enable-auto-tool-choice needs a --tool-call-parser this vLLM has (and --reasoning-parser must name one it "
     "has): the API server refused its options before loading the model.",
     ("--tool-call-parser with a parser the error lists (the model card names the right one)",
-     "drop --enable-auto-tool-choice if the model does not call tools"), ("retrying unchanged",),
+     "drop --enable-auto-tool-choice if the model does not call tools",
+     "a parser of your own: --tool-parser-plugin or --reasoning-parser-plugin with its file, given to every vLLM "
+     "process that reads the option (each node of a multi-node start)"), ("retrying unchanged",),
 )
 RANKS_MISSING = Advice(
     "The first rank's rendezvous store waited and only some of the ranks connected: the others never arrived. On "

@@ -131,7 +131,29 @@ TOKENIZER_OLD = Advice(
     ("retrying unchanged",),
 )
 
+CONFIG_NOT_JSON = Advice(
+    "The file transformers read as the model's config is not JSON: a .gguf file given where a vLLM without GGUF "
+    "support (before 0.5.5) looks for config.json, or a config.json that is an HTML error page, a git-lfs pointer or "
+    "a download cut short.",
+    ("the file the message names: `head -c 200 FILE` shows what it holds",
+     "for a .gguf: vLLM 0.5.5 or newer, the local path of the .gguf, and --tokenizer naming the original model",
+     "for a broken config.json: download the model again"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+VOCAB_UNREADABLE = Advice(
+    "The tokenizer's class could not read its vocabulary file: the file is missing, cut short or a git-lfs pointer, "
+    "or is in a format this class does not read (a tiktoken vocabulary under a class that expects SentencePiece).",
+    ("list the model's tokenizer files (tokenizer.json, tokenizer.model, vocab.*, *.tiktoken) and their sizes",
+     "download the tokenizer files again, or --tokenizer naming the repository the checkpoint came from",
+     "for a tokenizer that loads tiktoken files: pip install tiktoken, and --trust-remote-code where the model "
+     "card asks for it"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "config_not_json": CONFIG_NOT_JSON,
+    "vocab_unreadable": VOCAB_UNREADABLE,
     "tokenizer_old": TOKENIZER_OLD,
     "no_model_type": NO_MODEL_TYPE,
     "hub": HUB_UNREACHABLE,

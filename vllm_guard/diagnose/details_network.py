@@ -67,7 +67,30 @@ RAY_LOCAL_NODE = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+HARMONY_VOCAB = Advice(
+    "openai-harmony, which vLLM loads for gpt-oss's chat format, could not fetch or read its tiktoken vocabulary "
+    "(o200k_base.tiktoken, from openaipublic.blob.core.windows.net): a host or container without egress, a proxy, or "
+    "a TLS-intercepting network whose certificate the library does not trust.",
+    ("download o200k_base.tiktoken and cl100k_base.tiktoken from openaipublic.blob.core.windows.net/encodings/ into "
+     "a folder and set TIKTOKEN_ENCODINGS_BASE to it, in every vLLM process's environment (each node, each pod)",
+     "or let the host reach openaipublic.blob.core.windows.net (HTTPS_PROXY where a proxy is the way out)"),
+    ("changing vLLM's memory or parallel settings", "HF_HUB_OFFLINE, which the library does not read"),
+)
+
+NVSHMEM_TRANSPORT = Advice(
+    "NVSHMEM, which the DeepEP and pplx all-to-all kernels of expert parallelism start, found no transport it could "
+    "use between the GPUs: over InfiniBand its IBRC and IBGDA transports need the nvidia_peermem kernel module (or "
+    "DMA-BUF); on AWS EFA it needs the libfabric transport; in a container, the RDMA devices themselves.",
+    ("NVSHMEM_DEBUG=INFO names each transport and why it did not start",
+     "lsmod | grep nvidia_peermem on each node (modprobe nvidia_peermem as root where it is missing)",
+     "on EFA: NVSHMEM_REMOTE_TRANSPORT=libfabric and NVSHMEM_LIBFABRIC_PROVIDER=efa",
+     "--all2all-backend allgather_reducescatter (vLLM 0.33's default), which does not use NVSHMEM"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NETWORK_ADVICE: dict[str, Advice] = {
+    "harmony_vocab": HARMONY_VOCAB,
+    "nvshmem_transport": NVSHMEM_TRANSPORT,
     "ray_local_node": RAY_LOCAL_NODE,
     "nccl_internal": NCCL_INTERNAL,
     "mooncake_master": MOONCAKE_MASTER,

@@ -94,6 +94,36 @@ FLASH_ATTN_BUILD = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+REMOTE_CODE_PACKAGES = Advice(
+    "The model's own code (its remote-code modeling or tokenizer file, run with --trust-remote-code) imports Python "
+    "packages this environment does not have; transformers checks its imports before running it and names them.",
+    ("pip install the packages the message names, in the environment that runs vLLM's workers (each node; a Ray "
+     "runtime_env where Ray starts them)",
+     "the model card's requirements, for the versions it was written against"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
+TRITON_KERNELS = Advice(
+    "vLLM could not import OpenAI's triton_kernels package, which its MXFP4 and other FP4 mixture-of-experts paths "
+    "use (gpt-oss, DeepSeek's FP4 checkpoints): the package is missing, or its version is not the one this vLLM was "
+    "written for (triton_kernels 3.8 moved matmul_ogs to matmul). vLLM logs this and goes on, so the start fails here "
+    "only for a model that needs the kernels.",
+    ("the triton and triton_kernels versions against those this vLLM release pins (its requirements, or its "
+     "Docker image)", "a vLLM image built with the kernels, or a vLLM release that matches the installed Triton"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+MODULE_MISSING = Advice(
+    "Python found no module of the name the error gives where the start imported it. The paste keeps no traceback, so "
+    "which code imported it does not show: most often a dependency the install left out, or, for a dotted name, a "
+    "part of an installed package that its version does not have or its build did not make (a JIT or compiled "
+    "module).",
+    ("pip show the package the name starts with: not installed, install it at the version vLLM (or the plugin "
+     "that uses it) pins; installed, its version against the one pinned, or its build steps for the missing part",
+     "the whole traceback (the log above this line) names the code that imported it"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 PACKAGE_MISSING = Advice(
     "An installed package (a library vLLM uses, or a vLLM platform plugin) imports a module that is not installed "
     "here: a dependency its install left out (triton on a host whose platform does not ship it), or a compiled part "
@@ -202,6 +232,9 @@ VERSION_ADVICE: dict[str, Advice] = {
     "libcuda_missing": LIBCUDA_MISSING, "ptxas_arch": PTXAS_ARCH,
     "package_required": PACKAGE_REQUIRED, "glibc": GLIBC,
     "package_missing": PACKAGE_MISSING,
+    "module_missing": MODULE_MISSING,
+    "remote_code_packages": REMOTE_CODE_PACKAGES,
+    "triton_kernels": TRITON_KERNELS,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,
     "gpu_arch": GPU_ARCH,

@@ -10,12 +10,13 @@ import re
 from functools import cache
 from typing import Any
 
-from vllm_guard.diagnose import certainty, conditions, logread, progress, raise_sites
+from vllm_guard.diagnose import certainty, logread, raise_sites
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, last_errors, ready, skipped_plugin
+from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.missing_modules import IN_VLLM, INSTALLED, PLUGIN_PACKAGE, raised_by_frame
 from vllm_guard.options.table import load_table, normalize_option_string, table_versions
 
 # Supporting evidence: not a failure by itself, decisive only when the start failed where it points.
@@ -69,7 +70,7 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
     text = lines[tb.exception].text
     m = _VALIDATION.search(text) if "validation error" in text else None
     if m is not None:
-        if not any(_IN_VLLM.search(f.path) for f in tb.frames):
+        if not any(IN_VLLM.search(f.path) for f in tb.frames):
             return None  # another program's config class (Ray Serve's LLMConfig, a user's) says nothing of vLLM's
         shown = tuple(cut(line.text) for line in lines[tb.exception:tb.exception + 3] if line.text.strip())
         if m.group("config") in _READS_THE_MODEL:
@@ -184,7 +185,7 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     # library's), and only in a start that never got ready
     owner = (m.group("owner") or "").rsplit(".", 1)[-1]
     above = lines[max(0, i - 3):i]
-    return (bool(owner[:1].isupper() and any(_PLUGIN_PACKAGE.search(line.text) for line in above)
+    return (bool(owner[:1].isupper() and any(PLUGIN_PACKAGE.search(line.text) for line in above)
                  and any(_BARE_CLASS_CALL.search(logread.body(line.text)) for line in above)) and not ready(lines))
 
 
@@ -208,8 +209,6 @@ _SIGNATURE = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?\w{1,128}\(\)
 # (every real report of it in tests/data/real-logs is labelled version_mismatch; blind9/b9-020 spells it "typeError").
 _MULTIPLE_VALUES = re.compile(r"(?i:typeerror): (?:[\w.]{1,128}\.)?\w{1,128}\(\) got multiple values for "
                               r"(?:keyword )?argument '\w{1,128}'")
-# Where an installed package's code raised it: a user's own script calling its own function wrongly is a bug there.
-_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 # pybind11's binding error (pybind11.h, the dispatcher's TypeError): a compiled library's function called with
 # arguments none of its overloads takes.
 _PYBIND = re.compile(r"[\w.]{0,128}\(\): incompatible (?:constructor|function) arguments\. The following argument "
@@ -217,16 +216,11 @@ _PYBIND = re.compile(r"[\w.]{0,128}\(\): incompatible (?:constructor|function) a
 # An exception class built to re-raise another (vLLM 0.6's model_runner_base.py "raise type(err)(...)"): its
 # constructor's signature is the exception's, not a library's API (rocm_sdk_builder #248, BackendCompilerFailed).
 _EXCEPTION_CLASS = re.compile(r"(?:Error|Exception|Failed|Warning|Interrupt|Exit)$")
-# vLLM's own package in a frame's path (not a framework's module that is named vllm, "xinference/model/llm/vllm/").
-_IN_VLLM = re.compile(r"/vllm/(?:v1|engine|entrypoints|model_executor|transformers_utils|worker|executor|distributed|"
-                      r"platforms|attention|multimodal|config|lora|compilation|inputs|tokenizers)(?:/|\.py$)")
-
-
 def _library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> logread.Traceback | None:
     """The exception line where vLLM's own code called a function with arguments its installed version refuses: a
     library vLLM depends on (transformers, torch) at another release than this vLLM was written for."""
     for tb in reversed(tbs):
-        if tb.exception is None or not tb.frames or not _IN_VLLM.search(tb.frames[-1].path):
+        if tb.exception is None or not tb.frames or not IN_VLLM.search(tb.frames[-1].path):
             continue
         m = _SIGNATURE.search(lines[tb.exception].text) if "TypeError" in lines[tb.exception].text else None
         if m is None:
@@ -246,7 +240,7 @@ def _multiple_values(lines: list[LogLine], tbs: list[logread.Traceback]) -> LogL
     for i, line in enumerate(lines):
         if "multiple values" in line.text and _MULTIPLE_VALUES.search(line.text):
             tb = raised_at.get(i)
-            if tb is None or _INSTALLED.search(tb.frames[-1].path) or _IN_VLLM.search(tb.frames[-1].path):
+            if tb is None or INSTALLED.search(tb.frames[-1].path) or IN_VLLM.search(tb.frames[-1].path):
                 return line
     return None
 
@@ -272,64 +266,13 @@ def _stopped_on_the_hub(lines: list[LogLine], tbs: list[logread.Traceback]) -> l
     return None
 
 
-# Python's own words for an import that finds nothing. Not vLLM itself (vLLM not installed in the environment that
-# ran, or a module of it: rules_versions.py's vllm_module) and not transformers' dynamic-module package for remote
-# code (a cache being written by another process, not a missing install).
-_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>(?!vllm(?:\.|'|$)|transformers_modules\b)"
-                        r"[A-Za-z_][\w.]{0,200})'")
-# An installed package's own code, or a vLLM platform plugin's package (often an editable install from a source
-# tree, not under site-packages): the plugins by name, not any folder called vllm_something (a user's vllm_demo/).
-_PLUGIN_PACKAGE = re.compile(r"[/\\](?:vllm_(?:ascend|omni|gaudi|spyre|rbln|metax|kunlun|mlu|musa)|tpu_inference)[/\\]")
-
-
-def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback],
-                     reached: progress.Progress) -> logread.Traceback | None:
-    """The start's last error is an installed package importing a module that is not installed: a dependency its
-    install left out (xgrammar's triton on a TPU host, blind27/b27-008), or a plugin's compiled part not built
-    (vllm-ascend's custom_ops, blind23/b23-005). A user's own script importing what it lacks is not read."""
-    tb = next((t for t in reversed(tbs) if t.exception is not None and not WRAPPERS.search(lines[t.exception].text)),
-              None)
-    if tb is None or tb.exception is None or not tb.frames or "No module named" not in lines[tb.exception].text:
-        return None
-    importer = tb.frames[-1].path
-    m = _NO_MODULE.search(lines[tb.exception].text)
-    if m is None or not (_INSTALLED.search(importer) or _PLUGIN_PACKAGE.search(importer)):
-        return None
-    # an import that a library caught and went on from is not the failure when another error follows (the same
-    # message relayed again, Ray's "[repeated 7x across cluster]", is not another), nor when vLLM logged it as a
-    # plugin it skipped, nor when the start's progress lines went on past it
-    if not conditions.last_error(m.group(0), lines, tb.exception, {}):
-        return None
-    if skipped_plugin(lines, tb.first):
-        return None
-    return tb if reached.final == reached.at[tb.exception] else None
-
-
-def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: progress.Progress,
-                    signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:
-    """version_mismatch (medium) when an installed package's import of a module not installed ended the start."""
-    missing = _package_missing(lines, tbs, reached)  # before ready(): a log without the import costs nothing
-    if missing is None or ready(lines):
-        return None
-    return _raised_by_frame(lines, missing, "imported by", "package_missing", "package_missing", signal, ctx)
-
-
-def _raised_by_frame(lines: list[LogLine], tb: logread.Traceback, how: str, detail: str, source: str,
-                     signal: int | None, ctx: dict[str, Any]) -> Diagnosis:
-    """version_mismatch (medium) from a traceback's exception and the installed code whose frame raised it."""
-    frame, raised = tb.frames[-1], (cut(lines[tb.exception].text),) if tb.exception is not None else ()
-    shown = (*raised, f"{how} {frame.func} ({cut(frame.path)})")
-    return Diagnosis("version_mismatch", BEFORE_START, {}, shown, signal, detail, ctx, confidence="medium",
-                     template=SUPPORT_SOURCES[source], stage_from=certainty.FRAMES)
-
-
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""
     download = any(f.func in _DOWNLOAD_FRAMES for tb in tbs for f in tb.frames)
     signature = _library_signature(lines, tbs)
     if signature is not None:
-        return _raised_by_frame(lines, signature, "called from", "python_package", "library_signature", signal, ctx)
+        return raised_by_frame(lines, signature, "called from", "python_package", "library_signature", signal, ctx)
     started = ready(lines)
     if not started:
         both = _multiple_values(lines, tbs)

@@ -104,6 +104,15 @@ NOT_RELAXABLE_DETAIL = {
                 "checkpoint's kernels need a GPU of compute capability 8.9+",
     "package_missing": "an installed package imports a module that is not installed: install it, no setting "
                        "helps",
+    "remote_code_packages": "the model's own code imports packages not installed: install them, no setting helps",
+    "triton_kernels": "vLLM's MoE kernels could not import triton_kernels: install the version this vLLM pins",
+    "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
+                     "the network",
+    "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",
+    "config_not_json": "the model's config is not JSON: give vLLM a model it reads, no setting helps",
+    "vocab_unreadable": "the tokenizer's vocabulary file cannot be read: download it again",
+    "module_missing": "the start imported a module that is not installed: install it (or the package's missing "
+                      "part), no setting helps",
     "shards_missing": "the checkpoint's index names shards the folder does not hold: download them, no setting "
                       "helps",
     "no_attention_backend": "no attention backend of this vLLM runs the model on this GPU: another GPU or vLLM",

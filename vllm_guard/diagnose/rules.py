@@ -221,7 +221,8 @@ RULES: tuple[Rule, ...] = (
                                    r"\((?P<max_tokens_per_mm_item>\d+)\)"), BEFORE_START, detail="mm_budget",
          numbers=lambda m: numbers_of(m, "max_tokens_per_mm_item"), source=SOURCES["mm_budget"]),
     Rule("usage_error", re.compile(r"--enable-auto-tool-choice requires --tool-call-parser"
-                                   r"|invalid (?:tool call|reasoning) parser: (?P<parser>\S{0,64}) \(choo?se from"),
+                                   r"|invalid (?:tool call|reasoning) parser: (?P<parser>\S{0,64}) \(choo?se from"
+                                   r"|(?:Tool|Reasoning) parser '[^'\s]{1,64}' not found"),
          BEFORE_START, detail="tool_parser", source=SOURCES["tool_parser"]),
     # vllm serve's check of its flags: each message begins "Error: --flag" (blind63/b63-001; catalogue.py)
     # Not the chat server's "Error: --enable-auto-tool-choice requires tool_parser:'X' which has not been registered",

@@ -85,6 +85,14 @@ FILE_RULES: tuple[Rule, ...] = (
     # declares (an export without lm_head while tie_word_embeddings is false, a shard missing).
     Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
          detail="weights_missing", source=SOURCES["weights_missing"]),
+    # transformers reading a file that is not JSON as the model's config (or processor config): a .gguf path given
+    # to a vLLM without GGUF (0.5.4: blind92/b92-007), an HTML error page or a cut download saved as config.json.
+    Rule("model_access", re.compile(r"It looks like the config file at '[^']{1,4096}' is not a valid JSON file"),
+         BEFORE_START, detail="config_not_json", source=SOURCES["config_not_json"]),
+    # transformers' tokenizer class raising OSError on its vocabulary file (missing, cut, or in a format the class
+    # does not read): blind92/b92-008, DBRX's tiktoken vocabulary.
+    Rule("model_access", re.compile(r"Unable to load vocabulary from file\. Please check that the provided vocabulary"),
+         BEFORE_START, detail="vocab_unreadable", source=SOURCES["vocab_unreadable"]),
     # The folder or repo has a config but no weights vLLM can load (vLLM 0.2-0.33: weight_utils / default_loader).
     # (the path in backticks; a runner that prints the exception's repr keeps the words: blind30/b30-004)
     Rule("model_access", re.compile(r"Cannot find any model weights with [`/~.\w]"), LOADING, detail="no_weights",

@@ -70,6 +70,18 @@ NETWORK_RULES: tuple[Rule, ...] = (
                                r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"
                                r"|NCCL INFO \S{1,300}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [12]\b"),
          detail="nccl_unhandled", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_unhandled"]),
+    # openai-harmony (gpt-oss's chat format, loaded by vLLM's API server and its Responses API) fetching its tiktoken
+    # vocabulary (o200k_base.tiktoken from openaipublic.blob.core.windows.net) at start-up: a host without egress,
+    # a proxy, or TLS interception (openai/harmony#46, #95; blind92/b92-001).
+    Rule("network", re.compile(r"HarmonyError: error downloading or loading vocab file"), BEFORE_START,
+         detail="harmony_vocab", source=SOURCES["harmony_vocab"]),
+    # NVSHMEM (DeepEP's and pplx's all-to-all for expert parallelism) that started no transport: init.cu's
+    # nvshmemi_transport_init failed ("nvshmem detect topo failed", after "Unable to initialize any transports"):
+    # over InfiniBand without nvidia_peermem (IBRC, IBGDA), on AWS EFA without the libfabric provider
+    # (blind91/b91-012, llm-d's wide-EP prefill pod).
+    Rule("network", re.compile(r"non-zero status: \d{1,4} nvshmem detect topo failed|nvshmemi_transport_init:\d{1,6}: "
+                               r"Unable to initialize any transports"), BEFORE_START, detail="nvshmem_transport",
+         when=conditions.never_ready, warning=True, source=SOURCES["nvshmem_transport"]),
     # NCCL's internal error (ncclInternalError, 3): "an internal check failed", which vLLM's workers meet as they
     # connect across nodes (an older NCCL's proxy that could not connect to another rank: "Proxy Call to rank N
     # failed (Connect)"); real reports label it network, all three (blind9/b9-019, blind73/b73-005, b73-008). Said

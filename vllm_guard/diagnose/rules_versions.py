@@ -184,6 +184,19 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"\w{1,40} version is wrong\. Please|Using Ray backend requires installation "
                                         r"of ray|The package `[\w-]{1,40}` is required to)"),
          detail="package_required", when=conditions.never_ready_nor_skipped, source=SOURCES["package_required"]),
+    # transformers' check of a remote-code file's imports (dynamic_module_utils.py check_imports): the model's own
+    # modeling file imports packages this environment lacks (blind92/b92-009: tiktoken for Qwen-7B under Ray;
+    # blind11/b11-014: addict and matplotlib for DeepSeek-OCR, labelled unknown by its collector, who found no class
+    # for a missing package). vLLM's other missing packages read version_mismatch (package_required, package_missing).
+    Rule("version_mismatch", re.compile(r"This modeling file requires the following packages that were not found in "
+                                        r"your environment: (?P<packages>[\w., -]{1,300})"),
+         detail="remote_code_packages", when=conditions.never_ready, source=SOURCES["remote_code_packages"]),
+    # vLLM's MoE layers importing OpenAI's triton_kernels package (gpt-oss's MXFP4 and other FP4 MoE paths): it logs
+    # the failure and goes on, and the start fails later only if the model needs them (blind7/b7-005 goes on to its
+    # banner). Read only where nothing but more of the same follows (blind91/b91-011: the line alone).
+    Rule("version_mismatch", re.compile(r"Failed to import Triton kernels\. Please make sure your triton version is "
+                                        r"compatible"), detail="triton_kernels", when=conditions.nothing_after,
+         warning=True, source=SOURCES["triton_kernels"]),
     # The NixlConnector (--kv-transfer-config, disaggregated prefill: Dynamo, llm-d) where the nixl package did not
     # import: vLLM logs a warning at import and raises when the connector's worker starts (0.10-0.34). The warning
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
