@@ -176,7 +176,11 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # its collector found no class for a missing package and labelled it unknown; the house
                           # reads a missing package version_mismatch (package_required, package_missing), as
                           # blind92/b92-009's collector labelled the same message
-                          "b11-014-unknown.log"}
+                          "b11-014-unknown.log",
+                          # blind93's one, recorded at its score: a paste the search tool cut inside vLLM's
+                          # validate_chat_template, read usage_error (medium) by the one function that raises there;
+                          # its collector labelled it unknown, usage_error the second reading
+                          "b93-003-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

@@ -228,7 +228,7 @@ SOURCES: dict[str, str] = {
                    "configuration file', 'pass(ing) the argument trust_remote_code=True', 'contains custom code "
                    "which must be executed'); vLLM 0.33 'Failed to load the model config'",
     "architecture": "vLLM 0.1-0.33 model_executor/models/registry.py: 'Model architectures [...] are not supported "
-                    "for now'; transformers 'does not recognize this architecture', and auto_factory.py's "
+                    "for now' (0.4-0.9 model_loader/neuron.py: '... are not supported on Neuron for now'); transformers 'does not recognize this architecture', and auto_factory.py's "
                     "'Unrecognized configuration class ... for this kind of AutoModel' (vLLM's Transformers fallback)",
     "pp_layers": "vLLM V0 config.py ModelConfig.verify_with_parallel_config (the releases before layers could be "
                  "split unevenly across pipeline stages): 'Total number of hidden layers (N) must be divisible by "
@@ -364,6 +364,9 @@ SOURCES: dict[str, str] = {
     "tpu_busy": "the TPU's PJRT client (JAX, torch_xla): 'TPU initialization failed: open(/dev/vfio/0): Device or "
                 "resource busy' ('Unable to initialize backend 'tpu'' in JAX); libtpu: 'The TPU is already in use by "
                 "process with pid N. Not attempting to load libtpu.so in this process.'",
+    "hpu_acquire": "Habana's SynapseAI runtime under habana_frameworks.torch.hpu init (synDeviceAcquire): "
+                   "'RuntimeError: synStatus=8 [Device not found] Device acquire failed.' and 'synStatus=20 [Device "
+                   "already acquired] Device acquire failed.'",
     "tpu_onchip": "XLA's TPU compiler: 'RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
                   "memory space vmem' (or smem): a kernel's scratch memory on the core",
     "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "

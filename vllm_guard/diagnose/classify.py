@@ -188,7 +188,8 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
         out[:0] = [m.group(1), WORKER_ERROR + m.group(1)]
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
-    if len(text) < 60:  # too short to have been wrapped (logread.continuation's own first test)
+    # too short to have been wrapped (logread.continuation's own first test)
+    if len(text) < logread.WRAPPED_PREFIXED_MIN or (len(text) < logread.WRAPPED_MIN and not lines[i].proc):
         return out
     nxt = logread.continuation(lines, i)
     if nxt is not None:

@@ -49,6 +49,25 @@ TPU_BUSY = Advice(
     ("changing vLLM's memory settings", "retrying at once"),
 )
 
+HPU_ACQUIRED = Advice(
+    "Another process holds the Gaudi this start asked for: Habana's runtime gives a device to one process whole (a "
+    "previous vLLM, a notebook's kernel, a second server on the same card).",
+    ("`hl-smi` lists the processes on each Gaudi; stop the one that holds it, or wait for it to finish",
+     "HABANA_VISIBLE_MODULES naming only free modules, one vLLM per set of modules"),
+    ("changing vLLM's memory settings", "retrying at once"),
+)
+
+HPU_NOT_FOUND = Advice(
+    "Habana's runtime found no Gaudi it could acquire for this process: none is visible in the container (no "
+    "--runtime=habana or HABANA_VISIBLE_DEVICES, no habana.ai/gaudi resource on the pod), or every visible one is "
+    "already held by another process.",
+    ("`hl-smi` inside the container: no device listed means none was given to it; devices with processes mean "
+     "they are taken",
+     "docker run --runtime=habana -e HABANA_VISIBLE_DEVICES=all (or the Kubernetes device plugin's habana.ai/gaudi "
+     "limit)", "HABANA_VISIBLE_MODULES naming free modules where others are in use"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 TPU_ONCHIP = Advice(
     "XLA's compiler ran out of a TPU core's on-chip memory (vmem or smem) while it compiled one of vLLM's kernels "
     "for the shapes this start asks: not the HBM the weights and KV cache use, so gpu-memory-utilization does not "
@@ -61,6 +80,8 @@ TPU_ONCHIP = Advice(
 
 CONTAINER_ADVICE: dict[str, Advice] = {
     "tpu_busy": TPU_BUSY,
+    "hpu_acquired": HPU_ACQUIRED,
+    "hpu_not_found": HPU_NOT_FOUND,
     "tpu_onchip": TPU_ONCHIP,
     "startup_probe": STARTUP_PROBE,
     "k8s_unschedulable": K8S_UNSCHEDULABLE,

@@ -151,6 +151,8 @@ NOT_RELAXABLE_DETAIL = {
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",
+    "hpu_acquired": "another process holds the Gaudi: the guard cannot see it, so it does not wait for it",
+    "hpu_not_found": "no Gaudi is free to this process: give the container one, or free one",
     "tpu_busy": "another process holds the TPU: the guard cannot see it, so it does not wait for it",
     "tpu_onchip": "XLA ran out of the TPU core's on-chip memory compiling a kernel: not the HBM a setting frees",
     "k8s_unschedulable": "no node of the cluster has the pod's GPUs free: the scheduler never starts the container",

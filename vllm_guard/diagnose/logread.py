@@ -159,6 +159,11 @@ _NEW_RECORD = re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|Traceback|Durin
                          r"|\s|\[|\((?!\d)|[\w.]{1,100}(?:Error|Exception|Warning|Exit)\b|[\w.]{1,100}: )")
 
 
+# The shortest line taken as wrapped: a terminal or a person wraps at 60 columns or more.
+WRAPPED_MIN = 60
+WRAPPED_PREFIXED_MIN = 40
+
+
 def continuation(lines: list[LogLine], i: int) -> LogLine | None:
     """The next line when it continues line i's message (wrapped by a terminal or by the person who pasted it)."""
     if i + 1 >= len(lines):
@@ -166,7 +171,10 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
     line, nxt = lines[i], lines[i + 1]
     # A terminal that hard-wraps a prefixed line writes the rest without the prefix ("(EngineCore pid=316) ...
     # (4.26 GiB KV cach" / "e is needed, ..."): an unprefixed next line may continue a prefixed one.
-    if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 or len(line.text) < 60 \
+    # A terminal's columns hold the prefix too: an 80-column wrap leaves some 55 characters of a prefixed line's text
+    # (blind93/b93-001: "(APIServer pid=4937)   Value error, The quantization method compressed-tensors i").
+    if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 \
+            or len(line.text) < (WRAPPED_PREFIXED_MIN if line.proc and not nxt.proc else WRAPPED_MIN) \
             or line.text.endswith((".", ")")):
         return None
     # A colon ends a line that introduces the next record, except before a quoted value on the next line: a message

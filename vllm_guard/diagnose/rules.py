@@ -328,8 +328,10 @@ RULES: tuple[Rule, ...] = (
          BEFORE_START, source=SOURCES["remote_code"]),
     # transformers' auto_factory.py, under vLLM's Transformers fallback (0.7.3+): "Unrecognized configuration class
     # <class '...Gemma3Config'> for this kind of AutoModel: AutoModel." (vllm #14723)
+    # (and vLLM 0.4-0.9's Neuron loader, model_loader/neuron.py: "... are not supported on Neuron for now. Supported
+    # architectures: [...]"; blind94/b94-001)
     Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
-                                                r"supported for now|does not recognize this architecture"
+                                                r"supported (?:on Neuron )?for now|does not recognize this architecture"
                                                 r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
                                                 r"kind of AutoModel"
                                                 # tpu-inference raising (not its warning that falls back to

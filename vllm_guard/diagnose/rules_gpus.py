@@ -21,6 +21,13 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
                                 r"resource busy|The TPU is already in use by process with pid (?P<pid>\d{1,10})"),
          BEFORE_START, detail="tpu_busy", numbers=lambda m: numbers_of(m, "pid"), when=conditions.never_ready,
          source=SOURCES["tpu_busy"]),
+    # Habana's runtime acquiring a Gaudi (habana_frameworks' hpu init, synDeviceAcquire): a Gaudi is held whole by
+    # one process, so "[Device already acquired]" (synStatus 20) is another's; "[Device not found]" (8) is none free
+    # to this process, whether none is in the container or each is held (blind93/b93-002: OPEA's vLLM pod).
+    Rule("gpu_busy", re.compile(r"synStatus=20 \[Device already acquired\] Device acquire failed"), BEFORE_START,
+         detail="hpu_acquired", when=conditions.never_ready, source=SOURCES["hpu_acquire"]),
+    Rule("too_few_gpus", re.compile(r"synStatus=8 \[Device not found\] Device acquire failed"), BEFORE_START,
+         detail="hpu_not_found", when=conditions.never_ready, source=SOURCES["hpu_acquire"]),
     # XLA's TPU compiler out of a core's on-chip memory (vmem, smem) for one of vLLM's kernels: an out-of-memory both
     # real reports label gpu_oom (blind47/b47-010: smem at a 16k context; blind82/b82-001: vmem in the ragged paged
     # attention kernel's precompile), but not HBM's, so no memory setting of vLLM's frees it (rules._OOM reads hbm)

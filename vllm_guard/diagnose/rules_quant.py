@@ -33,10 +33,12 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
                                          r"(?P<method>\S{1,64})\. "
                                          r"Supported dtypes"), BEFORE_START, detail="quant_dtype",
          source=SOURCES["quant_dtype"]),
+    # The current capability may be cut or wrapped away: a paste re-wrapped at 80 columns puts its figure on a third
+    # line (blind93/b93-001); the minimum is enough to say which GPUs run the method.
     Rule("quant_unsupported", re.compile(r"(?:The quantization method (?P<method>\S{1,64})|Quantization scheme) is "
                                          r"not supported for the current "
-                                         r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\. "
-                                         r"Current capability: (?P<current_capability>\d+)"), BEFORE_START,
+                                         r"GPU\. Min(?:imum)? capability: (?P<min_capability>\d+)\."
+                                         r"(?: Current capability: (?P<current_capability>\d+))?"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "min_capability", "current_capability"), source=SOURCES["quant_capability"]),
     # transformers' FP8 quantizers (4.45-4.5x fbgemm_fp8 and finegrained_fp8 validate_environment) raise it; later
     # releases warn with the same words and dequantize, so only the exception counts.
