@@ -180,7 +180,11 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # blind93's one, recorded at its score: a paste the search tool cut inside vLLM's
                           # validate_chat_template, read usage_error (medium) by the one function that raises there;
                           # its collector labelled it unknown, usage_error the second reading
-                          "b93-003-unknown.log"}
+                          "b93-003-unknown.log",
+                          # blind95's one, recorded at its score: 'torch.bfloat16 is not supported for quantization
+                          # method awq. Supported dtypes: [torch.float16]', read dtype_unsupported (quant_dtype) as the
+                          # house reads it everywhere; its collector labelled it usage_error, dtype_unsupported second
+                          "b95-004-usage_error.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

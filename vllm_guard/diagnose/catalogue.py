@@ -228,8 +228,9 @@ SOURCES: dict[str, str] = {
                    "configuration file', 'pass(ing) the argument trust_remote_code=True', 'contains custom code "
                    "which must be executed'); vLLM 0.33 'Failed to load the model config'",
     "architecture": "vLLM 0.1-0.33 model_executor/models/registry.py: 'Model architectures [...] are not supported "
-                    "for now' (0.4-0.9 model_loader/neuron.py: '... are not supported on Neuron for now'); transformers 'does not recognize this architecture', and auto_factory.py's "
-                    "'Unrecognized configuration class ... for this kind of AutoModel' (vLLM's Transformers fallback)",
+                    "for now' (0.4-0.9 model_loader/neuron.py: '... are not supported on Neuron for now'); "
+                    "transformers 'does not recognize this architecture', and auto_factory.py's 'Unrecognized "
+                    "configuration class ... for this kind of AutoModel' (vLLM's Transformers fallback)",
     "pp_layers": "vLLM V0 config.py ModelConfig.verify_with_parallel_config (the releases before layers could be "
                  "split unevenly across pipeline stages): 'Total number of hidden layers (N) must be divisible by "
                  "pipeline parallel size (P).'",
@@ -354,6 +355,8 @@ SOURCES: dict[str, str] = {
                      "o200k_base.tiktoken download, or TIKTOKEN_ENCODINGS_BASE's file)",
     "nvshmem_transport": "NVSHMEM host/init/init.cu nvshmemi_common_init: 'non-zero status: N nvshmem detect topo "
                          "failed' after host/transport/transport.cpp 'Unable to initialize any transports'",
+    "repo_file_missing": "transformers utils/hub.py cached_file: 'OSError: X does not appear to have a file named Y. "
+                         "Checkout 'https://huggingface.co/X/tree/main' for available files.'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

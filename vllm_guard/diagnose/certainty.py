@@ -150,6 +150,15 @@ _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device dete
 # not a class.
 _WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale|"
                          r"weight_zero_point|input_scale)'")
+# A weight loader finding a checkpoint tensor of another shape than the parameter vLLM built from the config
+# (layers/linear.py and parameter.py's "assert param_data.shape == loaded_weight.shape", weight_utils.py's "Tried to
+# load weights of size X to a parameter of size Y", or the narrow() of a shard past the tensor's end): a checkpoint
+# in another layout or quantization than the config says, or a class that computes a dimension otherwise (Mistral-
+# Nemo's head_dim in older vLLM). Labelled model_access (blind95/b95-011, b95-012, blind65/b65-001) and
+# unsupported_architecture (blind37/b37-012): a candidate, not a class.
+_SHAPE_MISMATCH = re.compile(r"assert param_data\.shape == loaded_weight\.shape|Tried to load weights of size "
+                             r"torch\.Size|start \(\d{1,12}\) \+ length \(\d{1,12}\) exceeds dimension size "
+                             r"\(\d{1,12}\)")
 # The phrase is the loader's own, whatever a paste's wrapping keeps of the rest (the name, the class).
 _NO_PARAMETER = re.compile(r"There is no module or parameter\b")
 # torch.ops._C without an op vLLM's Python code calls: its compiled extension did not load (an earlier warning says
@@ -199,6 +208,12 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
                                        "did not load (an earlier warning says why) or was built from another " \
                                        "vLLM source or for other GPUs"
+        if any(w in line.text for w in ("loaded_weight", "load weights of size", "exceeds dimension size")) \
+                and _SHAPE_MISMATCH.search(line.text):
+            return "model_access", "a weight loader found a checkpoint tensor of another shape than the parameter " \
+                                   "vLLM built from the config: a checkpoint in another layout or quantization " \
+                                   "than its config says (AWQ or GPTQ weights read without their quantization), or " \
+                                   "a model class of this vLLM that computes a dimension otherwise (a newer variant)"
         if (("KeyError: '" in line.text and _WEIGHT_KEY.search(logread.body(line.text)))
                 or ("no module or parameter" in line.text and _NO_PARAMETER.search(line.text))):
             return "model_access", "the checkpoint holds a weight the installed vLLM's class for the model does not " \

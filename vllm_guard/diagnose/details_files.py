@@ -131,6 +131,16 @@ TOKENIZER_OLD = Advice(
     ("retrying unchanged",),
 )
 
+REPO_FILE_MISSING = Advice(
+    "The model's repository (or folder) lacks a file that its config or a loader asks for: a remote-code file the "
+    "config's auto_map names (configuration_*.py, modeling_*.py) that the uploader left out, or a tokenizer or "
+    "processor file.",
+    ("the repository's file list (the URL the message gives) against the file named",
+     "the model's own fix (a quantized copy often leaves the original's code files out: copy them from the "
+     "original repository into a local folder and serve that), or --revision naming a commit that has them"),
+    ("downloading the same revision again", "changing memory settings"),
+)
+
 CONFIG_NOT_JSON = Advice(
     "The file transformers read as the model's config is not JSON: a .gguf file given where a vLLM without GGUF "
     "support (before 0.5.5) looks for config.json, or a config.json that is an HTML error page, a git-lfs pointer or "
@@ -153,6 +163,7 @@ VOCAB_UNREADABLE = Advice(
 
 FILE_ADVICE: dict[str, Advice] = {
     "config_not_json": CONFIG_NOT_JSON,
+    "repo_file_missing": REPO_FILE_MISSING,
     "vocab_unreadable": VOCAB_UNREADABLE,
     "tokenizer_old": TOKENIZER_OLD,
     "no_model_type": NO_MODEL_TYPE,

@@ -109,6 +109,7 @@ NOT_RELAXABLE_DETAIL = {
     "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
                      "the network",
     "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",
+    "repo_file_missing": "the model's repository lacks a file its config asks for: no setting helps",
     "config_not_json": "the model's config is not JSON: give vLLM a model it reads, no setting helps",
     "vocab_unreadable": "the tokenizer's vocabulary file cannot be read: download it again",
     "module_missing": "the start imported a module that is not installed: install it (or the package's missing "

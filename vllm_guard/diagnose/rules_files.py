@@ -37,6 +37,11 @@ FILE_RULES: tuple[Rule, ...] = (
                                     r"|(?:EntryNotFoundError|does not appear to have a file named) .{0,300}?"
                                     r"\bconfig\.json\b|RevisionNotFoundError"), BEFORE_START, detail="config_missing",
          source=SOURCES["hub_config_missing"]),
+    # The same for any other file the config or a loader asks the repository for: a remote-code file the config's
+    # auto_map names and the uploader left out (blind95/b95-007: configuration_phi3.py), a tokenizer or processor file
+    # (transformers utils/hub.py cached_file).
+    Rule("model_access", re.compile(r"does not appear to have a file named [\w.-]{1,255}"), BEFORE_START,
+         detail="repo_file_missing", source=SOURCES["repo_file_missing"]),
     # transformers' own words when the files are not at that id or path (configuration_utils.py, utils/hub.py,
     # tokenization_utils_base.py, 4.3x-4.5x): the config, any file (an id that is neither a folder nor valid),
     # the tokenizer's files.

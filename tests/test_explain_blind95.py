@@ -1,0 +1,45 @@
+"""`explain` on blind95 (11 of 18 at 0a3f23a, the Hugging Face Hub's model discussions), scored once (README.md
+there). What its misses taught: transformers' "does not appear to have a file named" for a file other than
+config.json (a remote-code file the uploader left out), and a weight loader's shape mismatch named as a candidate:
+real reports label it two ways, so it stays below the bar."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
+
+
+def test_a_remote_code_file_the_repository_lacks() -> None:
+    d = classify(blind_log("blind95", "b95-007"))  # configuration_phi3.py, named by the config's auto_map
+    assert (d.cls, d.detail) == ("model_access", "repo_file_missing")
+    assert any("original repository" in h for h in advice_for(d).helps)
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["repo_file_missing"]
+
+
+def test_config_json_missing_keeps_its_own_reading() -> None:
+    text = ("OSError: org/model does not appear to have a file named config.json. Checkout "
+            "'https://huggingface.co/org/model/tree/main' for available files.")
+    assert classify(text).detail == "config_missing"
+
+
+@pytest.mark.parametrize(("folder", "prefix"), [("blind95", "b95-011"), ("blind95", "b95-012"),
+                                                ("blind37", "b37-012"), ("blind65", "b65-001")])
+def test_a_weight_shape_mismatch_is_a_candidate_only(folder: str, prefix: str) -> None:
+    d = classify(blind_log(folder, prefix))
+    assert d.cls == "unknown"
+    assert d.hint is not None and d.hint[0] == "model_access"
+
+
+@pytest.mark.parametrize(("prefix", "cls"), [
+    ("b95-001", "gpu_oom"), ("b95-002", "host_oom"), ("b95-003", "unsupported_architecture"),
+    ("b95-005", "unsupported_architecture"), ("b95-006", "model_access"), ("b95-009", "unknown"),
+    ("b95-010", "unknown"), ("b95-013", "quant_unsupported"), ("b95-014", "quant_unsupported"),
+    ("b95-017", "unsupported_architecture"), ("b95-018", "unknown"),
+])
+def test_what_blind95_read_right_at_its_score(prefix: str, cls: str) -> None:
+    assert classify(blind_log("blind95", prefix)).cls == cls
