@@ -208,7 +208,7 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
                                        "did not load (an earlier warning says why) or was built from another " \
                                        "vLLM source or for other GPUs"
-        if any(w in line.text for w in ("loaded_weight", "load weights of size", "exceeds dimension size")) \
+        if ("loaded_weight" in line.text or "weights of size" in line.text or "dimension size" in line.text) \
                 and _SHAPE_MISMATCH.search(line.text):
             return "model_access", "a weight loader found a checkpoint tensor of another shape than the parameter " \
                                    "vLLM built from the config: a checkpoint in another layout or quantization " \

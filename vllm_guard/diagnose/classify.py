@@ -21,7 +21,7 @@ from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
-from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, WRAPPED_MIN, WRAPPED_PREFIXED_MIN, LogLine
 from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
 from vllm_guard.diagnose.missing_modules import package_missing
 from vllm_guard.diagnose.rule import Rule
@@ -189,7 +189,7 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
     # too short to have been wrapped (logread.continuation's own first test)
-    if len(text) < logread.WRAPPED_PREFIXED_MIN or (len(text) < logread.WRAPPED_MIN and not lines[i].proc):
+    if len(text) < WRAPPED_PREFIXED_MIN or (len(text) < WRAPPED_MIN and not lines[i].proc):
         return out
     nxt = logread.continuation(lines, i)
     if nxt is not None:
