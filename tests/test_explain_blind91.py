@@ -77,3 +77,19 @@ def test_nvshmem_without_a_transport_yields_to_a_decisive_error() -> None:
     "b91-014")])
 def test_what_blind91_labelled_unknown_still_reads_so(folder: str, prefix: str) -> None:
     assert classify(blind_log(folder, prefix)).cls == "unknown"
+
+
+def test_a_missing_module_chained_in_a_skipped_plugins_traceback_ends_nothing() -> None:
+    # vLLM logs a plugin it failed to load and goes on; the plugin's own `raise ... from e` chains a second traceback
+    # whose last frame is an installed package: neither is the start's failure (the paste ends there, no hang read)
+    p = "(EngineCore_DP0 pid=300) "
+    text = (f"{p}ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin foo_plugin\n"
+            f"{p}Traceback (most recent call last):\n"
+            f"{p}  File \"/x/foo_plugin/__init__.py\", line 3, in <module>\n{p}    import timm\n"
+            f"{p}ModuleNotFoundError: No module named 'timm'\n{p}\n"
+            f"{p}The above exception was the direct cause of the following exception:\n{p}\n"
+            f"{p}Traceback (most recent call last):\n"
+            f"{p}  File \"/usr/lib/python3.12/site-packages/foo_plugin/loader.py\", line 9, in load\n"
+            f"{p}    import timm\n"
+            f"{p}ModuleNotFoundError: No module named 'timm'\n")
+    assert classify(text).detail not in ("package_missing", "module_missing")

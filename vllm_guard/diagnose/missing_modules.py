@@ -9,7 +9,7 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, conditions, logread, progress
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, per_log, ready, skipped_plugin, skipped_plugin_lines
+from vllm_guard.diagnose.diagnosis import WRAPPERS, Diagnosis, cut, per_log, ready, skipped_plugin_lines
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import BEFORE_START
 
@@ -48,7 +48,7 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback],
     # plugin it skipped, nor when the start's progress lines went on past it
     if not conditions.last_error(m.group(0), lines, tb.exception, {}):
         return None
-    if skipped_plugin(lines, tb.first):
+    if tb.exception in per_log(lines, skipped_plugin_lines):  # the skipped plugin's traceback, or one chained to it
         return None
     return tb if reached.final == reached.at[tb.exception] else None
 
