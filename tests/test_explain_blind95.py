@@ -1,7 +1,8 @@
-"""`explain` on blind95 (11 of 18 at 0a3f23a, the Hugging Face Hub's model discussions), scored once (README.md
-there). What its misses taught: transformers' "does not appear to have a file named" for a file other than
-config.json (a remote-code file the uploader left out), and a weight loader's shape mismatch named as a candidate:
-real reports label it two ways, so it stays below the bar."""
+"""`explain` on blind95 (11 of 18 at 0a3f23a, the Hugging Face Hub's model discussions) and blind97 (3 of 4 at
+b4c0a04, log files committed to repositories), each scored once (README.md there). What blind95's misses taught:
+transformers' "does not appear to have a file named" for a file other than config.json (a remote-code file the
+uploader left out), and a weight loader's shape mismatch named as a candidate: real reports label it two ways, so it
+stays below the bar. blind97's: vLLM's Transformers backend refusing tensor parallelism for a model without a plan."""
 
 from __future__ import annotations
 
@@ -43,3 +44,25 @@ def test_a_weight_shape_mismatch_is_a_candidate_only(folder: str, prefix: str) -
 ])
 def test_what_blind95_read_right_at_its_score(prefix: str, cls: str) -> None:
     assert classify(blind_log("blind95", prefix)).cls == cls
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: Trying to run tensor parallelization but the model does not support it yet!",  # vLLM 0.7
+    "ValueError: <class 'transformers.models.gemma3.modeling_gemma3.Gemma3ForCausalLM'> does not support tensor "
+    "parallel yet!",  # 0.8-0.9
+    "ValueError: <class 'X'> does not support tensor parallel. Please open an issue ...",  # 0.10-0.20
+])
+def test_the_transformers_backend_without_a_tensor_parallel_plan(line: str) -> None:
+    # blind97/b97-003 (3 of 4 at b4c0a04, log files committed to repositories): Gemma 4 under vLLM 0.7.3 at TP=2
+    d = classify(line)
+    assert (d.cls, d.detail) == ("unsupported_architecture", "transformers_no_tp")
+    assert any("--tensor-parallel-size 1" in h for h in advice_for(d).helps)
+    assert classify(blind_log("blind97", "b97-003")).detail == "transformers_no_tp"
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL["transformers_no_tp"]
+
+
+@pytest.mark.parametrize(("prefix", "cls"), [("b97-001", "port_in_use"), ("b97-002", "unknown"),
+                                             ("b97-004", "startup_hang")])
+def test_what_blind97_read_right_at_its_score(prefix: str, cls: str) -> None:
+    assert classify(blind_log("blind97", prefix)).cls == cls

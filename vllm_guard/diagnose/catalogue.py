@@ -307,6 +307,10 @@ SOURCES: dict[str, str] = {
                              "with vLLM.', with --model-impl transformers 'The Transformers implementation of X is "
                              "not compatible with vLLM.', and 'Cannot find model module. 'X' is not a registered model "
                              "in the Transformers library ...' (0.9+)",
+    "transformers_no_tp": "vLLM's Transformers backend (model_executor/models/transformers.py, later transformers/"
+                          "base.py) applying the model's tensor-parallel plan: 0.7 'Trying to run tensor "
+                          "parallelization but the model does not support it yet!', 0.8-0.9 '<class X> does not "
+                          "support tensor parallel yet!', 0.10-0.20 '<class X> does not support tensor parallel. ...'",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.' (4.4x), "
                          "'Architecture X not supported' (earlier)",

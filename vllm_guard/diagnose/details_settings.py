@@ -197,7 +197,16 @@ ENV_CHOICE = Advice(
     ("unset the variable, or set it to one of the listed values",), ("retrying unchanged",),
 )
 
+TRANSFORMERS_NO_TP = Advice(
+    "vLLM has no class of its own for this architecture and runs it through its Transformers backend, and "
+    "transformers' class for it declares no tensor-parallel plan: the model cannot be split across GPUs this way.",
+    ("--tensor-parallel-size 1 where the model fits one GPU (with --pipeline-parallel-size to spread its layers)",
+     "a vLLM release with a class of its own for the architecture (the supported-models list)"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "transformers_no_tp": TRANSFORMERS_NO_TP,
     "softcap_xformers": SOFTCAP_XFORMERS,
     "env_choice": ENV_CHOICE,
     "batch_invariant": BATCH_INVARIANT,

@@ -109,6 +109,8 @@ NOT_RELAXABLE_DETAIL = {
     "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
                      "the network",
     "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",
+    "transformers_no_tp": "the Transformers backend cannot split this model for tensor parallelism: change the "
+                          "profile's parallelism or vLLM",
     "repo_file_missing": "the model's repository lacks a file its config asks for: no setting helps",
     "config_not_json": "the model's config is not JSON: give vLLM a model it reads, no setting helps",
     "vocab_unreadable": "the tokenizer's vocabulary file cannot be read: download it again",

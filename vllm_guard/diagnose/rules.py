@@ -358,6 +358,11 @@ RULES: tuple[Rule, ...] = (
                                                 r"with vLLM|Cannot find model module\. '\w{1,128}' is not a "
                                                 r"registered model"), BEFORE_START,
          source=SOURCES["transformers_fallback"]),
+    # The Transformers backend standing in for an architecture vLLM has no class for, asked for tensor parallelism
+    # its class has no plan for (blind97/b97-003: Gemma 4 under vLLM 0.7.3 at TP=2).
+    Rule("unsupported_architecture", re.compile(r"Trying to run tensor parallelization but the model does not support "
+                                                r"it yet|\S{1,200} does not support tensor parallel(?: yet!|\. )"),
+         BEFORE_START, detail="transformers_no_tp", source=SOURCES["transformers_no_tp"]),
     Rule("unsupported_architecture", re.compile(r"GGUF model with architecture (?P<gguf_architecture>\S{1,64}) is "
                                                 r"not supported yet"
                                                 # transformers' own GGUF loader (modeling_gguf_pytorch_utils.py),
