@@ -7,6 +7,8 @@ seconds, under 10 s).
 - a million lines of OOM tracebacks (frames and the exception, repeated);
 - a million lines that say "Error: " and are no exception (a server's request log), read to an `unknown`;
 - 100,000 different lines that rules with conditions read (warnings, Ray's teardown line), the KV failure last;
+- 100,000 different lines of a failure vLLM logs and goes on after (its failed import of triton_kernels, whose
+  condition looks for what follows), the KV failure last;
 - `vllm-guard explain FILE` (in-process) on the crash-loop file, the all-different one and a million short
   error lines (65 MiB): it reads the last 64 MiB (safefile.LOG_TAIL_BYTES), parses and renders.
 
@@ -91,6 +93,15 @@ def conditioned_lines(lines: int) -> str:
     return "\n".join(out + FAILURE) + "\n"
 
 
+def logged_and_went_on(lines: int) -> str:
+    """Lines of a failure vLLM logs and goes on after, each different, then the KV failure: the rule's condition asks
+    what follows each; asked of the rest of the log each time it is quadratic (a review of blind91's rules found it:
+    8,000 such lines took 6.7 s)."""
+    out = [f"ERROR 11-29 06:00:00 [config.py:40] Failed to import Triton kernels. Please make sure your triton "
+           f"version is compatible. Error: No module named 'triton_kernels.matmul_ogs_{i}'" for i in range(lines)]
+    return "\n".join(out + FAILURE) + "\n"
+
+
 def _median(runs: int, f: Callable[[], object]) -> float:
     times = []
     for _ in range(runs):
@@ -110,6 +121,8 @@ def main() -> None:
              (f"{big:,} lines of OOM tracebacks in the profile run", oom_tracebacks(big), "oom_profiling"),
              (f"{big:,} error lines that are no exception", error_words_no_exception(big), "unknown"),
              ("100,000 lines that rules' conditions read, the KV failure last", conditioned_lines(100_000),
+              "kv_cache_too_small"),
+             ("100,000 lines of a failure vLLM goes on after, the KV failure last", logged_and_went_on(100_000),
               "kv_cache_too_small"))
     for name, text, expected in cases:
         got = classify(text).cls

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 
 _LOAD = "INFO 10-17 16:49:15 [gpu_model_runner.py:2602] Starting to load model Qwen/Qwen3-0.6B...\n"
@@ -231,3 +232,63 @@ def test_a_ptxas_refusal_in_a_start_that_served_is_no_failure() -> None:
     text = (_LOAD + "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n"
             "(APIServer pid=1) INFO:     Application startup complete.\n")
     assert classify(text).detail != "ptxas_arch"
+
+
+# A fourth review's cases (after 3584c48)
+
+_READY_THEN_HARMONY = (
+    "INFO 05-10 10:00:00 [api_server.py:1900] vLLM API server version 0.33.0\n"
+    "INFO 05-10 10:01:40 [api_server.py:1950] Starting vLLM server on http://0.0.0.0:8000\n"
+    "INFO:     Application startup complete.\n"
+    'INFO:     10.0.0.5:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+    "ERROR 05-10 10:02:00 [serving.py:300] Error in preprocessing prompt inputs\n"
+    "ERROR 05-10 10:02:00 [serving.py:300] openai_harmony.HarmonyError: error downloading or loading vocab file: "
+    "failed to download or load vocab file\n")
+
+
+def test_harmonys_vocabulary_at_the_first_request_of_a_ready_server_is_no_start_failure() -> None:
+    # vLLM 0.33 loads the vocabulary at the first gpt-oss request, after the server is ready
+    assert classify(_READY_THEN_HARMONY).cls == "unknown"
+
+
+def test_a_remote_code_packages_warning_vllm_went_on_from_does_not_hide_the_architecture_error() -> None:
+    # vLLM 0.11-0.34's Transformers fallback logs the remote class it could not load and goes on
+    w = "WARNING 10-20 08:00:05 [dynamic_module.py:57] "
+    text = (f"{w}Unable to load modeling_foo.FooForCausalLM from org/foo-7b on HF Hub.\n{w}Traceback (most recent "
+            f"call last):\n{w}  File \"/usr/lib/python3.12/site-packages/transformers/dynamic_module_utils.py\", line "
+            f"182, in check_imports\n{w}    raise ImportError(\n{w}ImportError: This modeling file requires the "
+            f"following packages that were not found in your environment: flash_attn. Run `pip install flash_attn`\n"
+            "ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: "
+            "dict_keys(['LlamaForCausalLM'])\n")
+    assert classify(text).cls == "unsupported_architecture"
+
+
+_WAITS = ("INFO 05-01 10:00:09 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5) with config: model='Qwen'\n"
+          "INFO 05-01 10:00:10 [ray_utils.py:335] No current placement group found. Creating a new placement group.\n"
+          + "".join(f"INFO 05-01 10:0{n}:00 [ray_utils.py:231] Waiting for creating a placement group of specs for "
+                    f"{s} seconds. specs=[{{'GPU': 1.0}}, {{'GPU': 1.0}}]\n" for n, s in ((1, 10), (2, 30), (3, 70))))
+
+
+@pytest.mark.parametrize("missing", [
+    "ModuleNotFoundError: No module named 'flash_attn'\n",  # the line alone
+    ('Traceback (most recent call last):\n  File "/usr/lib/python3.12/site-packages/vllm/model_executor/layers/'
+     'quantization/utils.py", line 12, in <module>\n    import flash_attn\n'
+     "ModuleNotFoundError: No module named 'flash_attn'\n"),  # framed by an installed package
+])
+def test_a_missing_module_the_start_went_on_from_does_not_hide_the_hang_after_it(missing: str) -> None:
+    d = classify("INFO 05-01 10:00:03 [api_server.py:1043] vLLM API server version 0.8.5\n" + missing + _WAITS)
+    assert (d.cls, d.stage) == ("startup_hang", "ray_placement")
+
+
+def test_a_shells_report_of_the_kill_is_not_the_start_going_on() -> None:
+    # blind27/b27-008: zsh's job line after the engine's last error
+    assert classify(blind_log("blind27", "b27-008")).detail == "package_missing"
+
+
+def test_a_run_of_a_logged_failure_reads_what_follows_once() -> None:
+    # the condition's answer for each of the lines: none of them is the last (an INFO line follows), and the
+    # paste that stops at them reads them
+    line = ("ERROR 11-29 06:00:00 [config.py:40] Failed to import Triton kernels. Please make sure your triton "
+            "version is compatible. Error: No module named 'triton_kernels.matmul_ogs'\n")
+    assert classify(line * 50 + "INFO 11-29 06:00:01 [core.py:1] next line\n").cls == "unknown"
+    assert classify(line * 50).detail == "triton_kernels"

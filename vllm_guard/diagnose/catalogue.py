@@ -244,8 +244,7 @@ SOURCES: dict[str, str] = {
                    "--enable-auto-tool-choice requires --tool-call-parser'; api_server.py run_server / "
                    "validate_api_server_args: \"KeyError: 'invalid tool call parser: X (chose from { ... })'\" and "
                    "the same for the reasoning parser (0.6-0.33); the parser managers' \"KeyError: \"Reasoning "
-                   "parser 'X' not found. Available parsers: ...\"\" (0.13-0.34) and \"Tool parser 'X' not found.\" "
-                   "(0.11-0.34)",
+                   "parser 'X' not found. Available parsers: ...\"\" and \"Tool parser 'X' not found.\" (0.11-0.34)",
     "chat_template": "vLLM entrypoints/chat_utils.py: validate_chat_template, called by cli_args.py "
                      "validate_parsed_serve_args before anything loads: 'ValueError: The supplied chat template string "
                      "(X) appears path-like, but doesn't exist!' (a value with none of '{', '}' or a newline that "
@@ -290,10 +289,10 @@ SOURCES: dict[str, str] = {
                       "supported for multimodal models.' (and the same for mm_processor_kwargs)",
     "weights_missing": "vLLM 0.6.4-0.33 model_loader DefaultModelLoader.load_weights: 'ValueError: Following weights "
                        "were not initialized from checkpoint: {...}'",
-    "mtp_weights_missing": "vLLM 0.20-0.33 model_executor/models/deepseek_mtp.py DeepSeekMTP.load_weights: 'MTP "
+    "mtp_weights_missing": "vLLM 0.20-0.34 model_executor/models/deepseek_mtp.py DeepSeekMTP.load_weights: 'MTP "
                            "speculative decoding layer N weights missing from checkpoint. The checkpoint may have been "
-                           "quantized without including the MTP layers.' (bailing_moe_mtp.py alike); step3p5_mtp.py: "
-                           "'Some parameters like X are not in the checkpoint and will falsely use random "
+                           "quantized without including the MTP layers.' (bailing_moe_mtp.py alike); step3p5_mtp.py "
+                           "(0.16-0.34): 'Some parameters like X are not in the checkpoint and will falsely use random "
                            "initialization'",
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "

@@ -110,12 +110,22 @@ def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> 
 
 def nothing_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The start never got ready and the log has nothing after this line but more lines of the same message (or
-    their tracebacks): a failure vLLM logs and goes on after decides only a paste that stops there."""
+    their tracebacks): a failure vLLM logs and goes on after decides only a paste that stops there. The last other
+    line is found once per log and message (a run of the message's lines would otherwise read the rest each time)."""
     if ready(lines):
         return False
     head = logread.body(line).strip()[:40]
-    return all(head in after.text for after in lines[i + 1:]
-               if after.text.strip() and not after.text.startswith((" ", "Traceback")))
+    last_other: dict[str, int] = per_log(lines, _new_memo)
+    if head not in last_other:
+        last_other[head] = next((k for k in range(len(lines) - 1, -1, -1)
+                                 if (t := lines[k].text).strip() and not t.startswith((" ", "Traceback"))
+                                 and head not in t), -1)
+    return i > last_other[head]
+
+
+def _new_memo(lines: list[LogLine]) -> dict[str, int]:
+    """A dictionary kept with the log (per_log): a condition's answers by the message it was asked of."""
+    return {}
 
 
 def not_a_fallback(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

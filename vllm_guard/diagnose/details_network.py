@@ -84,7 +84,7 @@ NVSHMEM_TRANSPORT = Advice(
     ("NVSHMEM_DEBUG=INFO names each transport and why it did not start",
      "lsmod | grep nvidia_peermem on each node (modprobe nvidia_peermem as root where it is missing)",
      "on EFA: NVSHMEM_REMOTE_TRANSPORT=libfabric and NVSHMEM_LIBFABRIC_PROVIDER=efa",
-     "--all2all-backend allgather_reducescatter (vLLM 0.33's default), which does not use NVSHMEM"),
+     "--all2all-backend allgather_reducescatter (vLLM 0.11+; 0.33's default), which does not use NVSHMEM"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

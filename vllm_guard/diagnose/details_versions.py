@@ -125,9 +125,10 @@ MODULE_MISSING = Advice(
 )
 
 PACKAGE_MISSING = Advice(
-    "An installed package (a library vLLM uses, or a vLLM platform plugin) imports a module that is not installed "
-    "here: a dependency its install left out (triton on a host whose platform does not ship it), or a compiled part "
-    "of a plugin that was not built (vllm-ascend's custom_ops without its custom kernels).",
+    "An installed package (a library vLLM uses, a vLLM platform plugin, or vLLM itself) imports a module that is not "
+    "installed here: a dependency its install left out (triton on a host whose platform does not ship it), an "
+    "optional one a setting asks for (modelscope for VLLM_USE_MODELSCOPE), or a compiled part of a plugin that was "
+    "not built (vllm-ascend's custom_ops without its custom kernels).",
     ("install the missing module at the version the importing package pins (`pip show` it, or its requirements)",
      "for a plugin's compiled module: build the plugin with its kernels (its install guide), or use its release "
      "image", "a fresh virtual environment from the platform's own install instructions"),

@@ -50,7 +50,7 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback],
         return None
     if tb.exception in per_log(lines, skipped_plugin_lines):  # the skipped plugin's traceback, or one chained to it
         return None
-    return tb if reached.final == reached.at[tb.exception] else None
+    return None if _went_on(lines, tb.exception, m.group(0)) or reached.final != reached.at[tb.exception] else tb
 
 
 def _bare_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: progress.Progress) -> int | None:
@@ -64,7 +64,22 @@ def _bare_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: p
         return None
     if not conditions.last_error(m.group(0), lines, i, {}) or i in per_log(lines, skipped_plugin_lines):
         return None
-    return i if reached.final == reached.at[i] else None
+    # no stage marks progress before the engine starts: a record after it that is no error (the banner, the engine's
+    # set-up, a rank's or Ray's waiting) is the start going on, as is any progress past its stage
+    return None if _went_on(lines, i, m.group(0)) or reached.final != reached.at[i] else i
+
+
+def _went_on(lines: list[LogLine], i: int, said: str) -> bool:
+    """A log record of the same process after line i that is no error (vLLM's INFO, WARNING or DEBUG: the banner,
+    the engine's set-up, Ray's waiting), other than the same words again. Another process waiting is what one rank's
+    failure leaves behind (the others wait on it), and a shell's or a container's report of the exit is not the start
+    going on (blind27/b27-008: zsh's "[1] 902018 killed vllm serve ...")."""
+    proc = lines[i].proc
+    return any(after.proc == proc and after.text.startswith(_GOING_ON) and said not in after.text
+               for after in lines[i + 1:])
+
+
+_GOING_ON = ("INFO", "WARNING", "DEBUG")
 
 
 def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: progress.Progress,

@@ -70,11 +70,12 @@ NETWORK_RULES: tuple[Rule, ...] = (
                                r"(?:system error|cuda error|[sc][a-z ]{0,11}$)"
                                r"|NCCL INFO \S{1,300}\.cc:\d{1,6}(?: \(\w{1,64}\))? -> [12]\b"),
          detail="nccl_unhandled", when=conditions.nccl_cause_unnamed, warning=True, source=SOURCES["nccl_unhandled"]),
-    # openai-harmony (gpt-oss's chat format, loaded by vLLM's API server and its Responses API) fetching its tiktoken
-    # vocabulary (o200k_base.tiktoken from openaipublic.blob.core.windows.net) at start-up: a host without egress,
-    # a proxy, or TLS interception (openai/harmony#46, #95; blind92/b92-001).
-    Rule("network", re.compile(r"HarmonyError: error downloading or loading vocab file"), BEFORE_START,
-         detail="harmony_vocab", source=SOURCES["harmony_vocab"]),
+    # openai-harmony (gpt-oss's chat format) fetching its tiktoken vocabulary (o200k_base.tiktoken from
+    # openaipublic.blob.core.windows.net): a host without egress, a proxy, or TLS interception (openai/harmony#46, #95;
+    # blind92/b92-001). vLLM's API server loaded it as it started up to 0.20 (serving_chat's and serving_responses'
+    # __init__); 0.33 loads it at the first request, after the server is ready, which is no start-up failure.
+    Rule("network", re.compile(r"HarmonyError: error downloading or loading vocab file"), detail="harmony_vocab",
+         when=conditions.never_ready, source=SOURCES["harmony_vocab"]),
     # NVSHMEM (DeepEP's and pplx's all-to-all for expert parallelism) that started no transport: init.cu's
     # nvshmemi_transport_init failed ("nvshmem detect topo failed", after "Unable to initialize any transports"):
     # over InfiniBand without nvidia_peermem (IBRC, IBGDA), on AWS EFA without the libfabric provider

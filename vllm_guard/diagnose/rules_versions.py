@@ -188,9 +188,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # modeling file imports packages this environment lacks (blind92/b92-009: tiktoken for Qwen-7B under Ray;
     # blind11/b11-014: addict and matplotlib for DeepSeek-OCR, labelled unknown by its collector, who found no class
     # for a missing package). vLLM's other missing packages read version_mismatch (package_required, package_missing).
+    # Only as the last error: vLLM 0.11-0.34's Transformers fallback tries a remote-code class with warn_on_fail
+    # (transformers_utils/dynamic_module.py), logs this traceback and goes on to raise the architecture's own error.
     Rule("version_mismatch", re.compile(r"This modeling file requires the following packages that were not found in "
                                         r"your environment: (?P<packages>[\w., -]{1,300})"),
-         detail="remote_code_packages", when=conditions.never_ready, source=SOURCES["remote_code_packages"]),
+         detail="remote_code_packages", when=conditions.last_error, source=SOURCES["remote_code_packages"]),
     # vLLM's MoE layers importing OpenAI's triton_kernels package (gpt-oss's MXFP4 and other FP4 MoE paths): it logs
     # the failure and goes on, and the start fails later only if the model needs them (blind7/b7-005 goes on to its
     # banner). Read only where nothing but more of the same follows (blind91/b91-011: the line alone).
