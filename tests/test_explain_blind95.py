@@ -1,8 +1,10 @@
-"""`explain` on blind95 (11 of 18 at 0a3f23a, the Hugging Face Hub's model discussions) and blind97 (3 of 4 at
-b4c0a04, log files committed to repositories), each scored once (README.md there). What blind95's misses taught:
-transformers' "does not appear to have a file named" for a file other than config.json (a remote-code file the
-uploader left out), and a weight loader's shape mismatch named as a candidate: real reports label it two ways, so it
-stays below the bar. blind97's: vLLM's Transformers backend refusing tensor parallelism for a model without a plan."""
+"""`explain` on blind95 (11 of 18 at 0a3f23a, the Hugging Face Hub's model discussions), blind97 (3 of 4 at
+b4c0a04, log files committed to repositories) and blind98 (1 of 3 at 2c1c5b1, the rarer kinds), each scored once
+(README.md there). What blind95's misses taught: transformers' "does not appear to have a file named" for a file
+other than config.json (a remote-code file the uploader left out), and a weight loader's shape mismatch named as a
+candidate: real reports label it two ways, so it stays below the bar. blind97's: vLLM's Transformers backend refusing
+tensor parallelism for a model without a plan. blind98's: vLLM 0.30's /dev/shm check without an allocation's name,
+and Databricks' exit line naming SIGKILL."""
 
 from __future__ import annotations
 
@@ -66,3 +68,16 @@ def test_the_transformers_backend_without_a_tensor_parallel_plan(line: str) -> N
                                              ("b97-004", "startup_hang")])
 def test_what_blind97_read_right_at_its_score(prefix: str, cls: str) -> None:
     assert classify(blind_log("blind97", prefix)).cls == cls
+
+
+def test_vllm_0_30s_shm_check_without_an_allocation_name() -> None:
+    # blind98/b98-001 (1 of 3 at 2c1c5b1, the rarer kinds of failure): a 0.27 build on ppc64le in a container
+    d = classify(blind_log("blind98", "b98-001"))
+    assert (d.cls, d.numbers) == ("shm_exhausted", {"required_mib": 160, "free_mib": 64})
+
+
+def test_databricks_line_names_the_signal() -> None:
+    # blind98/b98-002: "exited with exit code 137 (SIGKILL)": read as the signal, a host_oom candidate below the bar
+    d = classify(blind_log("blind98", "b98-002"))
+    assert (d.cls, d.detail) == ("unknown", "sigkill")
+    assert d.hint is not None and d.hint[0] == "host_oom"

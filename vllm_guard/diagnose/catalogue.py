@@ -41,8 +41,8 @@ SOURCES: dict[str, str] = {
                  "memory. Tried to allocate' (Intel GPUs), torch_npu's 'NPU out of memory. Tried to allocate' (Ascend, "
                  "vllm-ascend), CUBLAS_STATUS_ALLOC_FAILED, XLA's 'RESOURCE_EXHAUSTED: Out of memory while trying to "
                  "allocate', 'Error loading program: Attempting to reserve' and 'CompileTimeHbmOom' (TPU)",
-    "shm_vllm": "vLLM 0.33 distributed/device_communicators/shm_broadcast.py: 'Insufficient space in /dev/shm for "
-                "...'",
+    "shm_vllm": "vLLM distributed/device_communicators/shm_broadcast.py: 'Insufficient space in /dev/shm: N MiB "
+                "required, M MiB free.' (0.27-0.30), 'Insufficient space in /dev/shm for X: ...' (0.33-0.34)",
     "shm_other": "vLLM's worker bus-error handler ('Unexpected bus error encountered in worker'), NCCL shmutils.cc "
                  "('Error while creating shared memory segment'), the kernel's SIGBUS",
     "tp_heads": "vLLM 0.1-0.33 verify_with_parallel_config (config.py; config/model.py at 0.33): 'Total number of "

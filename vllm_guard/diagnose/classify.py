@@ -59,10 +59,11 @@ _CONTEXT = (
     (re.compile(r"'kv_cache_dtype': '(\w+)'"), "kv_cache_dtype"),
     (re.compile(r"Enforce eager set"), "enforce_eager"),
 )
-# (PyCharm's "exit code 137 (interrupted by signal 9: SIGKILL)" names the signal; a bare 137 is not read as one: a
-# served start's container stopped by Docker, or another container's, writes it too)
+# (PyCharm's "exit code 137 (interrupted by signal 9: SIGKILL)" and Databricks' "The Python process exited with exit
+# code 137 (SIGKILL)" (blind98/b98-002) name the signal; a bare 137 is not read as one: a served start's container
+# stopped by Docker, or another container's, writes it too)
 _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}"
-                          r"|exit code[: ]+(-?\d+)(?: \(interrupted by signal \d{1,2}: ?SIG(KILL|BUS)\))?"
+                          r"|exit code[: ]+(-?\d+)(?: \((?:interrupted by signal \d{1,2}: ?)?SIG(KILL|BUS)\))?"
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
 # What makes a log other than one with no error in it: an error, a crash, an exit the log states (systemd's, Docker
 # Compose's), NCCL's warnings and result traces (hang_log.TROUBLE), and a start that was serving or had finished (an

@@ -11,7 +11,8 @@ from vllm_guard.diagnose.rule import Rule
 
 SHM_RULES: tuple[Rule, ...] = (
     Rule("shm_exhausted", re.compile(
-        r"Insufficient space in /dev/shm for (?P<allocation>\S{1,128}): (?P<required_mib>[\d.]+) MiB required, "
+        # 0.30's wording names no allocation (blind98/b98-001, a 0.27 build on ppc64le)
+        r"Insufficient space in /dev/shm(?: for (?P<allocation>\S{1,128}))?: (?P<required_mib>[\d.]+) MiB required, "
         r"(?P<free_mib>[\d.]+) MiB free"), numbers=lambda m: numbers_of(m, "required_mib", "free_mib"),
          source=SOURCES["shm_vllm"]),
     Rule("shm_exhausted", re.compile(r"Unexpected bus error encountered in worker|insufficient shared memory \(shm\)"
