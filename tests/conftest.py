@@ -90,3 +90,15 @@ def write_profile(tmp_path: Path):
 def blind_log(name: str, prefix: str) -> str:
     """A log of a blind set of issue 26 (tests/data/real-logs/NAME) by its file name's prefix ("b014")."""
     return next((DATA / "real-logs" / name).glob(f"{prefix}-*.log")).read_text()
+
+
+def skipped_plugin_chain(frame: str, source: str, error: str) -> str:
+    """The traceback vLLM logs for a plugin it failed to load and went on without (plugins/__init__.py), its import
+    of timm missing, and a second traceback chained to it (`raise ... from e`) through FRAME, SOURCE and ERROR."""
+    p = "(EngineCore_DP0 pid=300) "
+    return (f"{p}ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin foo_plugin\n"
+            f"{p}Traceback (most recent call last):\n"
+            f"{p}  File \"/x/foo_plugin/__init__.py\", line 3, in <module>\n{p}    import timm\n"
+            f"{p}ModuleNotFoundError: No module named 'timm'\n{p}\n"
+            f"{p}The above exception was the direct cause of the following exception:\n{p}\n"
+            f"{p}Traceback (most recent call last):\n{p}  {frame}\n{p}    {source}\n{p}{error}\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import blind_log
+from tests.conftest import blind_log, skipped_plugin_chain
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
 from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
@@ -82,14 +82,6 @@ def test_what_blind91_labelled_unknown_still_reads_so(folder: str, prefix: str) 
 def test_a_missing_module_chained_in_a_skipped_plugins_traceback_ends_nothing() -> None:
     # vLLM logs a plugin it failed to load and goes on; the plugin's own `raise ... from e` chains a second traceback
     # whose last frame is an installed package: neither is the start's failure (the paste ends there, no hang read)
-    p = "(EngineCore_DP0 pid=300) "
-    text = (f"{p}ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin foo_plugin\n"
-            f"{p}Traceback (most recent call last):\n"
-            f"{p}  File \"/x/foo_plugin/__init__.py\", line 3, in <module>\n{p}    import timm\n"
-            f"{p}ModuleNotFoundError: No module named 'timm'\n{p}\n"
-            f"{p}The above exception was the direct cause of the following exception:\n{p}\n"
-            f"{p}Traceback (most recent call last):\n"
-            f"{p}  File \"/usr/lib/python3.12/site-packages/foo_plugin/loader.py\", line 9, in load\n"
-            f"{p}    import timm\n"
-            f"{p}ModuleNotFoundError: No module named 'timm'\n")
+    text = skipped_plugin_chain('File "/usr/lib/python3.12/site-packages/foo_plugin/loader.py", line 9, in load',
+                                "import timm", "ModuleNotFoundError: No module named 'timm'")
     assert classify(text).detail not in ("package_missing", "module_missing")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import blind_log
+from tests.conftest import blind_log, skipped_plugin_chain
 from vllm_guard.diagnose.classify import classify
 
 _LOAD = "INFO 10-17 16:49:15 [gpu_model_runner.py:2602] Starting to load model Qwen/Qwen3-0.6B...\n"
@@ -39,16 +39,8 @@ def test_a_mooncake_rpc_the_client_survived_does_not_hide_the_later_failure() ->
 
 
 def test_an_install_message_chained_in_a_skipped_plugins_traceback_ends_nothing() -> None:
-    p = "(EngineCore_DP0 pid=300) "
-    text = (f"{p}ERROR 10-17 16:49:11 [__init__.py:45] Failed to load plugin foo_plugin\n"
-            f"{p}Traceback (most recent call last):\n"
-            f"{p}  File \"/x/foo_plugin/__init__.py\", line 3, in <module>\n{p}    import timm\n"
-            f"{p}ModuleNotFoundError: No module named 'timm'\n{p}\n"
-            f"{p}The above exception was the direct cause of the following exception:\n{p}\n"
-            f"{p}Traceback (most recent call last):\n"
-            f"{p}  File \"/x/vllm/plugins/__init__.py\", line 41, in load_plugins_by_group\n"
-            f"{p}    func = plugin.load()\n"
-            f"{p}ImportError: Please install timm\n" + _OOM)
+    text = skipped_plugin_chain('File "/x/vllm/plugins/__init__.py", line 41, in load_plugins_by_group',
+                                "func = plugin.load()", "ImportError: Please install timm") + _OOM
     assert classify(text).cls == "oom_profiling"
 
 
