@@ -360,6 +360,8 @@ SOURCES: dict[str, str] = {
                          "failed' after host/transport/transport.cpp 'Unable to initialize any transports'",
     "repo_file_missing": "transformers utils/hub.py cached_file: 'OSError: X does not appear to have a file named Y. "
                          "Checkout 'https://huggingface.co/X/tree/main' for available files.'",
+    "pooling_checkpoint": "vLLM 0.6-0.34 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
+                          "module or parameter named 'embed_tokens' in XForCausalLM' (a base model's weight names)",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

@@ -5,6 +5,9 @@ keep that file readable; the rules that cite them are rules_versions.py's."""
 from __future__ import annotations
 
 VERSION_SOURCES: dict[str, str] = {
+    "processor_api": "Python's AttributeError on a multimodal processor or feature extractor, raised where vLLM's "
+                     "multimodal processing (multimodal/processing, 0.6-0.34) or transformers' processing_utils.py "
+                     "calls it: \"AttributeError: 'XProcessor' object has no attribute 'y'\"",
     "remote_code_packages": "transformers dynamic_module_utils.py check_imports: 'ImportError: This modeling file "
                             "requires the following packages that were not found in your environment: X. Run `pip "
                             "install X`'",

@@ -205,7 +205,17 @@ TRANSFORMERS_NO_TP = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+POOLING_CHECKPOINT = Advice(
+    "The checkpoint holds a base model's weights (embed_tokens, layers, norm, without a causal LM's \"model.\" prefix "
+    "or head): an embedding or reranking model, which vLLM started as a text generator because its architecture is a "
+    "causal LM's.",
+    ("start it as a pooling model: --runner pooling (vLLM 0.10+, with --convert embed where needed), or --task embed "
+     "(0.8-0.10)", "the model card's own vLLM command"),
+    ("downloading the model again", "changing memory settings"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "pooling_checkpoint": POOLING_CHECKPOINT,
     "transformers_no_tp": TRANSFORMERS_NO_TP,
     "softcap_xformers": SOFTCAP_XFORMERS,
     "env_choice": ENV_CHOICE,

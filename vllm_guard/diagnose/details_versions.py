@@ -94,6 +94,15 @@ FLASH_ATTN_BUILD = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+PROCESSOR_API = Advice(
+    "A multimodal processor (or its feature extractor) lacks a method or attribute that vLLM or transformers calls on "
+    "it: the installed transformers (or the model's own processor code) is of another release than this vLLM was "
+    "written for.",
+    ("the transformers version this vLLM release pins (its requirements) against `pip show transformers`",
+     "a transformers release in that range, or a vLLM release that supports the installed one"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 REMOTE_CODE_PACKAGES = Advice(
     "The model's own code (its remote-code modeling or tokenizer file, run with --trust-remote-code) imports Python "
     "packages this environment does not have; transformers checks its imports before running it and names them.",
@@ -235,6 +244,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "package_missing": PACKAGE_MISSING,
     "module_missing": MODULE_MISSING,
     "remote_code_packages": REMOTE_CODE_PACKAGES,
+    "processor_api": PROCESSOR_API,
     "triton_kernels": TRITON_KERNELS,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,

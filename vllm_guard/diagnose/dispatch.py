@@ -15,7 +15,7 @@ _WORDS = (
     "Free memory on device", "max seq len", "MTP speculative decoding layer", "will falsely use random",
     "parser '", "HarmonyError", "nvshmem detect topo", "Unable to initialize any transports", "not a valid JSON file",
     "Unable to load vocabulary", "This modeling file requires", "Failed to import Triton kernels",
-    "Device acquire failed", "tensor parallelization but",
+    "Device acquire failed", "tensor parallelization but", "no module or parameter named",
     "number of tokens that can be", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",

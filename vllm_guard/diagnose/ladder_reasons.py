@@ -109,6 +109,9 @@ NOT_RELAXABLE_DETAIL = {
     "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
                      "the network",
     "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",
+    "pooling_checkpoint": "the checkpoint is a pooling model's: start it with --runner pooling (or --task embed)",
+    "processor_api": "the multimodal processor's API differs from what vLLM calls: install the transformers this "
+                     "vLLM pins",
     "transformers_no_tp": "the Transformers backend cannot split this model for tensor parallelism: change the "
                           "profile's parallelism or vLLM",
     "repo_file_missing": "the model's repository lacks a file its config asks for: no setting helps",

@@ -15,6 +15,13 @@ from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # A checkpoint saved as the bare base model (its weights named "embed_tokens...", "layers.N...", "norm" without
+    # the "model." of a causal LM: an embedding or reranking model such as Qwen3-Embedding) started as a generator:
+    # vLLM's *ForCausalLM loader (AutoWeightsLoader, 0.6-0.34) finds no such module; as a pooling model vLLM maps
+    # the names (blind100/b100-002: GPUStack over vLLM 0.8.5 "Defaulting to 'generate'").
+    Rule("usage_error", re.compile(r"There is no module or parameter named '(?:embed_tokens|layers|norm)"
+                                   r"(?:\.[\w.]{0,200})?' in \w{1,128}ForCausalLM\b"), LOADING,
+         detail="pooling_checkpoint", source=SOURCES["pooling_checkpoint"]),
     # Gaudi's lazy mode captures HPU graphs in the warm-up, and with tensor parallelism their collectives need
     # PT_HPU_ENABLE_LAZY_COLLECTIVES=true (Habana's runtime; vllm-gaudi's platform.py sets it when unset, HabanaAI's
     # vllm-fork did not; blind81/b81-002: Ray tensor parallelism with HPU graphs)

@@ -199,6 +199,13 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"Failed to import Triton kernels\. Please make sure your triton version is "
                                         r"compatible"), detail="triton_kernels", when=conditions.nothing_after,
          warning=True, source=SOURCES["triton_kernels"]),
+    # A multimodal processor or feature extractor (transformers', or vLLM's stand-in for mistral_common's) without a
+    # method or attribute the other side calls: transformers and vLLM (or the model's processor code) of releases
+    # that do not match (blind39/b39-011: Qwen2VLProcessor.image_token; blind100/b100-001: transformers 5.10 calling
+    # fetch_audio on vLLM 0.22's MistralCommonFeatureExtractor).
+    Rule("version_mismatch", re.compile(r"AttributeError: '\w{1,128}(?:Processor|FeatureExtractor|ImageProcessor"
+                                        r"(?:Fast)?)' object has no attribute '\w{1,128}'"),
+         detail="processor_api", when=conditions.never_ready, source=SOURCES["processor_api"]),
     # The NixlConnector (--kv-transfer-config, disaggregated prefill: Dynamo, llm-d) where the nixl package did not
     # import: vLLM logs a warning at import and raises when the connector's worker starts (0.10-0.34). The warning
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
