@@ -362,6 +362,14 @@ SOURCES: dict[str, str] = {
                          "Checkout 'https://huggingface.co/X/tree/main' for available files.'",
     "pooling_checkpoint": "vLLM 0.6-0.34 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
                           "module or parameter named 'embed_tokens' in XForCausalLM' (a base model's weight names)",
+    "mamba_blocks": "vLLM 0.20-0.34 config/compilation.py (resolving the CUDA-graph mode): 'max_num_seqs (N) exceeds "
+                    "available Mamba cache blocks (M). Each decode sequence requires one Mamba cache block, so CUDA "
+                    "graph capture cannot proceed.'",
+    "mamba_groups": "vLLM 0.11-0.34 model_executor/layers/mamba/mamba_mixer2.py: 'If tensor parallel world size does "
+                    "not divide num_groups, then num_groups must equal 1.'",
+    "lmcache_mamba": "LMCache lmcache/integration/vllm/kv_cache_group_edits.py: \"LMCache cannot serve this model's KV "
+                     "cache groups: group N: MambaSpec with mamba_cache_mode='X' (only 'align' keeps reusable state "
+                     "snapshots)\"",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

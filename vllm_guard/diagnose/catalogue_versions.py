@@ -5,6 +5,8 @@ keep that file readable; the rules that cite them are rules_versions.py's."""
 from __future__ import annotations
 
 VERSION_SOURCES: dict[str, str] = {
+    "bisheng_target": "Triton-Ascend's BiSheng IR compiler (LLVM's option parser): \"bishengir-compile: for the "
+                      "--target option: Cannot find option named 'X'!\"",
     "processor_api": "Python's AttributeError on a multimodal processor or feature extractor, raised where vLLM's "
                      "multimodal processing (multimodal/processing, 0.6-0.34) or transformers' processing_utils.py "
                      "calls it: \"AttributeError: 'XProcessor' object has no attribute 'y'\"",

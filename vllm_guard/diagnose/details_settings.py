@@ -214,7 +214,35 @@ POOLING_CHECKPOINT = Advice(
     ("downloading the model again", "changing memory settings"),
 )
 
+MAMBA_BLOCKS = Advice(
+    "The model is a hybrid (Mamba, gated delta net or KDA layers beside attention): each decode sequence holds one "
+    "state block, and the memory left after the weights holds fewer blocks than --max-num-seqs, which vLLM's full "
+    "CUDA graphs are captured for.",
+    ("--max-num-seqs at most the number of blocks vLLM gives", "a higher --gpu-memory-utilization where the GPU has "
+     "room (more blocks)"),
+    ("a shorter --max-model-len alone", "retrying unchanged"),
+)
+
+MAMBA_GROUPS = Advice(
+    "Mamba2's mixer splits its groups across tensor-parallel ranks, and this tensor-parallel size does not divide the "
+    "model's number of groups (ssm n_groups): only a model with a single group runs at any size.",
+    ("--tensor-parallel-size dividing the config's n_groups, with --pipeline-parallel-size (or data parallelism) for "
+     "the other GPUs", "a vLLM release that replicates the groups across ranks, where there is one"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+LMCACHE_MAMBA = Advice(
+    "LMCache keeps a hybrid model's Mamba state only when vLLM keeps reusable state snapshots ('align' mode), and vLLM "
+    "chooses that mode with prefix caching: this start runs the Mamba groups another way.",
+    ("--enable-prefix-caching (vLLM then keeps the Mamba state as 'align'), or --mamba-cache-mode align where the "
+     "release has the flag", "an LMCache release that serves Mamba groups (its own notes name the first)"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "mamba_blocks": MAMBA_BLOCKS,
+    "mamba_groups": MAMBA_GROUPS,
+    "lmcache_mamba": LMCACHE_MAMBA,
     "pooling_checkpoint": POOLING_CHECKPOINT,
     "transformers_no_tp": TRANSFORMERS_NO_TP,
     "softcap_xformers": SOFTCAP_XFORMERS,

@@ -94,6 +94,14 @@ FLASH_ATTN_BUILD = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+BISHENG_TARGET = Advice(
+    "Triton-Ascend's compiler (bishengir-compile) does not know this NPU's target: the Triton-Ascend in this image or "
+    "environment is older than the chip.",
+    ("a vllm-ascend image (or Triton-Ascend release) that lists the chip, as its release notes say",
+     "`npu-smi info` names the chip the target must match"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 PROCESSOR_API = Advice(
     "A multimodal processor (or its feature extractor) lacks a method or attribute that vLLM or transformers calls on "
     "it: the installed transformers (or the model's own processor code) is of another release than this vLLM was "
@@ -245,6 +253,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "module_missing": MODULE_MISSING,
     "remote_code_packages": REMOTE_CODE_PACKAGES,
     "processor_api": PROCESSOR_API,
+    "bisheng_target": BISHENG_TARGET,
     "triton_kernels": TRITON_KERNELS,
     "flash_attn_build": FLASH_ATTN_BUILD,
     "extension_abi": EXTENSION_ABI,

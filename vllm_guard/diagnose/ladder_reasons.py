@@ -109,6 +109,10 @@ NOT_RELAXABLE_DETAIL = {
     "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
                      "the network",
     "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",
+    "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
+    "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': enable prefix caching in the profile",
+    "bisheng_target": "Triton-Ascend's compiler does not know this NPU: a newer Triton-Ascend or image",
+    "mamba_blocks": "vLLM counted fewer Mamba cache blocks than max-num-seqs, and the profile gives no value to lower",
     "pooling_checkpoint": "the checkpoint is a pooling model's: start it with --runner pooling (or --task embed)",
     "processor_api": "the multimodal processor's API differs from what vLLM calls: install the transformers this "
                      "vLLM pins",

@@ -15,6 +15,22 @@ from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # A hybrid model (Mamba, gated delta net, KDA layers) keeps one state block per decode sequence, and vLLM 0.20-0.34
+    # refuses full CUDA graphs for more sequences than blocks (config/compilation.py): its own figure is the most
+    # max-num-seqs can be (blind99/b99-001, b99-002, b99-012, b99-013: Nemotron-H, Qwen3.5/3.6, at the default 1024).
+    Rule("usage_error", re.compile(r"max_num_seqs \((?P<max_num_seqs>\d{1,7})\) exceeds available Mamba cache blocks "
+                                   r"\((?P<mamba_blocks>\d{1,9})\)"), CUDA_GRAPH, detail="mamba_blocks",
+         numbers=lambda m: numbers_of(m, "max_num_seqs", "mamba_blocks"), source=SOURCES["mamba_blocks"]),
+    # Mamba2's mixer splits its groups across tensor-parallel ranks (model_executor/layers/mamba/mamba_mixer2.py,
+    # 0.11-0.34): a size that does not divide them works only for a single group (blind99/b99-006: Nemotron 3 Ultra's
+    # 8 groups at TP 32).
+    Rule("tp_indivisible", re.compile(r"If tensor parallel world size does not divide num_groups"), LOADING,
+         detail="mamba_groups", source=SOURCES["mamba_groups"]),
+    # LMCache's vLLM integration (lmcache/integration/vllm/kv_cache_group_edits.py) refusing a hybrid model's Mamba
+    # groups unless vLLM keeps their state as 'align', which it does with prefix caching (blind99/b99-003: Dynamo's
+    # images with Nemotron 3).
+    Rule("usage_error", re.compile(r"LMCache cannot serve this model's KV cache groups"), BEFORE_START,
+         detail="lmcache_mamba", source=SOURCES["lmcache_mamba"]),
     # A checkpoint saved as the bare base model (its weights named "embed_tokens...", "layers.N...", "norm" without
     # the "model." of a causal LM: an embedding or reranking model such as Qwen3-Embedding) started as a generator:
     # vLLM's *ForCausalLM loader (AutoWeightsLoader, 0.6-0.34) finds no such module; as a pooling model vLLM maps

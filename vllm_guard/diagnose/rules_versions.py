@@ -199,6 +199,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"Failed to import Triton kernels\. Please make sure your triton version is "
                                         r"compatible"), detail="triton_kernels", when=conditions.nothing_after,
          warning=True, source=SOURCES["triton_kernels"]),
+    # Triton-Ascend's compiler (bishengir-compile, under vllm-ascend's Triton kernels) without the chip's target: a
+    # Triton-Ascend older than the NPU (blind99/b99-010: Ascend910B4-1 in the v0.13.0rc1 image).
+    Rule("version_mismatch", re.compile(r"bishengir-compile: for the --target option: Cannot find option named "
+                                        r"'(?P<target>[\w.-]{1,64})'"), detail="bisheng_target",
+         when=conditions.never_ready, source=SOURCES["bisheng_target"]),
     # A multimodal processor or feature extractor (transformers', or vLLM's stand-in for mistral_common's) without a
     # method or attribute the other side calls: transformers and vLLM (or the model's processor code) of releases
     # that do not match (blind39/b39-011: Qwen2VLProcessor.image_token; blind100/b100-001: transformers 5.10 calling
