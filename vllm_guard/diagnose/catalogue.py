@@ -87,7 +87,9 @@ SOURCES: dict[str, str] = {
                    "'[Error]: Failed to apply for memory.' after it, in vllm-ascend's ACL graph capture",
     "max_len": "vLLM 0.2-0.33 _get_and_verify_max_len (config.py; config/model.py at 0.33): 'User-specified "
                "max_model_len (N) is greater than the derived max_model_len'",
-    "world_size": "vLLM 0.33 platform check: 'World size (N) is larger than the number of available GPUs (M)'",
+    "world_size": "vLLM config/parallel.py, the executor's choice: 'World size (N) is larger than the number of "
+                  "available GPUs (M) in this node' (0.13-0.34), 'Tensor parallel size (N) cannot be larger than the "
+                  "number of available GPUs (M)' (0.11)",
     "dp_rank": "vLLM V1 data parallel: 'DP adjusted local rank N is out of bounds for M devices'",
     "ray_infeasible": "Ray's autoscaler (autoscaler/_private/autoscaler.py, its event summary): 'Error: No available "
                       "node types can fulfill resource request {..., 'GPU': 1.0}. Add suitable node types to this "
@@ -370,6 +372,18 @@ SOURCES: dict[str, str] = {
     "lmcache_mamba": "LMCache lmcache/integration/vllm/kv_cache_group_edits.py: \"LMCache cannot serve this model's KV "
                      "cache groups: group N: MambaSpec with mamba_cache_mode='X' (only 'align' keeps reusable state "
                      "snapshots)\"",
+    "bind_address": "EADDRNOTAVAIL on a bind: pyzmq's 'zmq.error.ZMQError: Cannot assign requested address (addr=...)' "
+                    "(vLLM's data-parallel and engine sockets), torch c10d's 'errno: 99 - Cannot assign requested "
+                    "address', Python's '[Errno 99] Cannot assign requested address'",
+    "nccl_duplicate_gpu": "NCCL init.cc: 'NCCL WARN Duplicate GPU detected : rank N and rank M both on CUDA device X'",
+    "eplb_unsupported": "vllm-ascend vllm_ascend/eplb/utils.py model_register: 'NotImplementedError: EPLB is not "
+                        "supported.'",
+    "mrv2_unsupported": "vLLM 0.25-0.34 config/vllm.py _validate_v2_model_runner: 'Model Runner V2 does not yet "
+                        "support: X'",
+    "lora_moe": "vLLM 0.11-0.20 lora/utils.py: \"AttributeError: To support LoRA for MoE model, 'get_expert_mapping' "
+                "must be implemented\"",
+    "lora_modules": "vLLM 0.4-0.34 lora/models.py (lora_model.py from 0.20): 'While loading X, expected target modules "
+                    "in {...} but received [...]. Please verify that the loaded LoRA module is correct'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

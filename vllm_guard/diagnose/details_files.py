@@ -161,7 +161,16 @@ VOCAB_UNREADABLE = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+LORA_MODULES = Advice(
+    "The LoRA adapter targets modules that vLLM's LoRA layers do not take for this model (the error lists both): an "
+    "adapter trained with another tool's module names, on another model, or on layers vLLM does not apply LoRA to.",
+    ("the adapter's adapter_config.json target_modules against the modules the error lists",
+     "merge the adapter into the model's weights and serve the merged model", "an adapter trained on those modules"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "lora_modules": LORA_MODULES,
     "config_not_json": CONFIG_NOT_JSON,
     "repo_file_missing": REPO_FILE_MISSING,
     "vocab_unreadable": VOCAB_UNREADABLE,

@@ -88,7 +88,27 @@ NVSHMEM_TRANSPORT = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+BIND_ADDRESS = Advice(
+    "A process bound a socket to an address that is not one of this host's: vLLM's data-parallel or engine sockets on "
+    "--data-parallel-address, a headless node binding the master's address, or the process group's store on "
+    "MASTER_ADDR or VLLM_HOST_IP. In a pod, the address may be another pod's, or this pod's from an earlier start.",
+    ("`ip -brief addr` on the node that failed: the address must be among them where that node binds",
+     "--data-parallel-address the master node's own address, given to the master; VLLM_HOST_IP each node's own",
+     "in Kubernetes: the pod's current IP (status.podIP), or a headless service's name that resolves to it"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+NCCL_DUPLICATE_GPU = Advice(
+    "NCCL found two ranks of one communicator on the same GPU: the launch gave two data-parallel or tensor-parallel "
+    "processes one device (CUDA_VISIBLE_DEVICES set alike for each, or a framework's device map).",
+    ("each process's CUDA_VISIBLE_DEVICES (or device map) names its own GPUs, disjoint from the others'",
+     "nvidia-smi while it starts: each GPU should show one process of the start"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 NETWORK_ADVICE: dict[str, Advice] = {
+    "bind_address": BIND_ADDRESS,
+    "nccl_duplicate_gpu": NCCL_DUPLICATE_GPU,
     "harmony_vocab": HARMONY_VOCAB,
     "nvshmem_transport": NVSHMEM_TRANSPORT,
     "ray_local_node": RAY_LOCAL_NODE,

@@ -239,7 +239,32 @@ LMCACHE_MAMBA = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+EPLB_UNSUPPORTED = Advice(
+    "vllm-ascend's expert-parallel load balancer (EPLB) has no support for this model in this release.",
+    ("start without EPLB (drop dynamic_eplb from --additional-config, or --enable-eplb)",
+     "a vllm-ascend release whose notes list EPLB for the model"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+MRV2_UNSUPPORTED = Advice(
+    "vLLM's second model runner (Model Runner V2) does not run a feature this start asks for; vLLM names it.",
+    ("VLLM_USE_V2_MODEL_RUNNER=0 in the profile's environment (vLLM's own advice), which runs the first model runner",
+     "or start without the feature named"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+LORA_MOE = Advice(
+    "LoRA on a mixture-of-experts model needs the model's class to map its experts (get_expert_mapping), and this "
+    "vLLM's class for the model has none.",
+    ("start without --enable-lora, or merge the adapter into the weights", "a vLLM release whose class for the "
+     "model supports LoRA on its experts"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "mrv2_unsupported": MRV2_UNSUPPORTED,
+    "lora_moe": LORA_MOE,
+    "eplb_unsupported": EPLB_UNSUPPORTED,
     "mamba_blocks": MAMBA_BLOCKS,
     "mamba_groups": MAMBA_GROUPS,
     "lmcache_mamba": LMCACHE_MAMBA,

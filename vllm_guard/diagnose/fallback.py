@@ -10,7 +10,7 @@ import re
 from functools import cache
 from typing import Any
 
-from vllm_guard.diagnose import certainty, logread, raise_sites
+from vllm_guard.diagnose import certainty, conditions, logread, raise_sites
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
@@ -58,6 +58,13 @@ _OLD_CONFIG_FILE = re.compile(r"/vllm/config\.py$")
 _CHECK_FUNCS = re.compile(r"^(?:_verify_\w{1,64}|verify_with_\w{1,64}|__post_init__)$")
 _VALIDATION = re.compile(r"ValidationError: \d{1,3} validation errors? for (?P<config>\w{1,64}Config)\b")
 _READS_THE_MODEL = frozenset(("ModelConfig", "VllmConfig"))
+# vLLM's settings classes whose names no other program a start runs uses for a pydantic class (not ModelConfig or
+# VllmConfig, whose checks read the model too): their refusal reads so where a paste keeps no frame to say whose it
+# is (blind101/b101-010: "1 validation error for ParallelConfig ... num_redundant_experts should be used with EPLB").
+_VLLM_CONFIGS = frozenset(("ParallelConfig", "CacheConfig", "SchedulerConfig", "CompilationConfig", "PassConfig",
+                           "SpeculativeConfig", "LoRAConfig", "MultiModalConfig", "StructuredOutputsConfig",
+                           "KVTransferConfig", "ECTransferConfig", "EPLBConfig", "KVEventsConfig", "PoolerConfig",
+                           "ObservabilityConfig", "AttentionConfig", "KernelConfig", "MambaConfig", "OffloadConfig"))
 
 
 def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
@@ -66,7 +73,7 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
     tb = next((t for t in reversed(tbs) if t.exception is not None and not WRAPPERS.search(lines[t.exception].text)),
               None)
     if tb is None or tb.exception is None:
-        return None
+        return _bare_validation(lines, signal, ctx) if not any(t.frames for t in tbs) else None
     text = lines[tb.exception].text
     m = _VALIDATION.search(text) if "validation error" in text else None
     if m is not None:
@@ -91,6 +98,20 @@ def _config_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: in
         return None
     return Diagnosis("usage_error", BEFORE_START, {}, shown, signal, "config_check", ctx, confidence="medium",
                      template=SUPPORT_SOURCES["config_check"], stage_from=certainty.FRAMES)
+
+
+def _bare_validation(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:
+    """usage_error from pydantic's refusal of one of vLLM's settings classes, in a paste with no traceback, as the
+    last error of a start that never got ready."""
+    i = next((k for k in range(len(lines) - 1, -1, -1) if "validation error" in lines[k].text), None)
+    m = _VALIDATION.search(lines[i].text) if i is not None else None
+    if i is None or m is None or m.group("config") not in _VLLM_CONFIGS or ready(lines):
+        return None
+    if not conditions.last_error(m.group(0), lines, i, {}):
+        return None
+    shown = tuple(cut(line.text) for line in lines[i:i + 3] if line.text.strip())
+    return Diagnosis("usage_error", BEFORE_START, {}, shown, signal, "config_check", ctx, confidence="medium",
+                     template=SUPPORT_SOURCES["config_check"], stage_from=certainty.NO_STAGE)
 
 
 # Any file of vLLM's package: its argument parser's own checks live in vllm/utils.py (0.8) or vllm/utils/ (0.32).

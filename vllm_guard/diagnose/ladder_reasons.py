@@ -109,6 +109,12 @@ NOT_RELAXABLE_DETAIL = {
     "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
                      "the network",
     "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",
+    "mrv2_unsupported": "Model Runner V2 does not run a feature asked for: set VLLM_USE_V2_MODEL_RUNNER=0 or drop it",
+    "lora_moe": "this vLLM has no LoRA for the model's experts: start without LoRA or merge the adapter",
+    "lora_modules": "the LoRA adapter's modules are not ones vLLM takes for the model: another adapter, or merge it",
+    "bind_address": "a socket was bound to an address that is not this host's: fix the address in the profile",
+    "nccl_duplicate_gpu": "two ranks were given one GPU: fix the launch's device assignment",
+    "eplb_unsupported": "this vllm-ascend has no EPLB for the model: start without it",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
     "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': enable prefix caching in the profile",
     "bisheng_target": "Triton-Ascend's compiler does not know this NPU: a newer Triton-Ascend or image",

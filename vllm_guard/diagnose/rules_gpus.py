@@ -68,6 +68,10 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     Rule("too_few_gpus", re.compile(r"World size \((?P<world_size>\d+)\) is larger than the number of available "
                                     r"GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
+    # 0.11's wording of the same check (blind101/b101-002: TP 16 over two nodes of 8 launched as one)
+    Rule("too_few_gpus", re.compile(r"Tensor parallel size \((?P<world_size>\d+)\) cannot be larger than the number of "
+                                    r"available GPUs \((?P<gpus>\d+)\)"), BEFORE_START,
+         numbers=lambda m: numbers_of(m, "world_size", "gpus"), source=SOURCES["world_size"]),
     Rule("too_few_gpus", re.compile(r"DP adjusted local rank \d+ is out of bounds for (?P<gpus>\d+) devices"),
          BEFORE_START, numbers=lambda m: numbers_of(m, "gpus"), source=SOURCES["dp_rank"]),
     # Printed while vLLM waits for its placement group: the wait's cause, named by Ray (a CPU or memory request

@@ -14,6 +14,17 @@ from vllm_guard.diagnose.markers import BEFORE_START
 from vllm_guard.diagnose.rule import Rule
 
 NETWORK_RULES: tuple[Rule, ...] = (
+    # Binding to an address that is not one of this host's (EADDRNOTAVAIL): ZMQ's data-parallel and handshake
+    # sockets on --data-parallel-address (blind101/b101-007), a headless node binding the master's (b101-008), or
+    # torch's TCPStore on MASTER_ADDR / VLLM_HOST_IP.
+    Rule("network", re.compile(r"ZMQError: Cannot assign requested address|errno: 99 - Cannot assign requested "
+                               r"address|\[Errno 99\] Cannot assign requested address"), BEFORE_START,
+         detail="bind_address", when=conditions.never_ready, source=SOURCES["bind_address"]),
+    # NCCL finding two ranks of one communicator on the same GPU (init.cc): a launch that gave two data-parallel or
+    # tensor-parallel processes one device (CUDA_VISIBLE_DEVICES set alike; blind101/b101-001: TRL's DP vllm-serve).
+    Rule("network", re.compile(r"NCCL WARN Duplicate GPU detected ?: rank \d{1,6} and rank \d{1,6} both on CUDA "
+                               r"device"),
+         BEFORE_START, detail="nccl_duplicate_gpu", when=conditions.never_ready, source=SOURCES["nccl_duplicate_gpu"]),
     # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages).
     Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
                                r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"),

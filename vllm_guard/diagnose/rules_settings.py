@@ -15,6 +15,22 @@ from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # vLLM 0.25+'s Model Runner V2 refusing a feature it does not run yet (config/vllm.py
+    # _validate_v2_model_runner; blind102/b102-002: ngram speculative decoding on Intel XPU)
+    Rule("usage_error", re.compile(r"Model Runner V2 does not yet support: (?P<features>[^\[\n]{1,300})"),
+         BEFORE_START, detail="mrv2_unsupported", source=SOURCES["mrv2_unsupported"]),
+    # LoRA on a mixture-of-experts model whose class has no expert mapping (vLLM 0.11-0.20 lora/utils.py;
+    # blind102/b102-001: Gemma 4's MoE)
+    Rule("usage_error", re.compile(r"To support LoRA for MoE model, 'get_expert_mapping' must be implemented"),
+         BEFORE_START, detail="lora_moe", source=SOURCES["lora_moe"]),
+    # An adapter whose modules are not among those vLLM's LoRA layers take for the model (vLLM 0.4-0.34
+    # lora/models.py, later lora_model.py; blind102/b102-008: a Tinker adapter's 'model.unembed_tokens')
+    Rule("model_access", re.compile(r"expected target modules in \{[^}]{0,1000}\} but received \[[^\]]{0,1000}\]"),
+         LOADING, detail="lora_modules", source=SOURCES["lora_modules"]),
+    # vllm-ascend's EPLB registering a model it cannot balance (vllm_ascend/eplb/utils.py model_register; blind101/
+    # b101-011: Qwen3-VL MoE with dynamic_eplb under v0.13.0rc1; the raise's source line is what the paste kept)
+    Rule("usage_error", re.compile(r"NotImplementedError(?::|\()\s?[\"']?EPLB is not supported"), BEFORE_START,
+         detail="eplb_unsupported", source=SOURCES["eplb_unsupported"]),
     # A hybrid model (Mamba, gated delta net, KDA layers) keeps one state block per decode sequence, and vLLM 0.20-0.34
     # refuses full CUDA graphs for more sequences than blocks (config/compilation.py): its own figure is the most
     # max-num-seqs can be (blind99/b99-001, b99-002, b99-012, b99-013: Nemotron-H, Qwen3.5/3.6, at the default 1024).

@@ -13,7 +13,10 @@ from vllm_guard.diagnose.rule import Rule
 VERSION_RULES: tuple[Rule, ...] = (
     # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
     # "Failed to import from vllm._C with ImportError(...)" and may go on).
-    Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |`?(?=/))\S{1,1000}?\.so(?:\.\d{1,6}){0,4}: "
+    # (ctypes raises AttributeError for a function the library it loaded lacks: blind102/b102-006, vLLM's CUDA
+    # runtime wrapper on ROCm finding tilelang's libcudart_stub.so without hipSetDevice)
+    Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |AttributeError: |`?(?=/))\S{1,1000}?\.so"
+                                        r"(?:\.\d{1,6}){0,4}: "
                                         r"undefined symbol: "
                                         r"|(?:^|\] )(?:ImportError|OSError): lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,20}|"
                                         r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
