@@ -150,6 +150,11 @@ _NO_PLATFORM = re.compile(r"Failed to infer device type|No supported device dete
 # not a class.
 _WEIGHT_KEY = re.compile(r"^KeyError: '[\w.]{1,300}\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale|"
                          r"weight_zero_point|input_scale)'")
+# vLLM's platform resolved on first use (vllm/platforms/__init__.py __getattr__, 0.6-0.34): "cannot import name
+# 'current_platform'" means the detection failed, and amdsmi's FILE_ERROR (a device file it cannot open) is a cause
+# (blind103/b103-007: a service user in a container without the render group)
+_PLATFORM_UNRESOLVED = re.compile(r"cannot import name 'current_platform' from 'vllm\.platforms'"
+                                  r"|AMDSMI_STATUS_FILE_ERROR")
 # A weight loader finding a checkpoint tensor of another shape than the parameter vLLM built from the config
 # (layers/linear.py and parameter.py's "assert param_data.shape == loaded_weight.shape", weight_utils.py's "Tried to
 # load weights of size X to a parameter of size Y", or the narrow() of a shard past the tensor's end): a checkpoint
@@ -208,6 +213,11 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
                                        "did not load (an earlier warning says why) or was built from another " \
                                        "vLLM source or for other GPUs"
+        if ("current_platform" in line.text or "AMDSMI_STATUS" in line.text) \
+                and _PLATFORM_UNRESOLVED.search(line.text):
+            return "usage_error", "vLLM could not resolve its platform: amdsmi or NVML could not read the GPU's " \
+                                  "device files (/dev/kfd, /dev/dri/renderD*: the user needs the video and render " \
+                                  "groups, a container the devices themselves)"
         if ("loaded_weight" in line.text or "weights of size" in line.text or "dimension size" in line.text) \
                 and _SHAPE_MISMATCH.search(line.text):
             return "model_access", "a weight loader found a checkpoint tensor of another shape than the parameter " \

@@ -21,6 +21,14 @@ GPU_ARCH = Advice(
     ("changing vLLM's settings", "restarting"),
 )
 
+HIP_GPU_ARCH = Advice(
+    "The installed torch or vLLM (or one of its kernels) has no code for this AMD GPU's gfx target: an image built for "
+    "another GPU (the rocm/vllm MI300 images hold gfx942 code; a Radeon is gfx11xx or gfx12xx).",
+    ("`rocminfo | grep gfx` names the GPU's target; use a vLLM and torch built for it (PYTORCH_ROCM_ARCH when "
+     "building)", "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the targets the torch has"),
+    ("changing vLLM's settings", "restarting"),
+)
+
 DRIVER_TOO_OLD = Advice(
     "The NVIDIA driver is older than the CUDA runtime that torch and vLLM were built with.",
     ("a newer NVIDIA driver (nvidia-smi shows the CUDA version it supports)",
@@ -251,6 +259,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "package_required": PACKAGE_REQUIRED, "glibc": GLIBC,
     "package_missing": PACKAGE_MISSING,
     "module_missing": MODULE_MISSING,
+    "hip_gpu_arch": HIP_GPU_ARCH,
     "remote_code_packages": REMOTE_CODE_PACKAGES,
     "processor_api": PROCESSOR_API,
     "bisheng_target": BISHENG_TARGET,

@@ -18,7 +18,7 @@ _WORDS = (
     "Device acquire failed", "tensor parallelization but", "no module or parameter named", "Mamba cache blocks",
     "does not divide num_groups", "LMCache cannot serve", "bishengir-compile", "cannot be larger than the number",
     "Cannot assign requested address", "Duplicate GPU detected", "EPLB is not supported",
-    "Model Runner V2 does not yet", "To support LoRA for MoE", "expected target modules",
+    "Model Runner V2 does not yet", "To support LoRA for MoE", "expected target modules", "invalid device function",
     "number of tokens that can be", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error", "SIGBUS",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",

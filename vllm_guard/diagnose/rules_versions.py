@@ -122,7 +122,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # code importing it was written for another release of it (vLLM 0.5's outlines, blind14/b14-020). A local
     # folder ("(unknown location)", a model's own code) is not a package version. A start that got ready survived
     # it (vLLM logs a plugin that fails to load, with its traceback, and goes on: vllm/plugins/__init__.py).
-    Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name '(?P<name>\w{1,128})' from "
+    # Not vllm.platforms' current_platform: a module __getattr__ that resolves the platform when first asked, so its
+    # "cannot import name" is the platform's detection failing (an earlier line says why: amdsmi or NVML could not
+    # read the devices; blind103/b103-007), not another release (certainty.hint_for names it).
+    Rule("version_mismatch", re.compile(r"(?:ImportError: |^)cannot import name "
+                                        r"'(?P<name>(?!current_platform')\w{1,128})' from "
                                         r"(?:'(?P<package>transformers|torch|vllm|huggingface_hub|triton)[.'\s]"
                                         r"|'[\w.]{1,200}' \([^()]{0,1000}?[/\\](?:site|dist)-packages[/\\])"
                                         r"|ModuleNotFoundError: No module named 'transformers\.models\.\w{1,128}'"
@@ -172,6 +176,10 @@ VERSION_RULES: tuple[Rule, ...] = (
     # size is 80 (Qwen2.5-VL, Qwen3-Omni) run through that build (blind26/b26-004)
     Rule("version_mismatch", re.compile(r"This flash attention build does not support (?P<feature>[\w ]{1,80})"),
          detail="flash_attn_build", when=conditions.never_ready, source=SOURCES["flash_attn_build"]),
+    # ROCm's twin of CUDA's "no kernel image": hipErrorInvalidDeviceFunction, a kernel with no code object for the
+    # GPU's gfx target (an image built for MI300's gfx942 on a Radeon; blind103/b103-002, blind80/b80-001..003)
+    Rule("version_mismatch", re.compile(r"HIP error: invalid device function"), detail="hip_gpu_arch",
+         when=conditions.never_ready, source=SOURCES["hip_invalid_function"]),
     # vLLM's stand-in for DeepGEMM's kernels when the optional deep_gemm package is missing or older than it needs
     # (utils/deep_gemm.py _missing, 0.10-0.33): an FP8 path or the kernel warm-up called one (blind43/b43-011: the
     # sparse-attention indexer's fp8_paged_mqa_logits)
