@@ -284,3 +284,68 @@ def test_a_run_of_a_logged_failure_reads_what_follows_once() -> None:
             "version is compatible. Error: No module named 'triton_kernels.matmul_ogs'\n")
     assert classify(line * 50 + "INFO 11-29 06:00:01 [core.py:1] next line\n").cls == "unknown"
     assert classify(line * 50).detail == "triton_kernels"
+
+
+# A fifth review's cases (after ae9f60a)
+
+_C10D_CLIENT = ("[W socket.cpp:697] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - "
+                "Cannot assign requested address).\n")
+
+
+def test_torchs_routine_client_connect_warning_is_no_bind_failure() -> None:
+    # torch tries IPv6 first and connects: the start goes on to vLLM's own KV failure
+    text = (_C10D_CLIENT + "INFO 06-01 10:02:11 [gpu_model_runner.py:1347] Model loading took 65.5 GiB and 120 "
+            "seconds\nERROR 06-01 10:02:30 [core.py:396] ValueError: To serve at least one request with the models's "
+            "max seq len (131072), (20.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+            "(6.50 GiB). Based on the available memory, the estimated maximum model length is 42576. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    assert classify(text).cls == "kv_cache_too_small"
+    assert classify(_C10D_CLIENT).detail != "bind_address"
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: The server socket has failed to bind to 10.0.0.7:29500 (errno: 99 - Cannot assign requested "
+    "address).",
+    "ERROR:    [Errno 99] error while attempting to bind on address ('10.0.0.7', 8000): cannot assign requested "
+    "address",
+])
+def test_a_servers_bind_to_an_address_not_the_hosts(line: str) -> None:
+    assert classify(line + "\n").detail == "bind_address"
+
+
+def test_an_adapter_loaded_at_run_time_by_a_ready_server_is_no_start_failure() -> None:
+    text = ("INFO:     Application startup complete.\n"
+            "ERROR 06-01 10:05:01 [core.py:800] Invocation of add_lora method failed\n"
+            "ERROR 06-01 10:05:01 [core.py:800] ValueError: While loading /adapters/x, expected target modules in "
+            "{'q_proj', 'v_proj'} but received ['model.unembed_tokens']. Please verify that the loaded LoRA module "
+            "is correct\n")
+    assert classify(text).cls == "unknown"
+
+
+def test_vllm_0_11s_list_of_lora_modules() -> None:
+    text = ("ValueError: While loading /adapters/x, expected target modules in ['q_proj', 'k_proj'] but received "
+            "['model.unembed_tokens']. Please verify that the loaded LoRA module is correct\n")
+    assert classify(text).detail == "lora_modules"
+
+
+def test_a_users_logits_processor_without_an_attribute_is_not_transformers() -> None:
+    p = "(EngineCore_DP0 pid=77) ERROR 06-01 10:00:30 [core.py:708] "
+    text = (f"{p}Traceback (most recent call last):\n"
+            f'{p}  File "/app/my_plugins/banned_words.py", line 31, in is_argmax_invariant\n'
+            f"{p}    return self.invariant\n"
+            f"{p}AttributeError: 'BannedWordsLogitsProcessor' object has no attribute 'invariant'\n")
+    assert classify(text).detail != "processor_api"
+    other = text.replace("BannedWordsLogitsProcessor", "MyPostProcessor")  # a user's frames: not read either
+    assert classify(other).detail != "processor_api"
+
+
+@pytest.mark.parametrize(("log_seqs", "profile_seqs", "blocks", "steps"), [
+    (1024, None, 658, True),   # the log's figure: step to vLLM's count
+    (1024, 512, 658, False),   # the profile already asks no more than the count
+    (300, None, 0, False),     # no block at all: more memory, not fewer sequences
+])
+def test_the_mamba_blocks_step(log_seqs: int, profile_seqs: int | None, blocks: int, steps: bool) -> None:
+    from vllm_guard.diagnose.ladder import Settings, Step, next_step
+
+    d = classify(f"ValueError: max_num_seqs ({log_seqs}) exceeds available Mamba cache blocks ({blocks}).")
+    assert isinstance(next_step(d, Settings(max_num_seqs=profile_seqs)), Step) is steps

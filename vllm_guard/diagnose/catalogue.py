@@ -373,17 +373,19 @@ SOURCES: dict[str, str] = {
                      "cache groups: group N: MambaSpec with mamba_cache_mode='X' (only 'align' keeps reusable state "
                      "snapshots)\"",
     "bind_address": "EADDRNOTAVAIL on a bind: pyzmq's 'zmq.error.ZMQError: Cannot assign requested address (addr=...)' "
-                    "(vLLM's data-parallel and engine sockets), torch c10d's 'errno: 99 - Cannot assign requested "
-                    "address', Python's '[Errno 99] Cannot assign requested address'",
+                    "(vLLM's data-parallel and engine sockets), torch c10d's 'The server socket has failed to bind to "
+                    "X (errno: 99 - Cannot assign requested address)', uvicorn's '[Errno 99] error while attempting to "
+                    "bind on address (...): cannot assign requested address'",
     "nccl_duplicate_gpu": "NCCL init.cc: 'NCCL WARN Duplicate GPU detected : rank N and rank M both on CUDA device X'",
     "eplb_unsupported": "vllm-ascend vllm_ascend/eplb/utils.py model_register: 'NotImplementedError: EPLB is not "
                         "supported.'",
-    "mrv2_unsupported": "vLLM 0.25-0.34 config/vllm.py _validate_v2_model_runner: 'Model Runner V2 does not yet "
-                        "support: X'",
+    "mrv2_unsupported": "vLLM config/vllm.py _validate_v2_model_runner: 'VLLM_USE_V2_MODEL_RUNNER does not yet "
+                        "support: X' (0.20), 'Model Runner V2 does not yet support: X' (0.25-0.33)",
     "lora_moe": "vLLM 0.11-0.20 lora/utils.py: \"AttributeError: To support LoRA for MoE model, 'get_expert_mapping' "
                 "must be implemented\"",
-    "lora_modules": "vLLM 0.4-0.34 lora/models.py (lora_model.py from 0.20): 'While loading X, expected target modules "
-                    "in {...} but received [...]. Please verify that the loaded LoRA module is correct'",
+    "lora_modules": "vLLM 0.4-0.34 lora/models.py (lora_model.py from 0.13): 'While loading X, expected target modules "
+                    "in [...] (a set from 0.13) but received [...]. Please verify that the loaded LoRA module is "
+                    "correct'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

@@ -135,6 +135,25 @@ def not_a_fallback(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any])
     return "Falling back to vLLM" not in line
 
 
+# Where multimodal processing runs: transformers' processors, vLLM's multimodal code and model classes, a model's own
+# remote processor code.
+_PROCESSING_FRAME = re.compile(r"[/\\](?:transformers[/\\]\S{0,200}process\w{0,40}\.py|vllm[/\\](?:multimodal|"
+                               r"model_executor[/\\]models|transformers_utils)[/\\]|transformers_modules[/\\])")
+
+
+def raised_in_processing(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The start never got ready, and one of the few frames above the line is multimodal processing's, or the paste
+    keeps no frame at all to say whose the object is (blind39/b39-011: the line alone)."""
+    if ready(lines):
+        return False
+    return any("File " in above.text and _PROCESSING_FRAME.search(above.text) for above in lines[max(0, i - 8):i]) \
+        or not per_log(lines, _has_frames)
+
+
+def _has_frames(lines: list[LogLine]) -> bool:
+    return any(logread.body(line.text).lstrip().startswith("File ") for line in lines)
+
+
 def raised_in_sentencepiece(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The same process's traceback just above ends in sentencepiece's LoadFromFile (its frame and source line come
     last)."""

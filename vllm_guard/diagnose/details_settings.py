@@ -210,7 +210,7 @@ POOLING_CHECKPOINT = Advice(
     "or head): an embedding or reranking model, which vLLM started as a text generator because its architecture is a "
     "causal LM's.",
     ("start it as a pooling model: --runner pooling (vLLM 0.10+, with --convert embed where needed), or --task embed "
-     "(0.8-0.10)", "the model card's own vLLM command"),
+     "(0.7-0.11)", "the model card's own vLLM command"),
     ("downloading the model again", "changing memory settings"),
 )
 
@@ -232,10 +232,11 @@ MAMBA_GROUPS = Advice(
 )
 
 LMCACHE_MAMBA = Advice(
-    "LMCache keeps a hybrid model's Mamba state only when vLLM keeps reusable state snapshots ('align' mode), and vLLM "
-    "chooses that mode with prefix caching: this start runs the Mamba groups another way.",
-    ("--enable-prefix-caching (vLLM then keeps the Mamba state as 'align'), or --mamba-cache-mode align where the "
-     "release has the flag", "an LMCache release that serves Mamba groups (its own notes name the first)"),
+    "LMCache keeps a hybrid model's Mamba state only in vLLM's 'align' mode (reusable state snapshots), and this start "
+    "runs the Mamba groups another way: 'none' without prefix caching, or 'all', which vLLM 0.16-0.30 choose with "
+    "prefix caching for models that support Mamba prefix caching (Nemotron-H, Jamba, Bamba, Granite 4 and others).",
+    ("--enable-prefix-caching with --mamba-cache-mode align (vLLM 0.16+; 0.33 has no 'all', so prefix caching "
+     "alone gives 'align')", "an LMCache release that serves Mamba groups in the mode vLLM runs"),
     ("changing memory settings", "retrying unchanged"),
 )
 
@@ -248,8 +249,8 @@ EPLB_UNSUPPORTED = Advice(
 
 MRV2_UNSUPPORTED = Advice(
     "vLLM's second model runner (Model Runner V2) does not run a feature this start asks for; vLLM names it.",
-    ("VLLM_USE_V2_MODEL_RUNNER=0 in the profile's environment (vLLM's own advice), which runs the first model runner",
-     "or start without the feature named"),
+    ("VLLM_USE_V2_MODEL_RUNNER=0 in the profile's environment, which runs the first model runner (vLLM 0.20-0.33; "
+     "0.34 has no other runner)", "or start without the feature named"),
     ("changing memory settings", "retrying unchanged"),
 )
 

@@ -110,12 +110,16 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
             return Step("enforce-eager", True, "CUDA-graph capture ran out of memory: run without CUDA graphs")
         return _halve_seqs(s) or Stop("already eager, and max-num-seqs cannot be halved further")
     # a hybrid model's state blocks: vLLM's own count is the most max-num-seqs can be (config/compilation.py, 0.20+)
+    # (each step is lower than the last: a later start that counts fewer blocks steps again)
     if d.detail == "mamba_blocks":
-        blocks, seqs = n.get("mamba_blocks"), n.get("max_num_seqs") or s.max_num_seqs
-        if blocks and (seqs is None or blocks < seqs):
-            return Step("max-num-seqs", int(blocks), f"vLLM counted {blocks} Mamba cache blocks, one per decode "
-                        "sequence: max-num-seqs no higher")
-        return Stop(NOT_RELAXABLE_DETAIL["mamba_blocks"])
+        blocks = n.get("mamba_blocks")
+        if not blocks:
+            return Stop("vLLM found room for no Mamba cache block after the weights: more GPU memory (a higher "
+                        "gpu-memory-utilization, more GPUs) is what helps")
+        if any(v is not None and blocks >= v for v in (n.get("max_num_seqs"), s.max_num_seqs)):
+            return Stop(NOT_RELAXABLE_DETAIL["mamba_blocks"])
+        return Step("max-num-seqs", int(blocks), f"vLLM counted {blocks} Mamba cache blocks, one per decode "
+                    "sequence: max-num-seqs no higher")
     # NCCL that cannot be captured in a CUDA graph (an NCCL built for CUDA before 11.3, a driver before R465): eager
     # mode captures none, a slower start that serves; the library or driver is the fix the advice names
     if d.detail == "nccl_graph" and not s.enforce_eager:

@@ -117,9 +117,11 @@ NOT_RELAXABLE_DETAIL = {
     "nccl_duplicate_gpu": "two ranks were given one GPU: fix the launch's device assignment",
     "eplb_unsupported": "this vllm-ascend has no EPLB for the model: start without it",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
-    "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': enable prefix caching in the profile",
+    "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': prefix caching with mamba-cache-mode align in "
+                     "the profile",
     "bisheng_target": "Triton-Ascend's compiler does not know this NPU: a newer Triton-Ascend or image",
-    "mamba_blocks": "vLLM counted fewer Mamba cache blocks than max-num-seqs, and the profile gives no value to lower",
+    "mamba_blocks": "vLLM counted fewer Mamba cache blocks than max-num-seqs, and max-num-seqs is already no higher "
+                    "than that count: more GPU memory for the blocks",
     "pooling_checkpoint": "the checkpoint is a pooling model's: start it with --runner pooling (or --task embed)",
     "processor_api": "the multimodal processor's API differs from what vLLM calls: install the transformers this "
                      "vLLM pins",

@@ -15,11 +15,13 @@ from vllm_guard.diagnose.rule import Rule
 
 NETWORK_RULES: tuple[Rule, ...] = (
     # Binding to an address that is not one of this host's (EADDRNOTAVAIL): ZMQ's data-parallel and handshake
-    # sockets on --data-parallel-address (blind101/b101-007), a headless node binding the master's (b101-008), or
-    # torch's TCPStore on MASTER_ADDR / VLLM_HOST_IP.
-    Rule("network", re.compile(r"ZMQError: Cannot assign requested address|errno: 99 - Cannot assign requested "
-                               r"address|\[Errno 99\] Cannot assign requested address"), BEFORE_START,
-         detail="bind_address", when=conditions.never_ready, source=SOURCES["bind_address"]),
+    # sockets on --data-parallel-address (blind101/b101-007), a headless node binding the master's (b101-008),
+    # torch's TCPStore server on MASTER_ADDR / VLLM_HOST_IP, uvicorn's API socket on --host. Not a client's connect
+    # that fails so (torch's routine "The client socket has failed to connect ... (errno: 99 ...)" while it tries
+    # IPv6 first, urllib3's retried NewConnectionError): those go on or say more later.
+    Rule("network", re.compile(r"ZMQError: Cannot assign requested address|The server socket has failed to bind to "
+                               r"\S{1,300} \(errno: 99\b|\[Errno 99\] error while attempting to bind on address"),
+         BEFORE_START, detail="bind_address", when=conditions.never_ready, source=SOURCES["bind_address"]),
     # NCCL finding two ranks of one communicator on the same GPU (init.cc): a launch that gave two data-parallel or
     # tensor-parallel processes one device (CUDA_VISIBLE_DEVICES set alike; blind101/b101-001: TRL's DP vllm-serve).
     Rule("network", re.compile(r"NCCL WARN Duplicate GPU detected ?: rank \d{1,6} and rank \d{1,6} both on CUDA "

@@ -15,18 +15,23 @@ from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
-    # vLLM 0.25+'s Model Runner V2 refusing a feature it does not run yet (config/vllm.py
-    # _validate_v2_model_runner; blind102/b102-002: ngram speculative decoding on Intel XPU)
-    Rule("usage_error", re.compile(r"Model Runner V2 does not yet support: (?P<features>[^\[\n]{1,300})"),
+    # vLLM's Model Runner V2 refusing a feature it does not run yet (config/vllm.py _validate_v2_model_runner: 0.20's
+    # "VLLM_USE_V2_MODEL_RUNNER does not yet support: X", 0.25-0.33's "Model Runner V2 ..."; blind102/b102-002:
+    # ngram speculative decoding on Intel XPU)
+    Rule("usage_error", re.compile(r"(?:Model Runner V2|VLLM_USE_V2_MODEL_RUNNER) does not yet support: "
+                                   r"(?P<features>[^\[\n]{1,300})"),
          BEFORE_START, detail="mrv2_unsupported", source=SOURCES["mrv2_unsupported"]),
     # LoRA on a mixture-of-experts model whose class has no expert mapping (vLLM 0.11-0.20 lora/utils.py;
     # blind102/b102-001: Gemma 4's MoE)
     Rule("usage_error", re.compile(r"To support LoRA for MoE model, 'get_expert_mapping' must be implemented"),
          BEFORE_START, detail="lora_moe", source=SOURCES["lora_moe"]),
-    # An adapter whose modules are not among those vLLM's LoRA layers take for the model (vLLM 0.4-0.34
-    # lora/models.py, later lora_model.py; blind102/b102-008: a Tinker adapter's 'model.unembed_tokens')
-    Rule("model_access", re.compile(r"expected target modules in \{[^}]{0,1000}\} but received \[[^\]]{0,1000}\]"),
-         LOADING, detail="lora_modules", source=SOURCES["lora_modules"]),
+    # An adapter whose modules are not among those vLLM's LoRA layers take for the model (vLLM 0.4-0.11
+    # lora/models.py prints a list, 0.13-0.34 lora_model.py a set; blind102/b102-008: a Tinker adapter's
+    # 'model.unembed_tokens'). Only in a start never ready: an adapter loaded at run time (/v1/load_lora_adapter)
+    # fails in the engine core, which logs it and goes on serving.
+    Rule("model_access", re.compile(r"expected target modules in [\[{][^\]}]{0,1000}[\]}] but received "
+                                    r"\[[^\]]{0,1000}\]"), detail="lora_modules", when=conditions.never_ready,
+         source=SOURCES["lora_modules"]),
     # vllm-ascend's EPLB registering a model it cannot balance (vllm_ascend/eplb/utils.py model_register; blind101/
     # b101-011: Qwen3-VL MoE with dynamic_eplb under v0.13.0rc1; the raise's source line is what the paste kept)
     Rule("usage_error", re.compile(r"NotImplementedError(?::|\()\s?[\"']?EPLB is not supported"), BEFORE_START,
@@ -51,8 +56,8 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     # the "model." of a causal LM: an embedding or reranking model such as Qwen3-Embedding) started as a generator:
     # vLLM's *ForCausalLM loader (AutoWeightsLoader, 0.6-0.34) finds no such module; as a pooling model vLLM maps
     # the names (blind100/b100-002: GPUStack over vLLM 0.8.5 "Defaulting to 'generate'").
-    Rule("usage_error", re.compile(r"There is no module or parameter named '(?:embed_tokens|layers|norm)"
-                                   r"(?:\.[\w.]{0,200})?' in \w{1,128}ForCausalLM\b"), LOADING,
+    Rule("usage_error", re.compile(r"There is no module or parameter named '(?:embed_tokens|layers|norm)' in "
+                                   r"\w{1,128}ForCausalLM\b"), LOADING,
          detail="pooling_checkpoint", source=SOURCES["pooling_checkpoint"]),
     # Gaudi's lazy mode captures HPU graphs in the warm-up, and with tensor parallelism their collectives need
     # PT_HPU_ENABLE_LAZY_COLLECTIVES=true (Habana's runtime; vllm-gaudi's platform.py sets it when unset, HabanaAI's

@@ -219,9 +219,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # method or attribute the other side calls: transformers and vLLM (or the model's processor code) of releases
     # that do not match (blind39/b39-011: Qwen2VLProcessor.image_token; blind100/b100-001: transformers 5.10 calling
     # fetch_audio on vLLM 0.22's MistralCommonFeatureExtractor).
-    Rule("version_mismatch", re.compile(r"AttributeError: '\w{1,128}(?:Processor|FeatureExtractor|ImageProcessor"
-                                        r"(?:Fast)?)' object has no attribute '\w{1,128}'"),
-         detail="processor_api", when=conditions.never_ready, source=SOURCES["processor_api"]),
+    # Only where the frames above are multimodal processing's (not a user's logits processor, nor vLLM's
+    # LogitsProcessor or InputProcessor classes).
+    Rule("version_mismatch", re.compile(r"AttributeError: '\w{0,120}(?<!Logits)(?<!Input)(?:Processor|FeatureExtractor|"
+                                        r"ImageProcessor(?:Fast)?)' object has no attribute '\w{1,128}'"),
+         detail="processor_api", when=conditions.raised_in_processing, source=SOURCES["processor_api"]),
     # The NixlConnector (--kv-transfer-config, disaggregated prefill: Dynamo, llm-d) where the nixl package did not
     # import: vLLM logs a warning at import and raises when the connector's worker starts (0.10-0.34). The warning
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
