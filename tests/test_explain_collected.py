@@ -192,7 +192,10 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # ROCm's "HIP error: invalid device function" (no code object for the GPU's gfx target: an
                           # MI300 image on a Radeon), read version_mismatch as blind103/b103-002 is labelled; blind80's
                           # collector labelled these three unknown, though the message is the paste's error
-                          "b80-001-unknown.log", "b80-002-unknown.log", "b80-003-unknown.log"}
+                          "b80-001-unknown.log", "b80-002-unknown.log", "b80-003-unknown.log",
+                          # FlashInfer's JIT without a CUDA toolkit ('Could not find nvcc'), read version_mismatch as
+                          # blind105/b105-002 is labelled; blind17's collector named it second, unknown first
+                          "b17-004-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

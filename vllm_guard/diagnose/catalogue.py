@@ -386,6 +386,8 @@ SOURCES: dict[str, str] = {
     "lora_modules": "vLLM 0.4-0.34 lora/models.py (lora_model.py from 0.13): 'While loading X, expected target modules "
                     "in [...] (a set from 0.13) but received [...]. Please verify that the loaded LoRA module is "
                     "correct'",
+    "rocr_visible_devices": "Ray ray/_private/accelerators/amd_gpu.py (imported by vLLM): 'RuntimeError: Please use "
+                            "HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

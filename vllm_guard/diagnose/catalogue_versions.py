@@ -5,6 +5,8 @@ keep that file readable; the rules that cite them are rules_versions.py's."""
 from __future__ import annotations
 
 VERSION_SOURCES: dict[str, str] = {
+    "nvcc_missing": "FlashInfer flashinfer/jit/cpp_ext.py get_cuda_path: \"RuntimeError: Could not find nvcc and "
+                    "default cuda_home='/usr/local/cuda' doesn't exist\"",
     "hip_invalid_function": "PyTorch on ROCm, a HIP call's failure (c10/hip): 'RuntimeError: HIP error: invalid device "
                             "function' (hipErrorInvalidDeviceFunction: no code object for the GPU's gfx target)",
     "bisheng_target": "Triton-Ascend's BiSheng IR compiler (LLVM's option parser): \"bishengir-compile: for the "

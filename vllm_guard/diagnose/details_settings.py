@@ -262,7 +262,16 @@ LORA_MOE = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+ROCR_VISIBLE_DEVICES = Advice(
+    "Ray, which vLLM imports, refuses ROCR_VISIBLE_DEVICES without HIP_VISIBLE_DEVICES: Slurm sets the former on "
+    "ROCm clusters (srun --gpus, --gpu-bind).",
+    ("export HIP_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES and unset ROCR_VISIBLE_DEVICES before vLLM starts (in the job "
+     "script, or the container's entry point)",),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "rocr_visible_devices": ROCR_VISIBLE_DEVICES,
     "mrv2_unsupported": MRV2_UNSUPPORTED,
     "lora_moe": LORA_MOE,
     "eplb_unsupported": EPLB_UNSUPPORTED,

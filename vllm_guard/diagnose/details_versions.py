@@ -21,6 +21,15 @@ GPU_ARCH = Advice(
     ("changing vLLM's settings", "restarting"),
 )
 
+NVCC_MISSING = Advice(
+    "FlashInfer compiles its kernels when first used and found no CUDA compiler (nvcc) and no CUDA toolkit at "
+    "/usr/local/cuda: the image has the CUDA runtime but not the toolkit.",
+    ("an image with the CUDA toolkit (a -devel image), or CUDA_HOME naming an installed toolkit",
+     "an attention backend and sampler that need no JIT, where the GPU runs one (VLLM_ATTENTION_BACKEND, "
+     "VLLM_USE_FLASHINFER_SAMPLER=0)"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 HIP_GPU_ARCH = Advice(
     "The installed torch or vLLM (or one of its kernels) has no code for this AMD GPU's gfx target: an image built for "
     "another GPU (the rocm/vllm MI300 images hold gfx942 code; a Radeon is gfx11xx or gfx12xx).",
@@ -260,6 +269,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "package_missing": PACKAGE_MISSING,
     "module_missing": MODULE_MISSING,
     "hip_gpu_arch": HIP_GPU_ARCH,
+    "nvcc_missing": NVCC_MISSING,
     "remote_code_packages": REMOTE_CODE_PACKAGES,
     "processor_api": PROCESSOR_API,
     "bisheng_target": BISHENG_TARGET,

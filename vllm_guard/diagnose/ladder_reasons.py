@@ -73,6 +73,8 @@ NOT_RELAXABLE_DETAIL = {
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
+    "nvcc_missing": "FlashInfer found no CUDA toolkit to compile its kernels: an image with one",
+    "rocr_visible_devices": "Ray refuses ROCR_VISIBLE_DEVICES: set HIP_VISIBLE_DEVICES from it before the start",
     "hip_gpu_arch": "the installed build has no code for this AMD GPU's gfx target: install one built for it",
     "driver": "the NVIDIA driver is older than the CUDA the build needs: update the driver or the build",
     "process_group_size": "the script runs as several processes (torchrun) against one engine's parallel sizes: "

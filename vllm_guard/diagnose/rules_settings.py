@@ -15,6 +15,10 @@ from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
+    # Ray's AMD accelerator manager (ray/_private/accelerators/amd_gpu.py) refusing ROCR_VISIBLE_DEVICES without
+    # HIP_VISIBLE_DEVICES, which Slurm sets on ROCm clusters (LUMI, Frontier; blind104/b104-003), as vLLM imports Ray
+    Rule("usage_error", re.compile(r"Please use HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES"), BEFORE_START,
+         detail="rocr_visible_devices", source=SOURCES["rocr_visible_devices"]),
     # vLLM's Model Runner V2 refusing a feature it does not run yet (config/vllm.py _validate_v2_model_runner: 0.20's
     # "VLLM_USE_V2_MODEL_RUNNER does not yet support: X", 0.25-0.33's "Model Runner V2 ..."; blind102/b102-002:
     # ngram speculative decoding on Intel XPU)

@@ -210,6 +210,10 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"Failed to import Triton kernels\. Please make sure your triton version is "
                                         r"compatible"), detail="triton_kernels", when=conditions.nothing_after,
          warning=True, source=SOURCES["triton_kernels"]),
+    # FlashInfer's JIT (jit/cpp_ext.py) finding no CUDA toolkit to compile its kernels: an image with the CUDA runtime
+    # but no nvcc (blind105/b105-002: KAITO's phi-4-mini on a T4, where FlashInfer is the attention backend)
+    Rule("version_mismatch", re.compile(r"Could not find nvcc and default cuda_home="), detail="nvcc_missing",
+         when=conditions.never_ready, source=SOURCES["nvcc_missing"]),
     # Triton-Ascend's compiler (bishengir-compile, under vllm-ascend's Triton kernels) without the chip's target: a
     # Triton-Ascend older than the NPU (blind99/b99-010: Ascend910B4-1 in the v0.13.0rc1 image).
     Rule("version_mismatch", re.compile(r"bishengir-compile: for the --target option: Cannot find option named "
