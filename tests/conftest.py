@@ -102,3 +102,17 @@ def skipped_plugin_chain(frame: str, source: str, error: str) -> str:
             f"{p}ModuleNotFoundError: No module named 'timm'\n{p}\n"
             f"{p}The above exception was the direct cause of the following exception:\n{p}\n"
             f"{p}Traceback (most recent call last):\n{p}  {frame}\n{p}    {source}\n{p}{error}\n")
+
+
+def assert_reads_and_stops(text: str, cls: str, detail: str, helps: str) -> None:
+    """`explain` reads TEXT as CLS with DETAIL, its advice says HELPS, and the ladder stops with the detail's own
+    reason (a failure no setting of the profile fixes)."""
+    from vllm_guard.diagnose.classify import classify
+    from vllm_guard.diagnose.details import advice_for
+    from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
+
+    d = classify(text)
+    assert (d.cls, d.detail) == (cls, detail)
+    assert any(helps in h for h in advice_for(d).helps), advice_for(d).helps
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL[detail]

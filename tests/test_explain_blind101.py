@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import blind_log
+from tests.conftest import assert_reads_and_stops, blind_log
 from vllm_guard.diagnose.classify import classify
-from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, next_step
 
 
 @pytest.mark.parametrize(("folder", "prefix", "cls", "detail", "helps"), [
@@ -26,11 +24,7 @@ from vllm_guard.diagnose.ladder import NOT_RELAXABLE_DETAIL, Settings, Stop, nex
     ("blind102", "b102-008", "model_access", "lora_modules", "target_modules"),
 ])
 def test_what_the_misses_read_now(folder: str, prefix: str, cls: str, detail: str, helps: str) -> None:
-    d = classify(blind_log(folder, prefix))
-    assert (d.cls, d.detail) == (cls, detail)
-    assert any(helps in h for h in advice_for(d).helps)
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and stop.reason == NOT_RELAXABLE_DETAIL[detail]
+    assert_reads_and_stops(blind_log(folder, prefix), cls, detail, helps)
 
 
 def test_vllm_0_11s_gpu_count_check() -> None:

@@ -308,10 +308,6 @@ SOURCES: dict[str, str] = {
                              "with vLLM.', with --model-impl transformers 'The Transformers implementation of X is "
                              "not compatible with vLLM.', and 'Cannot find model module. 'X' is not a registered model "
                              "in the Transformers library ...' (0.9+)",
-    "transformers_no_tp": "vLLM's Transformers backend (model_executor/models/transformers.py, later transformers/"
-                          "base.py) applying the model's tensor-parallel plan: 0.7 'Trying to run tensor "
-                          "parallelization but the model does not support it yet!', 0.8-0.9 '<class X> does not "
-                          "support tensor parallel yet!', 0.10-0.20 '<class X> does not support tensor parallel. ...'",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.' (4.4x), "
                          "'Architecture X not supported' (earlier)",
@@ -362,32 +358,14 @@ SOURCES: dict[str, str] = {
                          "failed' after host/transport/transport.cpp 'Unable to initialize any transports'",
     "repo_file_missing": "transformers utils/hub.py cached_file: 'OSError: X does not appear to have a file named Y. "
                          "Checkout 'https://huggingface.co/X/tree/main' for available files.'",
-    "pooling_checkpoint": "vLLM 0.6-0.34 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
-                          "module or parameter named 'embed_tokens' in XForCausalLM' (a base model's weight names)",
-    "mamba_blocks": "vLLM 0.20-0.34 config/compilation.py (resolving the CUDA-graph mode): 'max_num_seqs (N) exceeds "
-                    "available Mamba cache blocks (M). Each decode sequence requires one Mamba cache block, so CUDA "
-                    "graph capture cannot proceed.'",
-    "mamba_groups": "vLLM 0.11-0.34 model_executor/layers/mamba/mamba_mixer2.py: 'If tensor parallel world size does "
-                    "not divide num_groups, then num_groups must equal 1.'",
-    "lmcache_mamba": "LMCache lmcache/integration/vllm/kv_cache_group_edits.py: \"LMCache cannot serve this model's KV "
-                     "cache groups: group N: MambaSpec with mamba_cache_mode='X' (only 'align' keeps reusable state "
-                     "snapshots)\"",
     "bind_address": "EADDRNOTAVAIL on a bind: pyzmq's 'zmq.error.ZMQError: Cannot assign requested address (addr=...)' "
                     "(vLLM's data-parallel and engine sockets), torch c10d's 'The server socket has failed to bind to "
                     "X (errno: 99 - Cannot assign requested address)', uvicorn's '[Errno 99] error while attempting to "
                     "bind on address (...): cannot assign requested address'",
     "nccl_duplicate_gpu": "NCCL init.cc: 'NCCL WARN Duplicate GPU detected : rank N and rank M both on CUDA device X'",
-    "eplb_unsupported": "vllm-ascend vllm_ascend/eplb/utils.py model_register: 'NotImplementedError: EPLB is not "
-                        "supported.'",
-    "mrv2_unsupported": "vLLM config/vllm.py _validate_v2_model_runner: 'VLLM_USE_V2_MODEL_RUNNER does not yet "
-                        "support: X' (0.20), 'Model Runner V2 does not yet support: X' (0.25-0.33)",
-    "lora_moe": "vLLM 0.11-0.20 lora/utils.py: \"AttributeError: To support LoRA for MoE model, 'get_expert_mapping' "
-                "must be implemented\"",
     "lora_modules": "vLLM 0.4-0.34 lora/models.py (lora_model.py from 0.13): 'While loading X, expected target modules "
                     "in [...] (a set from 0.13) but received [...]. Please verify that the loaded LoRA module is "
                     "correct'",
-    "rocr_visible_devices": "Ray ray/_private/accelerators/amd_gpu.py (imported by vLLM): 'RuntimeError: Please use "
-                            "HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "

@@ -1,5 +1,7 @@
 """Where the messages about the start's own settings come from (LoRA, speculative decoding, RoPE scaling, a folder
-the start cannot write): part of catalogue.SOURCES, kept apart to keep that file readable."""
+the start cannot write, a hybrid model's Mamba cache, a pooling checkpoint, Model Runner V2, the Transformers
+backend's tensor parallelism, Ray's ROCm variables): part of catalogue.SOURCES, kept apart to keep that file
+readable."""
 
 from __future__ import annotations
 
@@ -59,4 +61,26 @@ SETTINGS_SOURCES: dict[str, str] = {
                   "options: [...]'",
     "permission": "Python's 'PermissionError: [Errno 13] Permission denied: PATH' (a cache or home folder the start "
                   "cannot write), and a shell's 'vllm: Permission denied' (a container user that cannot run it)",
+    "pooling_checkpoint": "vLLM 0.6-0.34 model_executor/models/utils.py AutoWeightsLoader._load_module: 'There is no "
+                          "module or parameter named 'embed_tokens' in XForCausalLM' (a base model's weight names)",
+    "mamba_blocks": "vLLM 0.20-0.34 config/compilation.py (resolving the CUDA-graph mode): 'max_num_seqs (N) exceeds "
+                    "available Mamba cache blocks (M). Each decode sequence requires one Mamba cache block, so CUDA "
+                    "graph capture cannot proceed.'",
+    "mamba_groups": "vLLM 0.11-0.34 model_executor/layers/mamba/mamba_mixer2.py: 'If tensor parallel world size does "
+                    "not divide num_groups, then num_groups must equal 1.'",
+    "lmcache_mamba": "LMCache lmcache/integration/vllm/kv_cache_group_edits.py: \"LMCache cannot serve this model's KV "
+                     "cache groups: group N: MambaSpec with mamba_cache_mode='X' (only 'align' keeps reusable state "
+                     "snapshots)\"",
+    "eplb_unsupported": "vllm-ascend vllm_ascend/eplb/utils.py model_register: 'NotImplementedError: EPLB is not "
+                        "supported.'",
+    "mrv2_unsupported": "vLLM config/vllm.py _validate_v2_model_runner: 'VLLM_USE_V2_MODEL_RUNNER does not yet "
+                        "support: X' (0.20), 'Model Runner V2 does not yet support: X' (0.25-0.33)",
+    "lora_moe": "vLLM 0.11-0.20 lora/utils.py: \"AttributeError: To support LoRA for MoE model, 'get_expert_mapping' "
+                "must be implemented\"",
+    "rocr_visible_devices": "Ray ray/_private/accelerators/amd_gpu.py (imported by vLLM): 'RuntimeError: Please use "
+                            "HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES'",
+    "transformers_no_tp": "vLLM's Transformers backend (model_executor/models/transformers.py, later transformers/"
+                          "base.py) applying the model's tensor-parallel plan: 0.7 'Trying to run tensor "
+                          "parallelization but the model does not support it yet!', 0.8-0.9 '<class X> does not "
+                          "support tensor parallel yet!', 0.10-0.20 '<class X> does not support tensor parallel. ...'",
 }
