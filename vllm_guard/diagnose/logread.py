@@ -164,8 +164,10 @@ WRAPPED_MIN = 60
 WRAPPED_PREFIXED_MIN = 40
 
 
-def continuation(lines: list[LogLine], i: int) -> LogLine | None:
-    """The next line when it continues line i's message (wrapped by a terminal or by the person who pasted it)."""
+def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> LogLine | None:
+    """The next line when it continues line i's message (wrapped by a terminal or by the person who pasted it).
+    ``shortest``: the shortest line i taken as wrapped, where the caller knows it is inside a wrapped run (a person
+    wrapping at word boundaries leaves lines shorter than the width by up to a word)."""
     if i + 1 >= len(lines):
         return None
     line, nxt = lines[i], lines[i + 1]
@@ -174,7 +176,7 @@ def continuation(lines: list[LogLine], i: int) -> LogLine | None:
     # A terminal's columns hold the prefix too: an 80-column wrap leaves some 55 characters of a prefixed line's text
     # (blind93/b93-001: "(APIServer pid=4937)   Value error, The quantization method compressed-tensors i").
     if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 \
-            or len(line.text) < (WRAPPED_PREFIXED_MIN if line.proc and not nxt.proc else WRAPPED_MIN) \
+            or len(line.text) < (shortest or (WRAPPED_PREFIXED_MIN if line.proc and not nxt.proc else WRAPPED_MIN)) \
             or line.text.endswith((".", ")")):
         return None
     # A colon ends a line that introduces the next record, except before a quoted value on the next line: a message
