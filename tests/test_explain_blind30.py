@@ -8,15 +8,24 @@ prints it, and Triton's refusal to compile fp8 e4m3 below compute capability 8.9
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import FP8_E4M3, advice_for
 from vllm_guard.diagnose.ladder import Settings, Step, Stop, next_step
 
 
-def test_the_placement_group_timeout_in_vllm_032s_words() -> None:
-    # "Cannot provide a placement group requiring 4.0 GPUs (placement_group_specs=[...]) within 1800 secon" (cut)
-    d = classify(blind_log("blind30", "b30-006"))
+@pytest.mark.parametrize(("part", "name"), [
+    # 0.32: "Cannot provide a placement group requiring 4.0 GPUs (placement_group_specs=[...]) within 1800 secon"
+    ("blind30", "b30-006"),
+    # 0.5-0.31: "Cannot provide a placement group of placement_group_specs=[...] within 1800 seconds." The 0.32
+    # alternation was first written without the space after "of", and this wording went unread until a later
+    # session found it among the misses (blind19/b19-005).
+    ("blind19", "b19-005"),
+])
+def test_the_placement_group_timeout_in_both_wordings(part: str, name: str) -> None:
+    d = classify(blind_log(part, name))
     assert (d.cls, d.numbers["timeout_s"], d.numbers["required_gpus"]) == ("too_few_gpus", 1800, 4)
 
 

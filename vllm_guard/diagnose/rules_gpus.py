@@ -91,7 +91,7 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
     # 0.32 says "requiring N GPUs (placement_group_specs=...)" when the group asks for GPUs; a paste may stop in its
     # last word (blind30/b30-006).
-    Rule("too_few_gpus", re.compile(r"Cannot provide a placement group (?:of|requiring [\d.]{1,8} GPUs \()"
+    Rule("too_few_gpus", re.compile(r"Cannot provide a placement group (?:of |requiring [\d.]{1,8} GPUs \()"
                                     r"placement_group_specs=.{0,4000}? within (?P<timeout_s>\d+) secon"), BEFORE_START,
          numbers=lambda m: {**numbers_of(m, "timeout_s"), **bundle_gpus(m.group(0))},
          source=SOURCES["ray_pg_timeout"]),
