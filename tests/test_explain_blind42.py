@@ -28,6 +28,12 @@ def test_a_log_cut_in_the_engines_settings_line_shows_no_stage(prefix: str) -> N
     "model='m', load_format=auto, compilation_config={'level': 3, 'use_inductor': True}",
     "(APIServer pid=1) INFO 11-02 15:01:42 [utils.py:233] non-default args: {'model': 'm', "
     "'disable_custom_all_reduce': True}",
+    # 0.4-0.10's api_server (a real line's shape: blind17/b17-002)
+    "INFO 05-26 18:53:37 [api_server.py:1044] args: Namespace(subparser='serve', model_tag='m', port=8000, "
+    "disable_custom_all_reduce=False, enforce_eager=False)",
+    # a wrapper's repr of the engine arguments it passes (Ray Serve's vLLM example; blind109/b109-009)
+    "INFO 2024-11-18 01:46:34,210 default_VLLMDeployment ujj4diu5 llm_vllm_llama_31.py:47 - Starting with engine "
+    "args: AsyncEngineArgs(model='m', tensor_parallel_size=2, disable_custom_all_reduce=False)",
 ])
 def test_the_engines_settings_are_no_activity(line: str) -> None:
     assert activity_of(line) is None

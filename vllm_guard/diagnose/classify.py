@@ -18,12 +18,12 @@ from typing import Any
 
 from vllm_guard.diagnose import certainty, conditions, fallback, guard_report, hang_log, logread, progress, raise_sites
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
+from vllm_guard.diagnose.diagnosis import CUT_MARK, ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, WRAPPED_MIN, WRAPPED_PREFIXED_MIN, LogLine
 from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
-from vllm_guard.diagnose.missing_modules import package_missing
+from vllm_guard.diagnose.missing_modules import package_missing, went_on
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
 
@@ -284,11 +284,11 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
         return Diagnosis("shm_exhausted", final_stage, {"signal": SIGBUS}, last_errors(lines, tbs), signal,
                          context=ctx, confidence="medium", template="the exit signal SIGBUS (7)",
                          stage_from=certainty.PROGRESS)
-    if aside:  # a warning the start went on after, when what raised and how it ended say nothing more
-        return aside[0]
-    supported = fallback.supported(lines, tbs, signal, ctx)
-    if supported is not None:
-        return supported
+    # a warning the start went on after, when what raised and how it ended say nothing more; or a warning that
+    # explains a failure the log shows without naming it
+    lead = aside[0] if aside else fallback.supported(lines, tbs, signal, ctx)
+    if lead is not None:
+        return lead if _lead_decides(lines, tbs, signal, exit_status, lead) else _only_a_lead(lead, final_stage)
     # before a hang: one rank's import that ended its start, the others waiting for it (a plugin vLLM logged as
     # skipped, or an import the start's progress went past, is not read)
     missing = package_missing(lines, tbs, reached, signal, ctx)
@@ -377,6 +377,32 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
 
 
 _PID = re.compile(r"\bpid=(\d{1,10})\b|Started server process \[(\d{1,10})\]")
+
+
+def _lead_decides(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
+                  exit_status: int | None, warning: Diagnosis) -> bool:
+    """Whether a warning may be said as the failure: the log shows the start failing (a traceback, an exit, an
+    error besides the warning's own lines), or ends at the warning. A start that went on after it (its process
+    logged more) and shows no failure is a paste cut before the failure (blind109/b109-004)."""
+    if tbs or signal is not None or exit_status is not None or not warning.evidence:
+        return True
+    own = warning.evidence[0].removesuffix(CUT_MARK)  # the warning's line, maybe cut
+    at = next((i for i, line in enumerate(lines) if line.text.strip().startswith(own)), None)
+    if at is None or not went_on(lines, at, own[:60]):
+        return True
+    return any(not line.text.strip().startswith(own) and _NOT_QUIET.search(line.text[:MAX_LINE_CHARS])
+               for line in lines)
+
+
+def _only_a_lead(warning: Diagnosis, stage: str) -> Diagnosis:
+    """A paste that shows no failure besides a warning (cut before its error): the warning is a lead, not the
+    cause (blind109/b109-004: 0.5.4's libcudart warning, and the engine went on to its real failure, which the
+    thread says was bfloat16 on a V100)."""
+    said = "the log shows no error, traceback or exit besides this warning: it may stop before the failure"
+    return Diagnosis("unknown", stage, {}, (*warning.evidence, said), warning.exit_signal, "no_error",
+                     context=warning.context, confidence="none", stage_from=certainty.PROGRESS,
+                     hint=(warning.cls, f"a warning the paste shows is a known cause of failed starts "
+                                        f"({warning.template}), but no failure follows it"))
 
 
 def _own_pids(lines: list[LogLine]) -> frozenset[int]:

@@ -67,9 +67,12 @@ def ready(lines: list[LogLine]) -> bool:
     return bool(per_log(lines, _serves))
 
 
+CUT_MARK = "... (line cut)"
+
+
 def cut(text: str) -> str:
     text = text.strip()
-    return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}... (line cut)"
+    return text if len(text) <= EVIDENCE_CHARS else f"{text[:EVIDENCE_CHARS]}{CUT_MARK}"
 
 
 # vLLM's plugin loader logs a plugin that fails to load, with its traceback, and goes on (plugins/__init__.py

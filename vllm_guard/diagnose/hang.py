@@ -108,15 +108,19 @@ def waiting_line(text: str) -> tuple[WaitingLine, dict[str, Any]] | None:
 
 
 # The engine's settings, printed once at the start ("Initializing a V1 LLM engine (v0.11.0) with config: ...
-# disable_custom_all_reduce=False, ..."; 0.11+'s "non-default args: {...}"): they name steps, they are none
-# (blind42/b42-004 and b42-005: a log cut in that line was read as stopping in the P2P check).
-_SETTINGS_LINE = re.compile(r"engine \(v[\w.+-]{1,40}\) with config: |non-default args: \{")
+# disable_custom_all_reduce=False, ..."; 0.11+'s "non-default args: {...}"; 0.4-0.10's api_server "args:
+# Namespace(...)"; a wrapper's repr of the AsyncEngineArgs it passes, as Ray Serve's vLLM example logs it): they
+# name steps, they are none (blind42/b42-004 and b42-005, blind109/b109-009: a log cut in that line was read as
+# stopping in the P2P check).
+_SETTINGS_LINE = re.compile(r"engine \(v[\w.+-]{1,40}\) with config: |non-default args: \{|\bargs: Namespace\("
+                            r"|EngineArgs\(model=")
+_SETTINGS_WORDS = ("with config: ", "non-default args: ", "args: Namespace(", "EngineArgs(model=")
 
 
 def activity_of(text: str) -> str | None:
     """What a progress line says the start is doing (download, weights_loading, ...), if it says."""
     text = text[:MAX_LINE_CHARS]
-    if ("with config: " in text or "non-default args: " in text) and _SETTINGS_LINE.search(text):
+    if any(word in text for word in _SETTINGS_WORDS) and _SETTINGS_LINE.search(text):
         return None
     found = None
     for name, pattern in _ACTIVITY:

@@ -50,7 +50,7 @@ def _package_missing(lines: list[LogLine], tbs: list[logread.Traceback],
         return None
     if tb.exception in per_log(lines, skipped_plugin_lines):  # the skipped plugin's traceback, or one chained to it
         return None
-    return None if _went_on(lines, tb.exception, m.group(0)) or reached.final != reached.at[tb.exception] else tb
+    return None if went_on(lines, tb.exception, m.group(0)) or reached.final != reached.at[tb.exception] else tb
 
 
 def _bare_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: progress.Progress) -> int | None:
@@ -66,10 +66,10 @@ def _bare_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: p
         return None
     # no stage marks progress before the engine starts: a record after it that is no error (the banner, the engine's
     # set-up, a rank's or Ray's waiting) is the start going on, as is any progress past its stage
-    return None if _went_on(lines, i, m.group(0)) or reached.final != reached.at[i] else i
+    return None if went_on(lines, i, m.group(0)) or reached.final != reached.at[i] else i
 
 
-def _went_on(lines: list[LogLine], i: int, said: str) -> bool:
+def went_on(lines: list[LogLine], i: int, said: str) -> bool:
     """A log record of the same process after line i that is no error (vLLM's INFO, WARNING or DEBUG: the banner,
     the engine's set-up, Ray's waiting), other than the same words again. Another process waiting is what one rank's
     failure leaves behind (the others wait on it), and a shell's or a container's report of the exit is not the start
