@@ -316,6 +316,8 @@ SOURCES: dict[str, str] = {
                       "`SupportsPP` interface.' (also raised for a speculative draft or MTP head)",
     "lora_rank": "vLLM LoRAConfig (config.py; config/lora.py in later releases): 'max_lora_rank (N) must be one of "
                  "(8, 16, ...)'",
+    "marlin_repack": "vLLM's Marlin repacking (csrc/quantization/gptq_marlin/gptq_marlin_repack.cu TORCH_CHECK): "
+                     "'size_n = N is not divisible by tile_n_size = 64' (and size_k, tile_k_size)",
     "quant_tp_shape": "vLLM's quantized linear layers (gptq.py, awq.py, aqlm.py create_weights): 'The input size is "
                       "not aligned with the quantized weight shape. This can be caused by too large tensor parallel "
                       "size.'; Marlin's shape check (marlin_utils.py verify_marlin_supports_shape): 'Weight "

@@ -79,6 +79,10 @@ SETTINGS_SOURCES: dict[str, str] = {
                 "must be implemented\"",
     "rocr_visible_devices": "Ray ray/_private/accelerators/amd_gpu.py (imported by vLLM): 'RuntimeError: Please use "
                             "HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES'",
+    "kv_page_size": "vLLM unify_kv_cache_spec_page_size (v1/core/kv_cache_utils.py; kv_cache_planning.py from 0.33): "
+                    "0.13-0.20 'The page size of the layer is not divisible by the maximum page size. Cannot unify by "
+                    "adjusting block_size.', 0.30-0.34 'Layer X: page size is not divisible by the maximum page size "
+                    "and cannot be padded. Padding is only supported for non-MLA attention layers.'",
     "transformers_no_tp": "vLLM's Transformers backend (model_executor/models/transformers.py, later transformers/"
                           "base.py) applying the model's tensor-parallel plan: 0.7 'Trying to run tensor "
                           "parallelization but the model does not support it yet!', 0.8-0.9 '<class X> does not "

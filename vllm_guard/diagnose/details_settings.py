@@ -270,7 +270,18 @@ ROCR_VISIBLE_DEVICES = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
+KV_PAGE_SIZE = Advice(
+    "The model's layers keep KV cache pages of sizes vLLM cannot make one: it grows the smaller pages' block size to "
+    "the largest page, which works only when that page is a multiple of each smaller one (later releases also pad "
+    "some attention layers' pages, never MLA's). A KV cache dtype or quantization some layers take and others do "
+    "not, a draft model's layers, a sparse indexer's cache, or a hybrid model's state layers make the sizes differ.",
+    ("--kv-cache-dtype auto, where a KV cache dtype is set (every layer's page then has the same element size)",
+     "start without the speculative draft model, where one is set", "a newer vLLM, which pads attention pages"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "kv_page_size": KV_PAGE_SIZE,
     "rocr_visible_devices": ROCR_VISIBLE_DEVICES,
     "mrv2_unsupported": MRV2_UNSUPPORTED,
     "lora_moe": LORA_MOE,

@@ -118,6 +118,8 @@ NOT_RELAXABLE_DETAIL = {
     "bind_address": "a socket was bound to an address that is not this host's: fix the address in the profile",
     "nccl_duplicate_gpu": "two ranks were given one GPU: fix the launch's device assignment",
     "eplb_unsupported": "this vllm-ascend has no EPLB for the model: start without it",
+    "kv_page_size": "this vLLM cannot make the layers' KV cache pages one size: a KV cache dtype every layer takes, "
+                    "or a newer vLLM",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
     "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': prefix caching with mamba-cache-mode align in "
                      "the profile",

@@ -11,7 +11,7 @@ import re
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import numbers_of
-from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, LOADING
+from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, KV_CACHE, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 SETTINGS_RULES: tuple[Rule, ...] = (
@@ -139,6 +139,14 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     # value 'X' for VLLM_ATTENTION_BACKEND. Valid options: [...]")
     Rule("usage_error", re.compile(r"Invalid value '[^']{0,200}' for (?P<variable>VLLM_\w{1,64})\. Valid options"),
          BEFORE_START, detail="env_choice", source=SOURCES["env_choice"]),
+    # Layers whose KV cache pages vLLM cannot make one size (v1/core/kv_cache_utils.py unify_kv_cache_spec_page_size,
+    # 0.13-0.20: it grows the smaller pages' block size, so the largest page must be a multiple of each; 0.30-0.34
+    # also pad non-MLA attention pages, and say "Layer X: page size is not divisible by the maximum page size and
+    # cannot be padded"), as it plans the KV cache after profiling (blind110/b110-001: Gemma 4 with an int8
+    # per-token-head KV cache dtype)
+    Rule("unsupported_architecture", re.compile(r"(?:The page size of the layer|: page size) is not divisible by the "
+                                                r"maximum page size"), KV_CACHE, detail="kv_page_size",
+         source=SOURCES["kv_page_size"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
     Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),

@@ -1,0 +1,54 @@
+"""`explain` on blind110 and blind111 (tests/data/real-logs/blind110, blind111), two blind sets of issue 26, after
+their one scoring.
+
+Collected by helpers that never read the classifier: blind110 scored once at 3420914 (3 of 5, one confident error,
+a label in dispute: Triton's fp8e4nv refusal, read dtype_unsupported as two earlier sets label it), blind111 at
+933fdb7 (14 of 15, none). What their misses taught, each read from the source that writes the message: vLLM's KV
+cache planner refusing layers whose page sizes it cannot make one, and Marlin's own tile check as it repacks weights.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_settings import KV_PAGE_SIZE
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+
+
+@pytest.mark.parametrize("message", [
+    # 0.13-0.20 (the paste flattened a worker's three lines into one: blind110/b110-001, Gemma 4 with an int8
+    # per-token-head KV cache dtype)
+    "NotImplementedError: The page size of the layer is not divisible by the maximum page size. Cannot unify by "
+    "adjusting block_size.",
+    # 0.30-0.34
+    "NotImplementedError: Layer model.layers.3.self_attn.attn: page size is not divisible by the maximum page size "
+    "and cannot be padded. Padding is only supported for non-MLA attention layers.",
+])
+def test_layers_whose_kv_pages_cannot_be_made_one_size(message: str) -> None:
+    d = classify("(EngineCore_DP0 pid=7) ERROR 04-19 14:16:08 [core.py:1] EngineCore failed to start.\n"
+                 f"(EngineCore_DP0 pid=7) ERROR 04-19 14:16:08 [core.py:1] {message}\n")
+    assert (d.cls, d.detail, d.stage) == ("unsupported_architecture", "kv_page_size", "kv_cache")
+    assert advice_for(d) is KV_PAGE_SIZE
+    stop = next_step(d, Settings(max_model_len=8192))
+    assert isinstance(stop, Stop) and "pages one size" in stop.reason
+
+
+def test_the_flattened_paste_of_blind110() -> None:
+    d = classify(blind_log("blind110", "b110-001"))
+    assert (d.cls, d.detail) == ("unsupported_architecture", "kv_page_size")
+
+
+def test_marlins_tile_check_as_it_repacks_the_weights() -> None:
+    # blind111/b111-001: GLM-4.5V's 'RuntimeError: size_n = 2736 is not divisible by tile_n_size = 64', one line
+    d = classify(blind_log("blind111", "b111-001"))
+    assert (d.cls, d.detail, d.numbers) == ("tp_indivisible", "quant_group", {"size": 2736, "tile": 64})
+    assert isinstance(next_step(d, Settings(max_model_len=8192)), Stop)
+
+
+def test_what_blind110_and_blind111_read_right_at_their_score() -> None:
+    assert [classify(blind_log("blind110", p)).cls for p in ("b110-002", "b110-004", "b110-005")] == \
+        ["version_mismatch", "kv_cache_too_small", "kv_cache_too_small"]
+    assert classify(blind_log("blind111", "b111-003")).cls == "dtype_unsupported"
