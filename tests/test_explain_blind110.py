@@ -52,3 +52,26 @@ def test_what_blind110_and_blind111_read_right_at_their_score() -> None:
     assert [classify(blind_log("blind110", p)).cls for p in ("b110-002", "b110-004", "b110-005")] == \
         ["version_mismatch", "kv_cache_too_small", "kv_cache_too_small"]
     assert classify(blind_log("blind111", "b111-003")).cls == "dtype_unsupported"
+
+
+@pytest.mark.parametrize(("backend", "gpu", "capability"), [
+    ("Triton attention", "NVIDIA A100-SXM4-80GB", 8.0),
+    # the MLA backend's own words went unread until this session checked every rule against its source
+    ("Triton MLA", "Tesla V100-SXM2-32GB", 7.0),
+])
+def test_an_fp8_kv_cache_refused_by_either_triton_backend(backend: str, gpu: str, capability: float) -> None:
+    # vLLM 0.30-0.34 v1/attention/backends/triton_attn.py and mla/triton_mla.py, as the backend is built
+    d = classify(f"ValueError: FP8 KV cache is not supported by the {backend} backend on {gpu} (compute capability "
+                 f"{capability}); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16.\n")
+    assert (d.cls, d.detail, d.numbers) == ("quant_unsupported", "kv_cache_dtype", {"current_capability": capability})
+
+
+def test_the_cpu_builds_node_memory_check_at_start_up() -> None:
+    # vLLM 0.30-0.32 v1/worker/cpu_worker.py init_device, filled in as its f-string writes it (no rule had a test)
+    d = classify("ValueError: Available memory on node 0 (12.5/31.2 GiB) on startup is less than desired CPU memory "
+                 "utilization (0.9, 28.08 GiB). On the CPU backend, the `--gpu-memory-utilization` flag controls the "
+                 "fraction of CPU memory reserved (despite its name). To resolve: decrease `--gpu-memory-utilization` "
+                 "(e.g. `--gpu-memory-utilization 0.5`) or reduce CPU memory used by other processes.\n")
+    assert (d.cls, d.detail) == ("gpu_busy", "cpu_node_memory")
+    assert {k: d.numbers[k] for k in ("free_gib", "total_gib", "requested_gib")} == \
+        {"free_gib": 12.5, "total_gib": 31.2, "requested_gib": 28.08}

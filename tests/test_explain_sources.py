@@ -37,6 +37,10 @@ HEAD = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.2\n"
     ("ValueError: Unknown quantization method: mxfp4. Must be one of ['aqlm', 'awq', 'deepspeedfp', 'fp8'].",
      "quant_unsupported", "unknown_method", {}),
     ("RuntimeError: No CUDA GPUs are available", "too_few_gpus", "no_gpu", {}),
+    # Ray refusing a node of another Ray or Python (ray/_private/utils.py check_version_info)
+    ("RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.40.0\n    Python: 3.10.12\nThis "
+     "process on node 10.0.0.2 was started with:\n    Ray: 2.41.0\n    Python: 3.10.12\n", "version_mismatch", None,
+     {}),
     ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
      "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non "
      "supported HW", "version_mismatch", "driver", {}),

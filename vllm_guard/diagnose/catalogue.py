@@ -14,8 +14,8 @@ from vllm_guard.diagnose.catalogue_versions import VERSION_SOURCES
 
 SOURCES: dict[str, str] = {
     "usage_error": "argparse (vllm serve's parser, entrypoints/cli/serve.py; exit status 2), all releases",
-    "cpu_node_memory": "vLLM CPU build 0.32-0.33, v1/worker/cpu_worker.py: 'Available memory on node N ... is "
-                       "less than desired CPU memory utilization'",
+    "cpu_node_memory": "vLLM CPU build 0.30-0.32, v1/worker/cpu_worker.py init_device: 'Available memory on node N "
+                       "... on startup is less than desired CPU memory utilization' (0.33 checks the KV cache instead)",
     "gpu_busy": "vLLM 0.9-0.33 request_memory (v1/worker/utils.py at 0.33; v1/worker/gpu_worker.py init_device "
                 "in 0.9-0.11): 'Free memory on device ... on startup is less than desired GPU memory utilization'",
     "kv_too_small": "vLLM 0.8-0.33 _check_enough_kv_cache_memory (v1/core/kv_cache_utils.py; "
@@ -63,8 +63,9 @@ SOURCES: dict[str, str] = {
                         "compressed_tensors.py _check_scheme_supported): 'The quantization method X is not "
                         "supported for the current GPU. Minimum capability: N' / 'Quantization scheme is not "
                         "supported ...'",
-    "fp8_kv_backend": "vLLM 0.33 v1/attention/backends/triton_attn.py: 'FP8 KV cache is not supported by the ... "
-                      "attention backend'",
+    "fp8_kv_backend": "vLLM 0.30-0.34 v1/attention/backends/triton_attn.py and mla/triton_mla.py: 'FP8 KV cache is "
+                      "not supported by the Triton attention backend' ('Triton MLA backend') 'on X (compute capability "
+                      "N)'",
     "no_backend": "vLLM 0.11-0.33 platforms/cuda.py and rocm.py get_attn_backend_cls: 'No valid attention backend "
                   "found for cuda with AttentionSelectorConfig(...). Reasons: {BACKEND: [kv_cache_dtype not "
                   "supported, compute capability not supported, ...]}' (the reasons: v1/attention/backend.py "

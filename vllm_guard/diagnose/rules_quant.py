@@ -46,7 +46,7 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
                                          r"capability >= (?P<min_capability>\d{1,2}\.\d)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "min_capability"),
          source=SOURCES["transformers_fp8"]),
-    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} attention backend on "
+    Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} (?:attention|MLA) backend on "
                                          r".{0,200}?compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,
          detail="kv_cache_dtype", numbers=lambda m: numbers_of(m, "current_capability"),
