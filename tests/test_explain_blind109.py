@@ -43,3 +43,10 @@ def test_what_blind109_read_right_at_its_score() -> None:
     assert classify(blind_log("blind109", "b109-014")).cls == "no_kv_memory"
     assert {classify(blind_log("blind109", f"b109-{n:03d}")).cls for n in range(1, 14) if n not in (4, 9)} \
         == {"unknown"}
+
+
+def test_a_warning_the_start_went_on_after_does_not_hide_a_hang_after_it() -> None:
+    waits = "".join(f"(APIServer pid=1) INFO 08-27 14:0{n}:00 [utils.py:1] Waiting for 1 local, 0 remote core engine "
+                    "proc(s) to start.\n" for n in range(1, 5))
+    d = classify(C_WARNING + ENGINE + waits)
+    assert (d.cls, d.stage) == ("startup_hang", "engine_handshake")

@@ -287,8 +287,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     # a warning the start went on after, when what raised and how it ended say nothing more; or a warning that
     # explains a failure the log shows without naming it
     lead = aside[0] if aside else fallback.supported(lines, tbs, signal, ctx)
-    if lead is not None:
-        return lead if _lead_decides(lines, tbs, signal, exit_status, lead) else _only_a_lead(lead, final_stage)
+    if lead is not None and _lead_decides(lines, tbs, signal, exit_status, lead):
+        return lead
     # before a hang: one rank's import that ended its start, the others waiting for it (a plugin vLLM logged as
     # skipped, or an import the start's progress went past, is not read)
     missing = package_missing(lines, tbs, reached, signal, ctx)
@@ -297,6 +297,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
+    if lead is not None:  # a warning the start went on after, in a paste that shows no failure: a lead only
+        return _only_a_lead(lead, final_stage)
     # a paste of a traceback alone: its frames say where it failed when no progress line does (blind39/b39-004, a
     # KeyError in a model's load_weights)
     placed = certainty.stage_of_frames(tbs[-1].frames) if tbs and final_stage == BEFORE_START else None
