@@ -187,6 +187,13 @@ SOURCES: dict[str, str] = {
                       "'FileNotFoundError: Weight files referenced in index but missing: {...}'",
     "neuron_oom": "AWS Neuron runtime (libnrt, NRT_RESOURCE = 4) through torch-neuron's _parallel_to_neuron: "
                   "'RuntimeError: nrt_tensor_allocate status=4 message=\"Allocation Failure\"'",
+    "rbln_oom": "Rebellions' runtime (RBLN NPUs, under the vllm-rbln plugin): 'RuntimeError: SYS_EBUSY: Lack of device "
+                "memory. (code: -16)' and 'SYS_ENOMEM: Out of memory', the two errors vllm-rbln's worker takes for "
+                "out of memory (vllm_rbln/v1/worker/rbln_worker.py is_rbln_oom_error)",
+    "rbln_blocks": "vllm-rbln vllm_rbln/v1/worker/rbln_worker.py compile_or_warm_up_model, an RBLN out-of-memory "
+                   "ending the warm-up's compile: 'Not enough memory for N blocks of KV cache. Try reducing the number "
+                   "of blocks by setting --num-gpu-blocks-override.' (later: 'Not enough memory to compile against "
+                   "the N-block compile-time KV cache.')",
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "

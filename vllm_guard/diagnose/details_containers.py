@@ -78,7 +78,17 @@ TPU_ONCHIP = Advice(
     ("a lower --gpu-memory-utilization: HBM is not what ran out", "retrying unchanged"),
 )
 
+RBLN_BLOCKS = Advice(
+    "vllm-rbln allocated this many KV cache blocks, then compiling the model for its warm-up ran out of the "
+    "Rebellions NPU's memory: the blocks do not fit beside the compiled model.",
+    ("--num-gpu-blocks-override below the count the message names (vllm-rbln's own advice)",
+     "a lower --max-model-len, --max-num-batched-tokens or --max-num-seqs, or a higher --tensor-parallel-size "
+     "(vllm-rbln's later wording of the same failure)"),
+    ("raising --gpu-memory-utilization", "retrying unchanged"),
+)
+
 CONTAINER_ADVICE: dict[str, Advice] = {
+    "rbln_blocks": RBLN_BLOCKS,
     "tpu_busy": TPU_BUSY,
     "hpu_acquired": HPU_ACQUIRED,
     "hpu_not_found": HPU_NOT_FOUND,

@@ -97,6 +97,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
                             f"less a {GPU_BUSY_MARGIN_GIB} GiB margin")
         return Step(None, None, "wait until the other processes free the GPU, then start unchanged",
                     wait_for_gpu=True)
+    if d.detail == "rbln_blocks":  # the blocks vllm-rbln allocated: a count the guard does not set
+        return Stop(NOT_RELAXABLE_DETAIL["rbln_blocks"])
     if d.cls in ("no_kv_memory", "oom_profiling"):
         # vLLM's own advice: the sampler's warm-up (and the first real batch) runs max-num-seqs requests.
         if d.detail in ("sampler_warmup", "first_request"):

@@ -120,6 +120,8 @@ NOT_RELAXABLE_DETAIL = {
     "eplb_unsupported": "this vllm-ascend has no EPLB for the model: start without it",
     "kv_page_size": "this vLLM cannot make the layers' KV cache pages one size: a KV cache dtype every layer takes, "
                     "or a newer vLLM",
+    "rbln_blocks": "vllm-rbln's compile ran out of NPU memory beside its KV cache blocks: --num-gpu-blocks-override "
+                   "below their count in the profile",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
     "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': prefix caching with mamba-cache-mode align in "
                      "the profile",

@@ -10,7 +10,7 @@ from vllm_guard.diagnose.figures import numbers_of, oom_numbers
 from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH, KV_CACHE, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules_files import FILE_RULES
-from vllm_guard.diagnose.rules_gpus import GPU_COUNT_RULES
+from vllm_guard.diagnose.rules_gpus import ACCELERATOR_MEMORY_RULES, GPU_COUNT_RULES
 from vllm_guard.diagnose.rules_network import NETWORK_RULES
 from vllm_guard.diagnose.rules_quant import DTYPE_QUANT_RULES
 from vllm_guard.diagnose.rules_settings import SETTINGS_RULES
@@ -149,6 +149,7 @@ RULES: tuple[Rule, ...] = (
     # do not say which: the stage is the start's.
     Rule("oom", re.compile(r"nrt_tensor_allocate status=4 message=\"Allocation Failure\""),
          source=SOURCES["neuron_oom"]),
+    *ACCELERATOR_MEMORY_RULES,
     *SHM_RULES,
     Rule("tp_indivisible", re.compile(r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by "
                                       r"tensor parallel size \((?P<tp_size>\d+)\)"), BEFORE_START,

@@ -10,7 +10,7 @@ import re
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import bundle_gpus, numbers_of
-from vllm_guard.diagnose.markers import BEFORE_START, LOADING
+from vllm_guard.diagnose.markers import BEFORE_START, KV_CACHE, LOADING
 from vllm_guard.diagnose.rule import Rule
 
 GPU_COUNT_RULES: tuple[Rule, ...] = (
@@ -127,4 +127,17 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
                                     # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
                                     r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
          source=SOURCES["device_ordinal"]),
+)
+
+# Rebellions NPUs (the vllm-rbln plugin): the runtime's own out-of-memory errors, which the plugin's worker
+# (vllm_rbln/v1/worker/rbln_worker.py compile_or_warm_up_model, is_rbln_oom_error) knows by these two names, and its
+# words for them when they end the compile of the warm-up: the KV cache blocks it allocated do not fit beside the
+# compiled model (blind113/b113-006, b113-007: MiniMax-M2.5 with max-model-len 196608 in 24 blocks of 8192)
+ACCELERATOR_MEMORY_RULES: tuple[Rule, ...] = (
+    Rule("no_kv_memory", re.compile(r"Not enough memory (?:for (?P<num_blocks>\d{1,9}) blocks of KV cache\."
+                                    r"|to compile against the (?P<compile_blocks>\d{1,9})-block compile-time KV "
+                                    r"cache)"), KV_CACHE, detail="rbln_blocks",
+         numbers=lambda m: numbers_of(m, "num_blocks", "compile_blocks"), source=SOURCES["rbln_blocks"]),
+    Rule("oom", re.compile(r"SYS_EBUSY: Lack of device memory|SYS_ENOMEM: Out of memory"),
+         source=SOURCES["rbln_oom"]),
 )

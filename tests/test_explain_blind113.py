@@ -1,0 +1,59 @@
+"""`explain` on blind112 and blind113 (tests/data/real-logs/blind112, blind113), two blind sets of issue 26, after
+their one scoring.
+
+Collected by helpers that never read the classifier: blind112 scored once at 3336211 (6 of 7, no confident error;
+its miss, vLLM's profiling assertion labelled gpu_busy, stays a miss as blind62/b62-003 does: three other logs of the
+message are labelled unknown), blind113 at 79ad22a (11 of 13, none). What blind113's misses taught, read from the
+vllm-rbln plugin's worker (vllm_rbln/v1/worker/rbln_worker.py): Rebellions' runtime names its out-of-memory
+SYS_EBUSY or SYS_ENOMEM, and the plugin says an out-of-memory that ends its warm-up's compile in the KV cache's words.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_containers import RBLN_BLOCKS
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+
+
+def test_rebellions_runtime_out_of_memory_is_an_out_of_memory() -> None:
+    # "torch._dynamo.exc.BackendCompilerFailed: backend='_rbln_backend' raised:\nRuntimeError: SYS_EBUSY: Lack of
+    # device memory. (code: -16)", nothing placing it
+    d = classify(blind_log("blind113", "b113-006"))
+    assert (d.cls, d.stage) == ("gpu_oom", "unknown")
+
+
+@pytest.mark.parametrize(("message", "numbers"), [
+    # the paste's own two lines (blind113/b113-007)
+    ("Not enough memory for 24 blocks of KV cache.\nTry reducing the number of blocks by setting "
+     "--num-gpu-blocks-override.", {"num_blocks": 24}),
+    # the plugin's later wording of the same failure
+    ("RuntimeError: Not enough memory to compile against the 64-block compile-time KV cache. Reduce "
+     "--max-num-batched-tokens, --max-model-len or --max-num-seqs, or raise --tensor-parallel-size.",
+     {"compile_blocks": 64}),
+])
+def test_vllm_rblns_kv_blocks_that_do_not_fit_beside_the_compiled_model(message: str,
+                                                                        numbers: dict[str, int]) -> None:
+    d = classify(message + "\n")
+    assert (d.cls, d.detail, d.numbers) == ("no_kv_memory", "rbln_blocks", numbers)
+    assert advice_for(d) is RBLN_BLOCKS
+    stop = next_step(d, Settings(max_model_len=196608, max_num_seqs=8))
+    assert isinstance(stop, Stop) and "--num-gpu-blocks-override" in stop.reason
+
+
+def test_the_runtimes_error_then_the_plugins_words_read_as_the_plugins() -> None:
+    # the order a worker logs them in: the compile's inner error, then the RuntimeError raised from it
+    text = ("torch._dynamo.exc.BackendCompilerFailed: backend='_rbln_backend' raised:\n"
+            "RuntimeError: SYS_EBUSY: Lack of device memory. (code: -16)\n"
+            "RuntimeError: Not enough memory for 24 blocks of KV cache. Try reducing the number of blocks by setting "
+            "--num-gpu-blocks-override.\n")
+    assert (classify(text).cls, classify(text).detail) == ("no_kv_memory", "rbln_blocks")
+
+
+def test_what_blind112_and_blind113_read_right_at_their_score() -> None:
+    assert [classify(blind_log("blind112", p)).cls for p in ("b112-003", "b112-004", "b112-005")] == \
+        ["quant_unsupported", "usage_error", "disk_full"]
+    assert classify(blind_log("blind112", "b112-002")).detail == "profiling_assertion"
