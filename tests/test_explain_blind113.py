@@ -1,4 +1,4 @@
-"""`explain` on blind112 and blind113 (tests/data/real-logs/blind112, blind113), two blind sets of issue 26, after
+"""`explain` on blind112, blind113 and blind114 (tests/data/real-logs/blind112-114), three blind sets of issue 26, after
 their one scoring.
 
 Collected by helpers that never read the classifier: blind112 scored once at 3336211 (6 of 7, no confident error;
@@ -6,6 +6,10 @@ its miss, vLLM's profiling assertion labelled gpu_busy, stays a miss as blind62/
 message are labelled unknown), blind113 at 79ad22a (11 of 13, none). What blind113's misses taught, read from the
 vllm-rbln plugin's worker (vllm_rbln/v1/worker/rbln_worker.py): Rebellions' runtime names its out-of-memory
 SYS_EBUSY or SYS_ENOMEM, and the plugin says an out-of-memory that ends its warm-up's compile in the KV cache's words.
+blind114 scored once at ab107dd (11 of 14, one confident error: gloo's "Connection closed by peer", which the Gloo
+rule read as a connection failure, after a rank's Neuron compile had failed); its misses taught that rule's limit and
+MLX's missing Metal library. Its third miss, a Hygon DCU image's vendor library failing on a DTK version it could not
+find (`'NoneType' object has no attribute 'split'`), names no cause the reader can tell from a bug, and stays one.
 """
 
 from __future__ import annotations
@@ -57,3 +61,25 @@ def test_what_blind112_and_blind113_read_right_at_their_score() -> None:
     assert [classify(blind_log("blind112", p)).cls for p in ("b112-003", "b112-004", "b112-005")] == \
         ["quant_unsupported", "usage_error", "disk_full"]
     assert classify(blind_log("blind112", "b112-002")).detail == "profiling_assertion"
+
+
+def test_mlx_without_its_metal_kernels_library() -> None:
+    # blind114/b114-004: vllm-swift on a Mac whose macOS is older than the metallib's deployment target
+    d = classify(blind_log("blind114", "b114-004"))
+    assert (d.cls, d.detail) == ("version_mismatch", "mlx_metallib")
+    # the same words where the start went on and got ready are not its failure
+    ready = ("MLX error: Failed to load the default metallib. library not found\n"
+             "(APIServer pid=1) INFO 04-27 10:00:00 [api_server.py:1] Starting vLLM server on http://0.0.0.0:8000\n"
+             "(APIServer pid=1) INFO:     Application startup complete.\n")
+    assert classify(ready).cls == "unknown"
+
+
+@pytest.mark.parametrize("closed", ["Connection closed by peer", "Connection reset by peer"])
+def test_gloo_saying_its_peer_went_away_is_no_network_failure(closed: str) -> None:
+    # blind114/b114-008: a rank's Neuron compile failed first; gloo's pair.cc then says its peer closed the socket
+    d = classify(blind_log("blind114", "b114-008"))
+    assert d.cls == "unknown"
+    line = f"RuntimeError: [gloo/transport/tcp/pair.cc:547] {closed} [10.0.0.2]:22947\n"
+    assert classify(line).cls == "unknown"
+    assert classify("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect timeout "
+                    "[10.0.0.2]:22947\n").cls == "network"

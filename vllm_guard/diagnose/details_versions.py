@@ -260,7 +260,18 @@ DEEP_GEMM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+MLX_METALLIB = Advice(
+    "MLX could not load its Metal kernels library (mlx.metallib): there is none next to the library or in its bundle "
+    "(a source build that did not compile it, a package that left it out), or it was built for a newer macOS than "
+    "this Mac runs (Metal says 'deployment target ... not supported on this OS').",
+    ("a newer macOS, where Metal names a deployment target", "reinstall the plugin and mlx from wheels built for "
+     "this macOS (pip install --force-reinstall mlx)", "for a source build: build the metallib as the plugin's "
+     "instructions say"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "mlx_metallib": MLX_METALLIB,
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
     "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING, "nccl_graph": NCCL_GRAPH,

@@ -87,7 +87,8 @@ _WORDS = (
     "FusedMoE flashinfer kernels", "already initialized", "MoE backend supports", "Error: --",
     "When using LoRA, vocab size", "Invalid attention backend: '", "logits soft capping",
     "VLLM batch_invariant mode", "is_act_and_mul=False is supported only", "Valid options",
-    "Unrecognized model in", "Failed to load the tokenizer", "Lack of device memory", "SYS_ENOMEM",
+    "Unrecognized model in", "Failed to load the tokenizer", "Lack of device memory", "SYS_ENOMEM", "default metallib",
+    "Failed to load device library",
     "Not enough memory ",
 )
 RULE_WORDS = any_of(_WORDS)

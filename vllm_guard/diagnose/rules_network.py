@@ -31,8 +31,11 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
                                r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"),
          detail="nccl", source=SOURCES["nccl"]),
+    # (not "Connection closed by peer" or "reset by peer": pair.cc's words when the peer process went away, most
+    # often because it failed first; blind114/b114-008, a rank whose Neuron compile failed)
     Rule("network", re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/\w{1,32}\.cc:\d{1,6}\] "
-                               r"(?:[Cc]onnect|[Tt]imed out|[Tt]imeout)"), detail="gloo", source=SOURCES["gloo"]),
+                               r"(?:[Cc]onnect(?!ion (?:closed|reset) by peer)|[Tt]imed out|[Tt]imeout)"),
+         detail="gloo", source=SOURCES["gloo"]),
     # Gloo's TCP device looking up the interface it was told to use (GLOO_SOCKET_IFNAME, or the one its host name
     # resolves to) on a node that has no such interface (gloo/transport/tcp/device.cc lookupAddrForIface;
     # blind41/b41-008: "eth0" on one node of a two-node Ray cluster)

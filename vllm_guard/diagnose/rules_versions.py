@@ -233,4 +233,9 @@ VERSION_RULES: tuple[Rule, ...] = (
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
     Rule("version_mismatch", re.compile(r"(?<![\w.])RuntimeError: NIXL is not available"), detail="nixl_missing",
          source=SOURCES["nixl_missing"]),
+    # MLX (Apple's array library, under vLLM's Apple Silicon plugins) without its Metal kernels library: none next to
+    # the binary or in its bundle, or one built for a newer macOS ("This library is using a deployment target
+    # (0x00020008) that is not supported on this OS"; blind114/b114-004, vllm-swift)
+    Rule("version_mismatch", re.compile(r"Failed to load the default metallib|Failed to load device library from <"),
+         BEFORE_START, detail="mlx_metallib", when=conditions.never_ready, source=SOURCES["mlx_metallib"]),
 )
