@@ -17,11 +17,12 @@ from vllm_guard.diagnose.ladder import Settings, Step, Stop, next_step
 
 
 @pytest.mark.parametrize(("part", "name"), [
-    # 0.32: "Cannot provide a placement group requiring 4.0 GPUs (placement_group_specs=[...]) within 1800 secon"
+    # 0.11-0.34, a group that asks for GPUs: "Cannot provide a placement group requiring 4.0 GPUs
+    # (placement_group_specs=[...]) within 1800 secon" (cut)
     ("blind30", "b30-006"),
-    # 0.5-0.31: "Cannot provide a placement group of placement_group_specs=[...] within 1800 seconds." The 0.32
-    # alternation was first written without the space after "of", and this wording went unread until a later
-    # session found it among the misses (blind19/b19-005).
+    # 0.5-0.10, and 0.11-0.34 otherwise: "Cannot provide a placement group of placement_group_specs=[...] within 1800
+    # seconds." The alternation for the other wording was first written without the space after "of", and this one
+    # went unread until a later session found it among the misses (blind19/b19-005).
     ("blind19", "b19-005"),
 ])
 def test_the_placement_group_timeout_in_both_wordings(part: str, name: str) -> None:

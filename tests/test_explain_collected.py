@@ -202,7 +202,7 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # quant_unsupported (an fp8 KV cache on SM 8.6)
                           "b110-003-quant_unsupported.log",
                           # vLLM's KV cache planner refusing layer pages it cannot make one size (a sparse indexer's
-                          # cache beside a speculator's layers), read unsupported_architecture (kv_page_size) as
+                          # cache beside a speculator's layers), read unsupported_architecture (kv_page_padding) as
                           # blind110/b110-001 is labelled; blind21's collector labelled it unknown, that the second
                           # reading
                           "b21-012-unknown.log"}

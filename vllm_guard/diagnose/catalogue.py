@@ -99,9 +99,9 @@ SOURCES: dict[str, str] = {
                          "exceeds the total number of available GPUs in the placement group|cluster'",
     "ray_head_gpu": "vLLM v1/executor/ray_utils.py initialize_ray_cluster: 'Current node has no GPU available ... "
                     "vLLM engine cannot start without GPU' (vllm-ascend: NPU)",
-    "ray_pg_timeout": "vLLM v1/executor/ray_utils.py _wait_until_pg_ready: 'Cannot provide a placement group of "
-                      "placement_group_specs=... within N seconds', and 0.32's 'Cannot provide a placement group "
-                      "requiring N GPUs (placement_group_specs=...) within N seconds'",
+    "ray_pg_timeout": "vLLM (v1/)executor/ray_utils.py _wait_until_pg_ready: 'Cannot provide a placement group of "
+                      "placement_group_specs=... within N seconds' (0.5-0.34), and 0.11-0.34's 'Cannot provide a "
+                      "placement group requiring N GPUs (placement_group_specs=...) within N seconds'",
     "ray_driver_gpu": "vLLM 0.6-0.10 (V0) executor/ray_distributed_executor.py _init_workers_ray: 'Ray does not "
                       "allocate any GPUs on the driver node'",
     "ray_bundle": "Ray util/placement_group.py check_placement_group_index: 'placement group bundle index N is "
@@ -192,8 +192,7 @@ SOURCES: dict[str, str] = {
                 "out of memory (vllm_rbln/v1/worker/rbln_worker.py is_rbln_oom_error)",
     "rbln_blocks": "vllm-rbln vllm_rbln/v1/worker/rbln_worker.py compile_or_warm_up_model, an RBLN out-of-memory "
                    "ending the warm-up's compile: 'Not enough memory for N blocks of KV cache. Try reducing the number "
-                   "of blocks by setting --num-gpu-blocks-override.' (later: 'Not enough memory to compile against "
-                   "the N-block compile-time KV cache.')",
+                   "of blocks by setting --num-gpu-blocks-override.'",
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "

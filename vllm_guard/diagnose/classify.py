@@ -16,14 +16,24 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_guard.diagnose import certainty, conditions, fallback, guard_report, hang_log, logread, progress, raise_sites
+from vllm_guard.diagnose import (
+    certainty,
+    conditions,
+    fallback,
+    guard_report,
+    hang_log,
+    leads,
+    logread,
+    progress,
+    raise_sites,
+)
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
-from vllm_guard.diagnose.diagnosis import CUT_MARK, ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
+from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
 from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, WRAPPED_MIN, WRAPPED_PREFIXED_MIN, LogLine
 from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
-from vllm_guard.diagnose.missing_modules import package_missing, went_on
+from vllm_guard.diagnose.missing_modules import package_missing
 from vllm_guard.diagnose.rule import Rule
 from vllm_guard.diagnose.rules import SIGBUS, SIGKILL
 
@@ -65,15 +75,6 @@ _CONTEXT = (
 _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-?\d+)\}"
                           r"|exit code[: ]+(-?\d+)(?: \((?:interrupted by signal \d{1,2}: ?)?SIG(KILL|BUS)\))?"
                           r"|exited with code (-?\d+)|status=(\d+)/(KILL|BUS)|code=killed, status=(\d+)/(\w+)")
-# What makes a log other than one with no error in it: an error, a crash, an exit the log states (systemd's, Docker
-# Compose's), NCCL's warnings and result traces (hang_log.TROUBLE), and a start that was serving or had finished (an
-# API server's request lines and stats, an offline run's progress bar: a tail of a running server has no ready line).
-_NOT_QUIET = re.compile(f"{ERRORISH.pattern}|{hang_log.TROUBLE.pattern}|Illegal instruction|Main process exited"
-                        r"|Failed with result|exited with code|status=\d{1,3}/|[Ee]xit code \d|exited with non-zero "
-                        r"status|Exited \(\d{1,3}\)|Processed prompts"
-                        # NCCL's warnings, but not RCCL's routine ones on starts that go on (iommu=pt, NUMA balancing)
-                        r"|NCCL WARN (?!Missing \"iommu=pt\"|NUMA auto balancing)"
-                        r"|Avg prompt throughput|\"(?:GET|POST|PUT|DELETE) /\S{0,200} HTTP/|Generated text")
 # The kernel's "Out of memory: Killed process 4242 (python3)"; a reporter may elide the pid (blind22/b22-013).
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed with result 'oom-kill'"
                        r"|\"?OOMKilled\"?:\s*true"
@@ -286,9 +287,10 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                          stage_from=certainty.PROGRESS)
     # a warning the start went on after, when what raised and how it ended say nothing more; or a warning that
     # explains a failure the log shows without naming it
-    lead = aside[0] if aside else fallback.supported(lines, tbs, signal, ctx)
-    if lead is not None and _lead_decides(lines, tbs, signal, exit_status, lead):
-        return lead
+    warned = aside or [d for d in (fallback.supported(lines, tbs, signal, ctx),) if d is not None]
+    decided = leads.deciding(warned, bool(aside), lines, tbs, signal, exit_status)
+    if decided is not None:
+        return decided
     # before a hang: one rank's import that ended its start, the others waiting for it (a plugin vLLM logged as
     # skipped, or an import the start's progress went past, is not read)
     missing = package_missing(lines, tbs, reached, signal, ctx)
@@ -297,8 +299,8 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     hung = hang_log.log_hang(lines, ctx) if signal is None and exit_status is None else None  # it never exited
     if hung is not None:
         return hung
-    if lead is not None:  # a warning the start went on after, in a paste that shows no failure: a lead only
-        return _only_a_lead(lead, final_stage)
+    if warned:  # warnings the start went on after, in a paste that shows no failure: the first is a lead only
+        return leads.only_a_lead(warned[0], final_stage)
     # a paste of a traceback alone: its frames say where it failed when no progress line does (blind39/b39-004, a
     # KeyError in a model's load_weights)
     placed = certainty.stage_of_frames(tbs[-1].frames) if tbs and final_stage == BEFORE_START else None
@@ -306,7 +308,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     hint = certainty.hint_for(lines, tbs)
     # a paste with no error at all, not ready, of a start whose end nobody reported: cut there, or hung there
     quiet = (hint is None and not tbs and signal is None and exit_status is None and final_stage != API_SERVER
-             and bool(lines) and not ready(lines) and not any(_NOT_QUIET.search(line.text[:MAX_LINE_CHARS])
+             and bool(lines) and not ready(lines) and not any(leads.NOT_QUIET.search(line.text[:MAX_LINE_CHARS])
                                                               for line in lines))
     if quiet:
         where_ended = STAGE_NAMES.get(final_stage, final_stage)
@@ -343,9 +345,12 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         numbers = rule.numbers(m) if rule.numbers else {}
         if rule.warning:
             if not any(d.template == rule.source for d in aside):
-                aside.append(Diagnosis(rule.cls, rule.stage or reached.at[i], numbers, evidence(lines, i, said), signal,
-                                       rule.detail, ctx, confidence="medium", template=rule.source,
-                                       stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS))
+                at = rule.stage or reached.at[i]
+                how = certainty.MESSAGE if rule.stage else certainty.PROGRESS
+                if rule.cls == "gpu_oom" and at == BEFORE_START:  # an out-of-memory before any stage: not shown
+                    at, how = UNKNOWN_STAGE, certainty.NO_STAGE
+                aside.append(Diagnosis(rule.cls, at, numbers, evidence(lines, i, said), signal, rule.detail, ctx,
+                                       confidence="medium", template=rule.source, stage_from=how))
             continue
         if rule.cls == "too_few_gpus" and "placement group" in text:
             numbers = {**placement_numbers(lines[i:]), **numbers}  # vLLM's later wait lines carry the numbers
@@ -379,32 +384,6 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
 
 
 _PID = re.compile(r"\bpid=(\d{1,10})\b|Started server process \[(\d{1,10})\]")
-
-
-def _lead_decides(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
-                  exit_status: int | None, warning: Diagnosis) -> bool:
-    """Whether a warning may be said as the failure: the log shows the start failing (a traceback, an exit, an
-    error besides the warning's own lines), or ends at the warning. A start that went on after it (its process
-    logged more) and shows no failure is a paste cut before the failure (blind109/b109-004)."""
-    if tbs or signal is not None or exit_status is not None or not warning.evidence:
-        return True
-    own = warning.evidence[0].removesuffix(CUT_MARK)  # the warning's line, maybe cut
-    at = next((i for i, line in enumerate(lines) if line.text.strip().startswith(own)), None)
-    if at is None or not went_on(lines, at, own[:60]):
-        return True
-    return any(not line.text.strip().startswith(own) and _NOT_QUIET.search(line.text[:MAX_LINE_CHARS])
-               for line in lines)
-
-
-def _only_a_lead(warning: Diagnosis, stage: str) -> Diagnosis:
-    """A paste that shows no failure besides a warning (cut before its error): the warning is a lead, not the
-    cause (blind109/b109-004: 0.5.4's libcudart warning, and the engine went on to its real failure, which the
-    thread says was bfloat16 on a V100)."""
-    said = "the log shows no error, traceback or exit besides this warning: it may stop before the failure"
-    return Diagnosis("unknown", stage, {}, (*warning.evidence, said), warning.exit_signal, "no_error",
-                     context=warning.context, confidence="none", stage_from=certainty.PROGRESS,
-                     hint=(warning.cls, f"a warning the paste shows is a known cause of failed starts "
-                                        f"({warning.template}), but no failure follows it"))
 
 
 def _own_pids(lines: list[LogLine]) -> frozenset[int]:

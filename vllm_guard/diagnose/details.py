@@ -141,6 +141,16 @@ QUANT_SHAPE = Advice(
      "--quantization gptq)"), ("retrying unchanged",),
 )
 
+MARLIN_TILE = Advice(
+    "vLLM's Marlin kernels repack a quantized layer in tiles 64 wide, and this layer's width on one GPU is not a "
+    "multiple of 64: tensor parallel splits it so, or at one GPU the layer's own width is. vLLM also runs FP8 and FP4 "
+    "checkpoints through Marlin on GPUs without those formats in hardware (before compute capability 8.9 for FP8).",
+    ("a --tensor-parallel-size whose share of the layer is a multiple of 64, or --pipeline-parallel-size for the "
+     "other GPUs", "a GPU that runs the checkpoint's format natively, where Marlin stands in for it",
+     "a checkpoint in another format or an unquantized one"),
+    ("retrying unchanged",),
+)
+
 QUANT_BLOCK = Advice(
     "The checkpoint is FP8 in blocks (most often 128 x 128), and tensor parallel gives each GPU a share of a layer "
     "that is not a whole number of blocks.",
@@ -367,7 +377,8 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
     "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU,
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
-    "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "config_check": CONFIG_CHECK,
+    "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "marlin_tile": MARLIN_TILE,
+    "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS,
     "omni_stage": OMNI_STAGE, "flex_attention": FLEX_ATTENTION, "dp_placement": DP_PLACEMENT,

@@ -271,17 +271,28 @@ ROCR_VISIBLE_DEVICES = Advice(
 )
 
 KV_PAGE_SIZE = Advice(
-    "The model's layers keep KV cache pages of sizes vLLM cannot make one: it grows the smaller pages' block size to "
-    "the largest page, which works only when that page is a multiple of each smaller one (later releases also pad "
-    "some attention layers' pages, never MLA's). A KV cache dtype or quantization some layers take and others do "
-    "not, a draft model's layers, a sparse indexer's cache, or a hybrid model's state layers make the sizes differ.",
-    ("--kv-cache-dtype auto, where a KV cache dtype is set (every layer's page then has the same element size)",
-     "start without the speculative draft model, where one is set", "a newer vLLM, which pads attention pages"),
+    "The model's layers keep KV cache pages of sizes this vLLM cannot make one: it grows the smaller pages' block "
+    "size to the largest page, which works only when that page is a multiple of each smaller one. A KV cache dtype or "
+    "quantization some layers take and others do not, a draft model's layers, a sparse indexer's cache, or a hybrid "
+    "model's state layers make the sizes differ.",
+    ("a newer vLLM (0.30 and later also pad attention layers' pages, though not MLA's)",
+     "--kv-cache-dtype auto, where a KV cache dtype is set (every layer's page then has the same element size)",
+     "start without the speculative draft model, where one is set"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+KV_PAGE_PADDING = Advice(
+    "The model's layers keep KV cache pages of sizes vLLM cannot make one, and the layer it names is of a kind whose "
+    "page it cannot pad (MLA attention, a sparse indexer's cache): a draft model's or a feature's layers beside the "
+    "model's own, or a KV cache dtype some layers take and others do not, make the sizes differ. Newer vLLM releases "
+    "pad only non-MLA attention pages.",
+    ("start without the speculative draft model or the feature that adds the layers of another kind, where one is set",
+     "report the combination to vLLM with the layer names the message gives"),
     ("changing memory settings", "retrying unchanged"),
 )
 
 SETTINGS_ADVICE: dict[str, Advice] = {
-    "kv_page_size": KV_PAGE_SIZE,
+    "kv_page_size": KV_PAGE_SIZE, "kv_page_padding": KV_PAGE_PADDING,
     "rocr_visible_devices": ROCR_VISIBLE_DEVICES,
     "mrv2_unsupported": MRV2_UNSUPPORTED,
     "lora_moe": LORA_MOE,

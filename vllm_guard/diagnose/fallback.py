@@ -287,6 +287,12 @@ def _stopped_on_the_hub(lines: list[LogLine], tbs: list[logread.Traceback]) -> l
     return None
 
 
+# The readings of `supported` that rest on a warning a start may go on after (vLLM's own _C import warning): said
+# only where the paste shows a failure or ends there (classify._lead_decides); the others rest on evidence that no
+# start gets past.
+WARNING_READINGS = frozenset({SUPPORT_SOURCES["vllm_c_undefined"]})
+
+
 def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | None,
               ctx: dict[str, Any]) -> Diagnosis | None:
     """A class from supporting evidence: a warning that explains a failure the log shows without naming it."""

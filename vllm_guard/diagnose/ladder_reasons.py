@@ -120,6 +120,8 @@ NOT_RELAXABLE_DETAIL = {
     "eplb_unsupported": "this vllm-ascend has no EPLB for the model: start without it",
     "kv_page_size": "this vLLM cannot make the layers' KV cache pages one size: a KV cache dtype every layer takes, "
                     "or a newer vLLM",
+    "kv_page_padding": "vLLM cannot pad the named layer's KV cache page to the others': start without the draft model "
+                       "or feature that adds layers of another kind",
     "rbln_blocks": "vllm-rbln's compile ran out of NPU memory beside its KV cache blocks: --num-gpu-blocks-override "
                    "below their count in the profile",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
@@ -173,6 +175,8 @@ NOT_RELAXABLE_DETAIL = {
                          "setting",
     "hub_refused": "the Hugging Face Hub refused or timed out: a token, a wait or a longer Hub timeout, not a vLLM "
                    "setting",
+    "marlin_tile": "a quantized layer's width on one GPU is no multiple of Marlin's 64-wide tiles: change -tp (or "
+                   "use pipeline parallelism) in the profile",
     "quant_group": "a quantized layer does not split evenly at this tensor-parallel size: change -tp or the kernel "
                    "in the profile",
     "vllm_api": "the program driving vLLM was written for another vLLM release: install the one it pins",

@@ -75,11 +75,11 @@ def went_on(lines: list[LogLine], i: int, said: str) -> bool:
     failure leaves behind (the others wait on it), and a shell's or a container's report of the exit is not the start
     going on (blind27/b27-008: zsh's "[1] 902018 killed vllm serve ...")."""
     proc = lines[i].proc
-    return any(after.proc == proc and after.text.startswith(_GOING_ON) and said not in after.text
+    return any(after.proc == proc and after.text.startswith(GOING_ON) and said not in after.text
                for after in lines[i + 1:])
 
 
-_GOING_ON = ("INFO", "WARNING", "DEBUG")
+GOING_ON = ("INFO", "WARNING", "DEBUG")
 
 
 def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached: progress.Progress,

@@ -265,7 +265,7 @@ RULES: tuple[Rule, ...] = (
     # Marlin's own check as it repacks the weights (csrc gptq_marlin_repack.cu: TORCH_CHECK(size_n % tile_n_size ==
     # 0, ...)): a layer's share, or at one GPU its whole width, is no multiple of 64 (blind111/b111-001)
     Rule("tp_indivisible", re.compile(r"size_[nk] = (?P<size>\d{1,9}) is not divisible by tile_[nk]_size = "
-                                      r"(?P<tile>\d{1,4})"), LOADING, detail="quant_group",
+                                      r"(?P<tile>\d{1,4})"), LOADING, detail="marlin_tile",
          numbers=lambda m: numbers_of(m, "size", "tile"), source=SOURCES["marlin_repack"]),
     Rule("quant_unsupported", re.compile(r"(?P<method>[\w-]{1,64}) quantization is currently not supported in "
                                          r"(?P<platform>[\w-]{1,32})"), BEFORE_START, detail="platform",

@@ -89,8 +89,9 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
          BEFORE_START, detail="ray_head_without_gpu",
          source=SOURCES["ray_head_gpu"]),
     # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).
-    # 0.32 says "requiring N GPUs (placement_group_specs=...)" when the group asks for GPUs; a paste may stop in its
-    # last word (blind30/b30-006).
+    # 0.11-0.34 say "requiring N GPUs (placement_group_specs=...)" when the group asks for GPUs and "of
+    # placement_group_specs=..." otherwise, the only wording before (0.5-0.10); a paste may stop in its last word
+    # (blind30/b30-006).
     Rule("too_few_gpus", re.compile(r"Cannot provide a placement group (?:of |requiring [\d.]{1,8} GPUs \()"
                                     r"placement_group_specs=.{0,4000}? within (?P<timeout_s>\d+) secon"), BEFORE_START,
          numbers=lambda m: {**numbers_of(m, "timeout_s"), **bundle_gpus(m.group(0))},
@@ -132,12 +133,13 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
 # Rebellions NPUs (the vllm-rbln plugin): the runtime's own out-of-memory errors, which the plugin's worker
 # (vllm_rbln/v1/worker/rbln_worker.py compile_or_warm_up_model, is_rbln_oom_error) knows by these two names, and its
 # words for them when they end the compile of the warm-up: the KV cache blocks it allocated do not fit beside the
-# compiled model (blind113/b113-006, b113-007: MiniMax-M2.5 with max-model-len 196608 in 24 blocks of 8192)
+# compiled model (blind113/b113-006, b113-007: MiniMax-M2.5 with max-model-len 196608 in 24 blocks of 8192).
+# The runtime's error is kept aside, never placed by the progress lines: the plugin raises its own words from it
+# (`raise ... from e`), so they follow it in the log, and a placed OOM would have the ladder change a GPU setting
+# (enforce-eager skips the plugin's compile altogether).
 ACCELERATOR_MEMORY_RULES: tuple[Rule, ...] = (
-    Rule("no_kv_memory", re.compile(r"Not enough memory (?:for (?P<num_blocks>\d{1,9}) blocks of KV cache\."
-                                    r"|to compile against the (?P<compile_blocks>\d{1,9})-block compile-time KV "
-                                    r"cache)"), KV_CACHE, detail="rbln_blocks",
-         numbers=lambda m: numbers_of(m, "num_blocks", "compile_blocks"), source=SOURCES["rbln_blocks"]),
-    Rule("oom", re.compile(r"SYS_EBUSY: Lack of device memory|SYS_ENOMEM: Out of memory"),
+    Rule("no_kv_memory", re.compile(r"Not enough memory for (?P<num_blocks>\d{1,9}) blocks of KV cache\."), KV_CACHE,
+         detail="rbln_blocks", numbers=lambda m: numbers_of(m, "num_blocks"), source=SOURCES["rbln_blocks"]),
+    Rule("gpu_oom", re.compile(r"SYS_EBUSY: Lack of device memory|SYS_ENOMEM: Out of memory"), warning=True,
          source=SOURCES["rbln_oom"]),
 )

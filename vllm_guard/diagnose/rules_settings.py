@@ -144,8 +144,11 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     # also pad non-MLA attention pages, and say "Layer X: page size is not divisible by the maximum page size and
     # cannot be padded"), as it plans the KV cache after profiling (blind110/b110-001: Gemma 4 with an int8
     # per-token-head KV cache dtype)
-    Rule("unsupported_architecture", re.compile(r"(?:The page size of the layer|: page size) is not divisible by the "
-                                                r"maximum page size"), KV_CACHE, detail="kv_page_size",
+    Rule("unsupported_architecture", re.compile(r"The page size of the layer is not divisible by the maximum page "
+                                                r"size"), KV_CACHE, detail="kv_page_size",
+         source=SOURCES["kv_page_size"]),
+    Rule("unsupported_architecture", re.compile(r": page size is not divisible by the maximum page size and cannot be "
+                                                r"padded"), KV_CACHE, detail="kv_page_padding",
          source=SOURCES["kv_page_size"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
