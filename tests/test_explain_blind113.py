@@ -1,4 +1,4 @@
-"""`explain` on blind112, blind113 and blind114 (tests/data/real-logs/blind112-114), three blind sets of issue 26, after
+"""`explain` on blind112 to blind115 (tests/data/real-logs/blind112-115), four blind sets of issue 26, after
 their one scoring.
 
 Collected by helpers that never read the classifier: blind112 scored once at 3336211 (6 of 7, no confident error;
@@ -10,6 +10,8 @@ blind114 scored once at ab107dd (11 of 14, one confident error: gloo's "Connecti
 rule read as a connection failure, after a rank's Neuron compile had failed); its misses taught that rule's limit and
 MLX's missing Metal library. Its third miss, a Hygon DCU image's vendor library failing on a DTK version it could not
 find (`'NoneType' object has no attribute 'split'`), names no cause the reader can tell from a bug, and stays one.
+blind115 scored once at 19fc400 (10 of 11, one confident error: Ray's list of what may have ended a worker, whose
+first item names the OOM killer, was read as the OOM killer's own line).
 """
 
 from __future__ import annotations
@@ -91,3 +93,12 @@ def test_gloo_saying_its_peer_went_away_is_no_network_failure(closed: str) -> No
     assert classify(line).cls == "unknown"
     assert classify("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect timeout "
                     "[10.0.0.2]:22947\n").cls == "network"
+
+
+def test_rays_list_of_what_may_have_ended_a_worker_is_no_oom_kill() -> None:
+    # blind115/b115-009: "Some common causes include: (1) the process was killed by the OOM killer due to high memory
+    # usage, (2) ray stop --force was called, or (3) the worker crashed unexpectedly due to SIGSEGV" (the thread's
+    # cause was a segfault); the OOM killer stays Ray's first candidate, not the answer
+    d = classify(blind_log("blind115", "b115-009"))
+    assert (d.cls, d.hint and d.hint[0]) == ("unknown", "host_oom")
+    assert classify("Worker 442 was killed by the OOM killer\n").cls == "host_oom"

@@ -121,8 +121,11 @@ def frame_stages(tbs: list[logread.Traceback]) -> Callable[[str, int], str | Non
     return lookup
 
 
-# Ray's text when a worker dies without a reason (ray/_private/worker.py): it lists the OOM killer first.
-_RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage")
+# Ray's text when a worker dies without a reason (ray/_private/worker.py): it lists the OOM killer first; later
+# releases' raylet says "Some common causes include: (1) the process was killed by the OOM killer due to high memory
+# usage, (2) ray stop --force was called, or (3) ... SIGSEGV" (as Ray's own docs quote it; blind115/b115-009).
+_RAY_MAYBE_OOM = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage"
+                            r"|\(1\) the process was killed by the OOM killer due to high memory usage")
 # Ray's warning at start in a container with Docker's default /dev/shm (ray/_private/services.py).
 _RAY_SMALL_SHM = re.compile(r"/dev/shm has only (\d{1,20}) bytes available")
 # The raylet's when the object store asks more than /dev/shm holds (src/ray/object_manager/plasma/store_runner.cc):

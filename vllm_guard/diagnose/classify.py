@@ -78,7 +78,10 @@ _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-
 # The kernel's "Out of memory: Killed process 4242 (python3)"; a reporter may elide the pid (blind22/b22-013).
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed with result 'oom-kill'"
                        r"|\"?OOMKilled\"?:\s*true"
-                       r"|Memory cgroup out of memory|oom-kill:|oom_reaper|killed by the OOM killer"
+                       # (not Ray's list of what may have ended a worker: "Some common causes include: (1) the
+                       # process was killed by the OOM killer due to high memory usage, (2) ..."; blind115/b115-009)
+                       r"|Memory cgroup out of memory|oom-kill:|oom_reaper|(?<!\(1\) the process was )killed by the "
+                       r"OOM killer"
                        r"|exceeds the memory usage threshold of [\d.]{1,10}\. Ray killed this worker"
                        # Ray's raylet (node_manager.cc): "N Workers (tasks / actors) killed due to memory pressure"
                        r"|killed due to memory pressure \(OOM\)")
