@@ -363,6 +363,9 @@ SOURCES: dict[str, str] = {
     "harmony_vocab": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs) load_harmony_encoding: 'HarmonyError: "
                      "error downloading or loading vocab file: failed to download or load vocab file' (the "
                      "o200k_base.tiktoken download, or TIKTOKEN_ENCODINGS_BASE's file)",
+    "harmony_vocab_file": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs load_tiktoken_vocab): 'HarmonyError: "
+                          "invalid tiktoken vocab file: hash mismatch: computed=X, expected=Y' (TIKTOKEN_ENCODINGS_"
+                          "BASE's file) or '... expected token and rank, could not split on ' ' at line N'",
     "nvshmem_transport": "NVSHMEM host/init/init.cu nvshmemi_common_init: 'non-zero status: N nvshmem detect topo "
                          "failed' after host/transport/transport.cpp 'Unable to initialize any transports'",
     "repo_file_missing": "transformers utils/hub.py cached_file: 'OSError: X does not appear to have a file named Y. "

@@ -169,7 +169,19 @@ LORA_MODULES = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+HARMONY_VOCAB_FILE = Advice(
+    "openai-harmony, which vLLM loads for gpt-oss's chat format, read a tiktoken vocabulary file that is not the one "
+    "it expects: with TIKTOKEN_ENCODINGS_BASE set, the o200k_base.tiktoken in that folder (a hash of e3b0c442... is "
+    "an empty file); without it, its download cache (TIKTOKEN_RS_CACHE_DIR, by default tiktoken-rs-cache in the "
+    "temporary folder), whose write is not atomic when several vLLM processes fetch it at once.",
+    ("put the real o200k_base.tiktoken (openaipublic.blob.core.windows.net/encodings/) in TIKTOKEN_ENCODINGS_BASE's "
+     "folder on every node", "delete the cached file and start one replica first, or load the encoding once before "
+     "starting several (openai_harmony.load_harmony_encoding)"),
+    ("changing vLLM's memory or parallel settings", "retrying while the file stays as it is"),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "harmony_vocab_file": HARMONY_VOCAB_FILE,
     "lora_modules": LORA_MODULES,
     "config_not_json": CONFIG_NOT_JSON,
     "repo_file_missing": REPO_FILE_MISSING,

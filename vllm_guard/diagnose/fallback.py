@@ -14,7 +14,7 @@ from vllm_guard.diagnose import certainty, conditions, logread, raise_sites
 from vllm_guard.diagnose.catalogue_support import FRAME_SOURCES, SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, last_errors, ready
 from vllm_guard.diagnose.figures import numbers_of
-from vllm_guard.diagnose.logread import LogLine
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
 from vllm_guard.diagnose.missing_modules import IN_VLLM, INSTALLED, PLUGIN_PACKAGE, raised_by_frame
 from vllm_guard.options.table import load_table, normalize_option_string, table_versions
@@ -367,7 +367,7 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                              signal, "no_gpu", ctx, confidence="medium", template=SUPPORT_SOURCES["no_driver"],
                              stage_from=certainty.MESSAGE)
         for line in lines:
-            if "Failed to import" in line.text and _C_UNDEFINED.search(line.text):
+            if "Failed to import" in line.text and _C_UNDEFINED.search(line.text) and not _raised_else(lines, tbs):
                 # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the
                 # extension that is there was built for another torch: in a start that failed with no decisive
                 # message, the likeliest cause (blind3/b3-020, blind4/b4-029, blind8/b8-023).
@@ -376,3 +376,20 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                                  signal, detail, ctx, confidence="medium",
                                  template=SUPPORT_SOURCES["vllm_c_undefined"], stage_from=certainty.MESSAGE)
     return None
+
+
+# What a start without vLLM's compiled ops raises when it calls one: the op's namespace, a symbol, an import
+_OPS_FAILURE = re.compile(r"_C\b|_OpNamespace|symbol|ImportError|ModuleNotFoundError|OSError|AttributeError")
+
+
+def _raised_else(lines: list[LogLine], tbs: list[logread.Traceback]) -> bool:
+    """A traceback that ends in an exception of its own, not vLLM's wrappers and nothing a missing compiled op
+    raises: the start failed there, whatever the _C warning before it (blind116/b116-002: vLLM 0.11's CPU worker
+    parsing lscpu's output, 'json.decoder.JSONDecodeError', under WSL)."""
+    for tb in tbs:
+        if tb.exception is None:
+            continue
+        text = lines[tb.exception].text[:MAX_LINE_CHARS]
+        if EXCEPTION_LINE.search(text) and not WRAPPERS.search(text) and not _OPS_FAILURE.search(text):
+            return True
+    return False

@@ -109,6 +109,8 @@ NOT_RELAXABLE_DETAIL = {
                        "helps",
     "remote_code_packages": "the model's own code imports packages not installed: install them, no setting helps",
     "triton_kernels": "vLLM's MoE kernels could not import triton_kernels: install the version this vLLM pins",
+    "harmony_vocab_file": "openai-harmony's vocabulary file is not the expected one: replace it (or the cache's copy) "
+                          "on the node",
     "harmony_vocab": "openai-harmony could not fetch its vocabulary: set TIKTOKEN_ENCODINGS_BASE or let it reach "
                      "the network",
     "nvshmem_transport": "NVSHMEM started no transport: fix the RDMA set-up or choose another all-to-all backend",

@@ -69,8 +69,9 @@ FILE_RULES: tuple[Rule, ...] = (
          detail="config_missing", source=SOURCES["no_config_format"]),
     # Host memory (or the container's limit, or vm.overcommit) refusing to map a weight shard: PyTorch's
     # MapAllocator "unable to mmap N bytes from file <F>: Cannot allocate memory (12)" under safetensors' safe_open.
+    # (a paste may stop before the errno: "Cannot allocate memory (" at its end; blind117/b117-001)
     Rule("host_oom", re.compile(r"unable to mmap (?P<mmap_bytes>\d{1,20}) bytes from file <[^>]{0,4096}>: Cannot "
-                                r"allocate memory \(12\)"), LOADING, detail="mmap_enomem",
+                                r"allocate memory(?: \(12\)| ?\(?$)"), LOADING, detail="mmap_enomem",
          numbers=lambda m: numbers_of(m, "mmap_bytes"), source=SOURCES["mmap_enomem"]),
     # The same check when every weight it lists is a vision or audio tower's: a text-only checkpoint of a multimodal
     # architecture (blind19/b19-012: Qwen3_5MoeForConditionalGeneration with images and audio at 0 but videos
@@ -102,6 +103,13 @@ FILE_RULES: tuple[Rule, ...] = (
     # (the path in backticks; a runner that prints the exception's repr keeps the words: blind30/b30-004)
     Rule("model_access", re.compile(r"Cannot find any model weights with [`/~.\w]"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
+    # openai-harmony (gpt-oss's chat format) reading a tiktoken vocabulary file that is not the one it expects
+    # (src/tiktoken_ext/public_encodings.rs load_tiktoken_vocab, LoadError::InvalidTiktokenVocabFile): TIKTOKEN_
+    # ENCODINGS_BASE's file, whose hash it checks ("hash mismatch: computed=e3b0c442...", an empty file;
+    # blind116/b116-001), or a download cache file another process was writing ("could not split on ' ' at line N").
+    # Only in a start that never got ready: 0.33 loads it at the first request.
+    Rule("model_access", re.compile(r"HarmonyError: invalid tiktoken vocab file: "), detail="harmony_vocab_file",
+         when=conditions.never_ready, source=SOURCES["harmony_vocab_file"]),
     # ModelScope's hub (VLLM_USE_MODELSCOPE) checking a downloaded file's sha256 (modelscope/hub/file_download.py
     # file_integrity_validation): a cut download, or workers downloading into one cache at once (blind36/b36-006)
     Rule("model_access", re.compile(r"FileIntegrityError: File \S{1,1000} integrity check failed"), LOADING,
