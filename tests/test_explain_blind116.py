@@ -1,11 +1,12 @@
-"""`explain` on blind116 and blind117 (tests/data/real-logs/blind116, blind117), two blind sets of issue 26, after
-their one scoring.
+"""`explain` on blind116 to blind119 (tests/data/real-logs/blind116-119), four blind sets of issue 26, after their
+one scoring.
 
 Collected by helpers that never read the classifier: blind116 scored once at cb06225 (0 of 2, one confident error),
 blind117 at 2970dc3 (17 of 18, none). What their misses taught: vLLM's _C import warning is no cause where a
 traceback ends in an exception of its own that no missing compiled op raises; openai-harmony's "invalid tiktoken
 vocab file" is a vocabulary file other than the one it expects (read from its source); and PyTorch's mmap refusal is
-read where a paste stops before its errno.
+read where a paste stops before its errno. blind118 scored once at 7a46b0e (11 of 11, all labelled `unknown`),
+blind119 at 00929d9 (16 of 17, none): its miss was PyTorch's TCPStore without libuv, under a native Windows fork.
 """
 
 from __future__ import annotations
@@ -51,3 +52,18 @@ def test_the_mmap_refusal_where_the_paste_stops_before_its_errno() -> None:
 
 def test_what_blind117_read_right_at_its_score() -> None:
     assert [classify(blind_log("blind117", p)).cls for p in ("b117-002", "b117-003")] == ["host_oom", "network"]
+
+
+def test_a_torch_without_libuv_for_its_tcpstore() -> None:
+    # blind119/b119-001: "RuntimeError: use_libuv was requested but PyTorch was built without libuv support"
+    d = classify(blind_log("blind119", "b119-001"))
+    assert (d.cls, d.detail) == ("version_mismatch", "torch_no_libuv")
+    # earlier torch's own spelling ("build without"), as the DistStoreError it is
+    d = classify("torch.distributed.DistStoreError: use_libuv was requested but PyTorch was build without libuv "
+                 "support\n")
+    assert (d.cls, d.detail) == ("version_mismatch", "torch_no_libuv")
+
+
+def test_what_blind119_read_right_at_its_score() -> None:
+    assert [classify(blind_log("blind119", p)).cls for p in ("b119-005", "b119-007", "b119-016")] == \
+        ["network", "version_mismatch", "dtype_unsupported"]

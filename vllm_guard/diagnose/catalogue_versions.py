@@ -116,6 +116,9 @@ VERSION_SOURCES: dict[str, str] = {
                     "nixl_connector.py; nixl/base_worker.py at 0.34): 'RuntimeError: NIXL is not available' when "
                     "`from nixl._api import nixl_agent` (nixl_rocm on ROCm at 0.34) failed at import, which it "
                     "logged as a warning, 'NIXL is not available'",
+    "torch_no_libuv": "PyTorch torch/csrc/distributed/c10d/TCPStore.cpp: 'use_libuv was requested but PyTorch was "
+                      "built without libuv support, run with USE_LIBUV=0 to disable it.' (DistStoreError; earlier "
+                      "'build without')",
     "mlx_metallib": "MLX's Metal backend (mlx/backend/metal/device.cpp, through mlx-c as 'MLX error: ...'): 'Failed "
                     "to load the default metallib.' with Metal's own reason ('library not found', 'This library is "
                     "using a deployment target (0x...) that is not supported on this OS'); older releases 'Failed to "

@@ -270,7 +270,17 @@ MLX_METALLIB = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
+TORCH_NO_LIBUV = Advice(
+    "PyTorch's TCPStore, which vLLM's distributed set-up starts, asked for its libuv backend (the default since torch "
+    "2.4) in a torch built without libuv: the Windows wheels are. A native Windows build of vLLM runs with the torch "
+    "it was built against.",
+    ("USE_LIBUV=0 in vLLM's environment (PyTorch's own advice)", "the torch release the vLLM build names, or vLLM "
+     "under WSL2 or Linux"),
+    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "torch_no_libuv": TORCH_NO_LIBUV,
     "mlx_metallib": MLX_METALLIB,
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,

@@ -88,7 +88,7 @@ _WORDS = (
     "When using LoRA, vocab size", "Invalid attention backend: '", "logits soft capping",
     "VLLM batch_invariant mode", "is_act_and_mul=False is supported only", "Valid options",
     "Unrecognized model in", "Failed to load the tokenizer", "Lack of device memory", "SYS_ENOMEM", "default metallib",
-    "Failed to load device library",
+    "Failed to load device library", "without libuv support",
     "Not enough memory ",
 )
 RULE_WORDS = any_of(_WORDS)

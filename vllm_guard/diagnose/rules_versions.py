@@ -233,6 +233,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
     Rule("version_mismatch", re.compile(r"(?<![\w.])RuntimeError: NIXL is not available"), detail="nixl_missing",
          source=SOURCES["nixl_missing"]),
+    # PyTorch's TCPStore asked for its libuv backend (the default since torch 2.4) in a torch built without it: the
+    # Windows wheels (torch/csrc/distributed/c10d/TCPStore.cpp; "build without" in earlier releases; blind119/b119-001,
+    # a native Windows fork of vLLM under a torch other than the one it was built against)
+    Rule("version_mismatch", re.compile(r"use_libuv was requested but PyTorch was buil[dt] without libuv support"),
+         BEFORE_START, detail="torch_no_libuv", source=SOURCES["torch_no_libuv"]),
     # MLX (Apple's array library, under vLLM's Apple Silicon plugins) without its Metal kernels library: none next to
     # the binary or in its bundle, or one built for a newer macOS ("This library is using a deployment target
     # (0x00020008) that is not supported on this OS"; blind114/b114-004, vllm-swift)
