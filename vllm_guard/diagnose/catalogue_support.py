@@ -75,6 +75,9 @@ SUPPORT_SOURCES: dict[str, str] = {
     "no_driver": "vLLM 0.10-0.33 platforms/__init__.py 'No platform detected, vLLM is running on "
                  "UnspecifiedPlatform' with the dynamic loader's 'libcuda.so.1: cannot open shared object file' (the "
                  "NVIDIA driver's library, present wherever a GPU is given to the process)",
+    "vllm_metadata": "vLLM 0.10-0.34 platforms/__init__.py: 'No platform detected, vLLM is running on "
+                     "UnspecifiedPlatform' after vllm_version_matches_substr's 'The vLLM package was not found, so its "
+                     "version could not be inspected. This may cause platform detection to fail.'",
     "config_check": "vLLM 0.4-0.33 settings checks: a ValueError raised in vllm/config.py (0.4-0.9), vllm/config/*.py "
                     "(0.10-0.33, re-raised by pydantic as '1 validation error for SchedulerConfig' and the like), "
                     "engine/arg_utils.py create_engine_config or a platform's checks (platforms/*.py), whose message "

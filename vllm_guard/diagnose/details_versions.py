@@ -279,7 +279,26 @@ TORCH_NO_LIBUV = Advice(
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 
+VLLM_METADATA = Advice(
+    "vLLM found no platform because its own package metadata is missing: its platform plugins ask importlib.metadata "
+    "for vLLM's version, and a source tree run in place, or a fork's package installed under another name, has none.",
+    ("install the build so that its metadata is there: `pip install -e .` in a source tree, or the fork's wheel as "
+     "its instructions say", "check `pip show vllm` in the same environment"),
+    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
+)
+
+TRITON_CAPABILITY = Advice(
+    "PyTorch's Inductor, which vLLM compiles the model with (torch.compile), generates Triton kernels, and Triton "
+    "takes GPUs of compute capability 7.0 and later: this one is older (Pascal and before).",
+    ("--enforce-eager, which compiles nothing (vLLM 0.11 and later); vLLM's own Triton kernels may still refuse the "
+     "GPU", "a community build for these GPUs (for Pascal: vllm-pascal with its patched Triton)",
+     "a GPU of compute capability 7.0 or later"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "triton_capability": TRITON_CAPABILITY,
+    "vllm_metadata": VLLM_METADATA,
     "torch_no_libuv": TORCH_NO_LIBUV,
     "mlx_metallib": MLX_METALLIB,
     "deep_gemm": DEEP_GEMM,

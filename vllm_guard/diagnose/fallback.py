@@ -287,6 +287,14 @@ def _stopped_on_the_hub(lines: list[LogLine], tbs: list[logread.Traceback]) -> l
     return None
 
 
+# vLLM 0.10+ found no platform, and the log says why: the NVIDIA driver's own library is not there (no GPU given to the
+# process: a container without the NVIDIA runtime, a pod without a GPU), or vLLM's package metadata is not (its
+# platform plugins ask importlib.metadata for its version, platforms/__init__.py vllm_version_matches_substr: a source
+# tree or a fork's package that does not install as "vllm"; blind121/b121-002, b121-003, Pascal builds)
+_NO_PLATFORM_BECAUSE = (("libcuda.so.1: cannot open shared object", "too_few_gpus", "no_gpu", "no_driver"),
+                        ("The vLLM package was not found, so its version could not be inspected", "version_mismatch",
+                         "vllm_metadata", "vllm_metadata"))
+
 # The readings of `supported` that rest on a warning a start may go on after (vLLM's own _C import warning): said
 # only where the paste shows a failure or ends there (classify._lead_decides); the others rest on evidence that no
 # start gets past.
@@ -358,14 +366,13 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                                  stage_from=certainty.FRAMES)
     if not started:
         no_platform = next((line for line in lines if "No platform detected" in line.text), None)
-        no_driver = next((line for line in lines if "libcuda.so.1: cannot open shared object" in line.text), None)
-        if no_platform is not None and no_driver is not None:
-            # vLLM 0.10+ found no platform and the NVIDIA driver's own library is not there: no GPU is given to the
-            # process (a container without the NVIDIA runtime, a pod without a GPU), not a build for another one.
-            return Diagnosis("too_few_gpus", BEFORE_START, {}, (cut(no_platform.text), cut(no_driver.text),
-                                                                  *last_errors(lines, tbs, 2)),
-                             signal, "no_gpu", ctx, confidence="medium", template=SUPPORT_SOURCES["no_driver"],
-                             stage_from=certainty.MESSAGE)
+        for words, cls, detail, source in _NO_PLATFORM_BECAUSE:
+            why = next((line for line in lines if words in line.text), None) if no_platform is not None else None
+            if why is not None and no_platform is not None:
+                return Diagnosis(cls, BEFORE_START, {}, (cut(no_platform.text), cut(why.text),
+                                                         *last_errors(lines, tbs, 2)),
+                                 signal, detail, ctx, confidence="medium", template=SUPPORT_SOURCES[source],
+                                 stage_from=certainty.MESSAGE)
         for line in lines:
             if "Failed to import" in line.text and _C_UNDEFINED.search(line.text) and not _raised_else(lines, tbs):
                 # vLLM's own warning (_custom_ops.py, 0.4-0.33) and it goes on, but an undefined symbol means the

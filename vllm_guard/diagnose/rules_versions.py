@@ -7,6 +7,7 @@ import re
 
 from vllm_guard.diagnose import conditions
 from vllm_guard.diagnose.catalogue import SOURCES
+from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.markers import BEFORE_START, CUDA_GRAPH
 from vllm_guard.diagnose.rule import Rule
 
@@ -233,6 +234,14 @@ VERSION_RULES: tuple[Rule, ...] = (
     # alone is every start's that does not use NIXL (startups/011): only the raise (blind22/b22-002, Dynamo 0.4).
     Rule("version_mismatch", re.compile(r"(?<![\w.])RuntimeError: NIXL is not available"), detail="nixl_missing",
          source=SOURCES["nixl_missing"]),
+    # PyTorch's Inductor (torch.compile, which vLLM compiles the model with) on a GPU older than Triton takes
+    # (torch/_inductor/exc.py GPUTooOldForTriton, scheduler.py before: "Found Tesla P40 which is too old to be supported
+    # by the triton GPU compiler, ... CUDA Capability >= 7.0, but your device is of CUDA capability 6.1";
+    # blind121/b121-001, a Pascal build of vLLM with the stock Triton)
+    Rule("version_mismatch", re.compile(r"which is too old to be supported by the triton GPU compiler.{0,200}?your "
+                                        r"device is of CUDA capability (?P<current_capability>\d{1,2}\.\d)"),
+         detail="triton_capability", numbers=lambda m: numbers_of(m, "current_capability"),
+         source=SOURCES["triton_capability"]),
     # PyTorch's TCPStore asked for its libuv backend (the default since torch 2.4) in a torch built without it: the
     # Windows wheels (torch/csrc/distributed/c10d/TCPStore.cpp; "build without" in earlier releases; blind119/b119-001,
     # a native Windows fork of vLLM under a torch other than the one it was built against)
