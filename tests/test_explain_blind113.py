@@ -16,12 +16,14 @@ first item names the OOM killer, was read as the OOM killer's own line).
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.details_containers import RBLN_BLOCKS
+from vllm_guard.diagnose.details_containers import RBLN_BLOCKS, RBLN_OOM
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 
@@ -101,4 +103,27 @@ def test_rays_list_of_what_may_have_ended_a_worker_is_no_oom_kill() -> None:
     # cause was a segfault); the OOM killer stays Ray's first candidate, not the answer
     d = classify(blind_log("blind115", "b115-009"))
     assert (d.cls, d.hint and d.hint[0]) == ("unknown", "host_oom")
-    assert classify("Worker 442 was killed by the OOM killer\n").cls == "host_oom"
+
+
+
+@pytest.mark.parametrize("width", range(60, 221, 7))
+def test_rays_list_of_causes_wrapped_at_any_width_is_no_oom_kill(width: int) -> None:
+    # a review's finding: wrapped at 26 of 161 widths, the list's "killed by the OOM killer" was read as the kill
+    text = blind_log("blind115", "b115-009")
+    wrapped = "\n".join(part for line in text.splitlines() for part in (textwrap.wrap(line, width) or [""]))
+    assert classify(wrapped + "\n").cls == "unknown"
+
+
+def test_systemds_oom_kill_of_a_unit_is_one() -> None:
+    line = ("Nov 29 06:00:40 gpu-01 systemd[1]: vllm-guard@llama.service: A process of this unit has been killed by "
+            "the OOM killer.\n")
+    assert classify(line).cls == "host_oom"
+
+
+def test_the_runtimes_oom_alone_after_progress_lines_names_no_stage() -> None:
+    # a review's finding: the stage was given ("CUDA graph capture") and then denied, with CUDA's advice
+    d = classify(PROGRESS + "".join(f"{P}ERROR 03-02 10:05:00 [core.py:708] {line}\n" for line in (
+        "torch._dynamo.exc.BackendCompilerFailed: backend='_rbln_backend' raised:",
+        "RuntimeError: SYS_EBUSY: Lack of device memory. (code: -16)")))
+    assert (d.cls, d.stage, d.detail) == ("gpu_oom", "unknown", "rbln_oom")
+    assert advice_for(d) is RBLN_OOM

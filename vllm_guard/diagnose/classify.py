@@ -78,10 +78,10 @@ _EXIT_IN_LOG = re.compile(r"Failed core proc\(s\): \{'EngineCore(?:_DP\d+)?': (-
 # The kernel's "Out of memory: Killed process 4242 (python3)"; a reporter may elide the pid (blind22/b22-013).
 _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed with result 'oom-kill'"
                        r"|\"?OOMKilled\"?:\s*true"
-                       # (not Ray's list of what may have ended a worker: "Some common causes include: (1) the
-                       # process was killed by the OOM killer due to high memory usage, (2) ..."; blind115/b115-009)
-                       r"|Memory cgroup out of memory|oom-kill:|oom_reaper|(?<!\(1\) the process was )killed by the "
-                       r"OOM killer"
+                       # systemd's "A process of this unit has been killed by the OOM killer." (not Ray's list of
+                       # what may have ended a worker, "(1) the process was killed by the OOM killer due to high memory
+                       # usage, (2) ...", however a paste wraps it; blind115/b115-009)
+                       r"|Memory cgroup out of memory|oom-kill:|oom_reaper|has been killed by the OOM killer"
                        r"|exceeds the memory usage threshold of [\d.]{1,10}\. Ray killed this worker"
                        # Ray's raylet (node_manager.cc): "N Workers (tasks / actors) killed due to memory pressure"
                        r"|killed due to memory pressure \(OOM\)")
@@ -350,7 +350,7 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
             if not any(d.template == rule.source for d in aside):
                 at = rule.stage or reached.at[i]
                 how = certainty.MESSAGE if rule.stage else certainty.PROGRESS
-                if rule.cls == "gpu_oom" and at == BEFORE_START:  # an out-of-memory before any stage: not shown
+                if rule.cls == "gpu_oom":  # an out-of-memory kept aside is not placed: its stage is not shown
                     at, how = UNKNOWN_STAGE, certainty.NO_STAGE
                 aside.append(Diagnosis(rule.cls, at, numbers, evidence(lines, i, said), signal, rule.detail, ctx,
                                        confidence="medium", template=rule.source, stage_from=how))

@@ -87,7 +87,16 @@ RBLN_BLOCKS = Advice(
     ("raising --gpu-memory-utilization", "retrying unchanged"),
 )
 
+RBLN_OOM = Advice(
+    "The Rebellions NPU's runtime ran out of device memory, and the log does not show at which step: when it ends the "
+    "warm-up's compile, vllm-rbln says so in its own words ('Not enough memory for N blocks of KV cache').",
+    ("--num-gpu-blocks-override below the KV blocks vllm-rbln allocated", "a lower --max-model-len or "
+     "--max-num-seqs, or a higher --tensor-parallel-size", "check that no other process holds the NPU (rbln-stat)"),
+    ("retrying unchanged",),
+)
+
 CONTAINER_ADVICE: dict[str, Advice] = {
+    "rbln_oom": RBLN_OOM,
     "rbln_blocks": RBLN_BLOCKS,
     "tpu_busy": TPU_BUSY,
     "hpu_acquired": HPU_ACQUIRED,

@@ -170,10 +170,11 @@ LORA_MODULES = Advice(
 )
 
 HARMONY_VOCAB_FILE = Advice(
-    "openai-harmony, which vLLM loads for gpt-oss's chat format, read a tiktoken vocabulary file that is not the one "
-    "it expects: with TIKTOKEN_ENCODINGS_BASE set, the o200k_base.tiktoken in that folder (a hash of e3b0c442... is "
-    "an empty file); without it, its download cache (TIKTOKEN_RS_CACHE_DIR, by default tiktoken-rs-cache in the "
-    "temporary folder), whose write is not atomic when several vLLM processes fetch it at once.",
+    "openai-harmony, which vLLM loads for gpt-oss's chat format, could not read the tiktoken vocabulary file it "
+    "expects, or read another: with TIKTOKEN_ENCODINGS_BASE set, the o200k_base.tiktoken in that folder (missing, or "
+    "not the right file: a hash of e3b0c442... is an empty file); without it, its download cache "
+    "(TIKTOKEN_RS_CACHE_DIR, by default tiktoken-rs-cache in the temporary folder), whose write is not atomic when "
+    "several vLLM processes fetch it at once.",
     ("put the real o200k_base.tiktoken (openaipublic.blob.core.windows.net/encodings/) in TIKTOKEN_ENCODINGS_BASE's "
      "folder on every node", "delete the cached file and start one replica first, or load the encoding once before "
      "starting several (openai_harmony.load_harmony_encoding)"),

@@ -288,11 +288,13 @@ VLLM_METADATA = Advice(
 )
 
 TRITON_CAPABILITY = Advice(
-    "PyTorch's Inductor, which vLLM compiles the model with (torch.compile), generates Triton kernels, and Triton "
-    "takes GPUs of compute capability 7.0 and later: this one is older (Pascal and before).",
-    ("--enforce-eager, which compiles nothing (vLLM 0.11 and later); vLLM's own Triton kernels may still refuse the "
-     "GPU", "a community build for these GPUs (for Pascal: vllm-pascal with its patched Triton)",
-     "a GPU of compute capability 7.0 or later"),
+    "PyTorch's Inductor, which vLLM compiles with, generates Triton kernels, and Triton takes GPUs of compute "
+    "capability 7.0 and later: this one is older (Pascal and before). --enforce-eager stops vLLM compiling the model, "
+    "but vLLM also compiles some functions of its own with Inductor (with tensor parallelism, MoE routing), so the "
+    "error may stay.",
+    ("a community build for these GPUs (for Pascal: vllm-pascal with its patched Triton)",
+     "a GPU of compute capability 7.0 or later",
+     "--enforce-eager on a single GPU without MoE, where nothing else vLLM runs is compiled"),
     ("changing memory settings", "retrying unchanged"),
 )
 

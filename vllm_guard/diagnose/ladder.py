@@ -130,13 +130,6 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
                         "CUDA graphs")
         return Stop("this NCCL or driver cannot be captured in a CUDA graph, and ladder.allow-enforce-eager is false: "
                     "a newer NCCL or driver, or allow eager mode")
-    # a GPU older than Triton takes (compute capability below 7.0) where vLLM compiles with Inductor: eager mode
-    # compiles nothing (vLLM 0.11+ sets no compilation under --enforce-eager, config/vllm.py)
-    if d.detail == "triton_capability" and not s.enforce_eager:
-        if limits.allow_enforce_eager:
-            return Step("enforce-eager", True, "the GPU is older than Triton's compiler takes: run without "
-                        "torch.compile")
-        return Stop("the GPU is older than Triton's compiler takes, and ladder.allow-enforce-eager is false")
     if d.cls == "max_len_exceeds_model" and n.get("derived_max_len"):
         return Step("max-model-len", n["derived_max_len"], "the model's own maximum length")
     if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or

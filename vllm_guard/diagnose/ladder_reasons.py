@@ -126,6 +126,8 @@ NOT_RELAXABLE_DETAIL = {
                        "or feature that adds layers of another kind",
     "rbln_blocks": "vllm-rbln's compile ran out of NPU memory beside its KV cache blocks: --num-gpu-blocks-override "
                    "below their count in the profile",
+    "triton_capability": "the GPU is older than Triton's compiler takes, and vLLM compiles functions with Inductor "
+                         "even in eager mode: a build for these GPUs, or a newer GPU",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
     "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': prefix caching with mamba-cache-mode align in "
                      "the profile",

@@ -106,8 +106,9 @@ RULES: tuple[Rule, ...] = (
     # blocks it found before the workers raise "No available memory for the cache blocks" (worker.py
     # raise_if_cache_size_invalid), a line a paste often cuts (blind35/b35-007): a warning, a decisive line wins.
     # (0.1's figure may go negative, "# GPU blocks: -1", before torch refuses a tensor of that size; blind52/b52-002;
-    # a paste may stop after "# GPU blocks: 0,": blind120/b120-005)
-    Rule("no_kv_memory", re.compile(r"# GPU blocks: (?:0|-\d{1,9}),(?: # CPU blocks: \d{1,12}|$)"), KV_CACHE,
+    # a paste may stop anywhere after "# GPU blocks: 0": blind120/b120-005)
+    Rule("no_kv_memory", re.compile(r"# GPU blocks: (?:0|-\d{1,9})(?:, # CPU blocks: \d{1,12}"
+                                    r"|,?(?: #(?: CPU(?: blocks:?)?)?)?$)"), KV_CACHE,
          when=conditions.never_ready, warning=True, source=SOURCES["v0_zero_blocks"]),
     # 0.6.5-0.9 said it in their profiling summary, then found no block for it and raised "No available memory for
     # the cache blocks" (V0: 0 GPU blocks; V1 0.8-0.9: check_enough_kv_cache_memory), a line a paste often cuts.

@@ -141,5 +141,5 @@ ACCELERATOR_MEMORY_RULES: tuple[Rule, ...] = (
     Rule("no_kv_memory", re.compile(r"Not enough memory for (?P<num_blocks>\d{1,9}) blocks of KV cache\."), KV_CACHE,
          detail="rbln_blocks", numbers=lambda m: numbers_of(m, "num_blocks"), source=SOURCES["rbln_blocks"]),
     Rule("gpu_oom", re.compile(r"SYS_EBUSY: Lack of device memory|SYS_ENOMEM: Out of memory"), warning=True,
-         source=SOURCES["rbln_oom"]),
+         detail="rbln_oom", source=SOURCES["rbln_oom"]),
 )

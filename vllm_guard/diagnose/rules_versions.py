@@ -238,8 +238,8 @@ VERSION_RULES: tuple[Rule, ...] = (
     # (torch/_inductor/exc.py GPUTooOldForTriton, scheduler.py before: "Found Tesla P40 which is too old to be supported
     # by the triton GPU compiler, ... CUDA Capability >= 7.0, but your device is of CUDA capability 6.1";
     # blind121/b121-001, a Pascal build of vLLM with the stock Triton)
-    Rule("version_mismatch", re.compile(r"which is too old to be supported by the triton GPU compiler.{0,200}?your "
-                                        r"device is of CUDA capability (?P<current_capability>\d{1,2}\.\d)"),
+    Rule("version_mismatch", re.compile(r"which is too old to be supported by the triton GPU compiler(?:.{0,200}?your "
+                                        r"device is of CUDA capability (?P<current_capability>\d{1,2}\.\d))?"),
          detail="triton_capability", numbers=lambda m: numbers_of(m, "current_capability"),
          source=SOURCES["triton_capability"]),
     # PyTorch's TCPStore asked for its libuv backend (the default since torch 2.4) in a torch built without it: the
