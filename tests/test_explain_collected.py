@@ -209,7 +209,11 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # openai-harmony's 'invalid tiktoken vocab file' (the vocabulary file it read is not the one
                           # it expects), read model_access as blind116/b116-001, the same project's other run, is
                           # labelled; blind17's collector labelled it unknown, network the second reading
-                          "b17-003-unknown.log"}
+                          "b17-003-unknown.log",
+                          # blind123's one, recorded at its score: transformers' 'does not recognize this
+                          # architecture' for glm4v_moe, read unsupported_architecture as b8-032 and b21-003 are
+                          # (transformers' own architecture words); its collector labelled it version_mismatch
+                          "b123-015-version_mismatch.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

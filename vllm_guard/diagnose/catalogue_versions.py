@@ -116,6 +116,9 @@ VERSION_SOURCES: dict[str, str] = {
                     "nixl_connector.py; nixl/base_worker.py at 0.34): 'RuntimeError: NIXL is not available' when "
                     "`from nixl._api import nixl_agent` (nixl_rocm on ROCm at 0.34) failed at import, which it "
                     "logged as a warning, 'NIXL is not available'",
+    "triton_libcuda": "GNU ld's 'cannot find -lcuda' as Triton compiles its CUDA helper module (triton/runtime/"
+                      "build.py _build, backends/nvidia/driver.py libcuda_dirs, which reads TRITON_LIBCUDA_PATH or "
+                      "ldconfig -p)",
     "triton_capability": "PyTorch's Inductor (torch/_inductor/exc.py GPUTooOldForTriton; scheduler.py before): "
                          "'Found X which is too old to be supported by the triton GPU compiler, which is used as the "
                          "backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "

@@ -298,7 +298,17 @@ TRITON_CAPABILITY = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+TRITON_LIBCUDA = Advice(
+    "Triton compiles a small CUDA helper the first time a kernel runs and links it against the driver's libcuda.so; "
+    "the linker did not find it: the driver gives only libcuda.so.1 (many containers), or ldconfig's cache does not "
+    "list it (NixOS, WSL, some HPC images).",
+    ("TRITON_LIBCUDA_PATH set to the folder that holds libcuda.so.1 (`ldconfig -p | grep libcuda`, /usr/lib/wsl/lib on "
+     "WSL)", "a libcuda.so link beside libcuda.so.1 in that folder"),
+    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "triton_libcuda": TRITON_LIBCUDA,
     "triton_capability": TRITON_CAPABILITY,
     "vllm_metadata": VLLM_METADATA,
     "torch_no_libuv": TORCH_NO_LIBUV,

@@ -89,7 +89,7 @@ _WORDS = (
     "VLLM batch_invariant mode", "is_act_and_mul=False is supported only", "Valid options",
     "Unrecognized model in", "Failed to load the tokenizer", "Lack of device memory", "SYS_ENOMEM", "default metallib",
     "Failed to load device library", "without libuv support",
-    "too old to be supported by the triton",
+    "too old to be supported by the triton", "cannot find -lcuda",
     "Not enough memory ",
 )
 RULE_WORDS = any_of(_WORDS)
