@@ -63,6 +63,14 @@ SOURCES: dict[str, str] = {
                         "compressed_tensors.py _check_scheme_supported): 'The quantization method X is not "
                         "supported for the current GPU. Minimum capability: N' / 'Quantization scheme is not "
                         "supported ...'",
+    "cutlass_capability": "vLLM csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu: 'No compiled X: no "
+                          "cutlass_scaled_mm kernel for CUDA device capability: N. Required capability: ...' "
+                          "(STD_TORCH_CHECK_NOT_IMPLEMENTED)",
+    "bnb_tp": "vLLM 0.7-0.25 bitsandbytes loader (model_loader/loader.py, later bitsandbytes_loader.py "
+              "_verify_model_compatibility): 'Prequant BitsAndBytes models with tensor parallelism is not supported. "
+              "Please try with pipeline parallelism.'",
+    "engine_kwarg": "Python's TypeError for vLLM's (Async)EngineArgs dataclass: '__init__() got an unexpected keyword "
+                    "argument X', X spelled with a hyphen as on a command line",
     "fp8_kv_backend": "vLLM 0.30-0.34 v1/attention/backends/triton_attn.py and mla/triton_mla.py: 'FP8 KV cache is "
                       "not supported by the Triton attention backend' ('Triton MLA backend') 'on X (compute capability "
                       "N)'",

@@ -75,6 +75,8 @@ SUPPORT_SOURCES: dict[str, str] = {
     "no_driver": "vLLM 0.10-0.33 platforms/__init__.py 'No platform detected, vLLM is running on "
                  "UnspecifiedPlatform' with the dynamic loader's 'libcuda.so.1: cannot open shared object file' (the "
                  "NVIDIA driver's library, present wherever a GPU is given to the process)",
+    "usage_cut": "argparse (vllm serve's parser, the api_server modules' before it): the usage text it prints before "
+                 "'PROG: error: ...' and exit status 2, where a paste stops inside it",
     "vllm_metadata": "vLLM 0.10-0.34 platforms/__init__.py: 'No platform detected, vLLM is running on "
                      "UnspecifiedPlatform' after vllm_version_matches_substr's 'The vLLM package was not found, so its "
                      "version could not be inspected. This may cause platform detection to fail.'",

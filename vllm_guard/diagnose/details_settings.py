@@ -291,7 +291,42 @@ KV_PAGE_PADDING = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+CUTLASS_CAPABILITY = Advice(
+    "This vLLM build has no CUTLASS kernel for the checkpoint's quantized (FP8, or its MoE) layers on this GPU's "
+    "compute capability: the message names the capabilities it was built for.",
+    ("a vLLM release or build compiled for this GPU (for compute capability 12.0, the RTX 50 series and RTX PRO "
+     "Blackwell, a release that lists 120)", "an unquantized or otherwise quantized checkpoint"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+BNB_TP = Advice(
+    "A checkpoint saved already quantized by bitsandbytes keeps quantization states per weight that tensor "
+    "parallelism cannot split: vLLM refuses it under --tensor-parallel-size above 1.",
+    ("--pipeline-parallel-size for the GPUs instead (vLLM's own advice)", "a checkpoint quantized otherwise (AWQ, "
+     "GPTQ, FP8), or the unquantized one with --quantization bitsandbytes"),
+    ("retrying unchanged",),
+)
+
+ENGINE_KWARG = Advice(
+    "The program that starts vLLM passed it an option in its command-line spelling ('tool-call-parser') as a "
+    "keyword: vLLM's engine arguments are spelled with underscores, and the server's own options (tool and "
+    "reasoning parsers, chat templates) are not engine arguments at all.",
+    ("the option with underscores where the program passes engine arguments", "the program's own setting for the "
+     "server's options, or vllm serve's command line"),
+    ("retrying unchanged",),
+)
+
+USAGE_CUT = Advice(
+    "vLLM's command-line parser printed its usage text, which it prints before 'error: ...' and exit status 2: the "
+    "paste stops inside it, before the error line that names the option it refused.",
+    ("the lines after the usage text: 'error: unrecognized arguments' or 'invalid choice' names the option",
+     "vllm serve --help for the options this release takes (a model path is positional for vllm serve, --model for "
+     "the api_server module)"),
+    ("retrying unchanged",),
+)
+
 SETTINGS_ADVICE: dict[str, Advice] = {
+    "cutlass_capability": CUTLASS_CAPABILITY, "bnb_tp": BNB_TP, "engine_kwarg": ENGINE_KWARG, "usage_cut": USAGE_CUT,
     "kv_page_size": KV_PAGE_SIZE, "kv_page_padding": KV_PAGE_PADDING,
     "rocr_visible_devices": ROCR_VISIBLE_DEVICES,
     "mrv2_unsupported": MRV2_UNSUPPORTED,

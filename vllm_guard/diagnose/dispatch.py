@@ -90,6 +90,7 @@ _WORDS = (
     "Unrecognized model in", "Failed to load the tokenizer", "Lack of device memory", "SYS_ENOMEM", "default metallib",
     "Failed to load device library", "without libuv support",
     "too old to be supported by the triton", "cannot find -lcuda",
+    "cutlass_scaled_mm kernel", "Prequant BitsAndBytes", "got an unexpected keyword argument",
     "Not enough memory ",
 )
 RULE_WORDS = any_of(_WORDS)

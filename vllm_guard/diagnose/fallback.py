@@ -347,5 +347,27 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                                  confidence="medium", template=certainty.DISK_WARNING_SOURCE,
                                  stage_from=certainty.FRAMES)
     if not started:
-        return install.reading(lines, tbs, signal, ctx)
+        return _usage_cut(lines, signal, ctx) or install.reading(lines, tbs, signal, ctx)
+    return None
+
+
+# argparse's usage text of vLLM's own parsers: "usage: vllm serve [-h] ...", "usage: api_server.py [-h] ..."
+_USAGE = re.compile(r"^usage: (?:vllm(?: serve)?|vllm-[a-z]{1,32}|api_server\.py) \[")
+
+
+def _usage_cut(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:
+    """usage_error (medium) where a paste stops inside vLLM's usage text: argparse prints it before its error line
+    and exit status 2, and --help would go on to its sections (blind125/b125-016, b125-017: the line naming the
+    refused argument is past the excerpt's end)."""
+    end = len(lines)
+    while end and not lines[end - 1].text.strip():
+        end -= 1
+    for i in range(end - 1, max(-1, end - 200), -1):
+        text = lines[i].text
+        if _USAGE.match(text):
+            said = "the paste stops inside vLLM's usage text, before the error line that names what it refused"
+            return Diagnosis("usage_error", BEFORE_START, {}, (cut(text), said), signal, "usage_cut", ctx,
+                             confidence="medium", template=SUPPORT_SOURCES["usage_cut"], stage_from=certainty.MESSAGE)
+        if not text.startswith((" ", "\t")):  # the usage text's own lines are indented under its first
+            return None
     return None

@@ -128,6 +128,11 @@ NOT_RELAXABLE_DETAIL = {
                    "below their count in the profile",
     "triton_capability": "the GPU is older than Triton's compiler takes, and vLLM compiles functions with Inductor "
                          "even in eager mode: a build for these GPUs, or a newer GPU",
+    "cutlass_capability": "this vLLM build has no CUTLASS kernel for the checkpoint's quantization on this GPU",
+    "bnb_tp": "a pre-quantized bitsandbytes checkpoint cannot be split by tensor parallelism: pipeline parallelism "
+              "in the profile",
+    "engine_kwarg": "the program passed an option in its command-line spelling: fix the program's settings",
+    "usage_cut": "vLLM refused its command line (the error line is past the paste's end): fix the profile or flags",
     "mamba_groups": "the tensor-parallel size does not divide the model's Mamba groups: change -tp in the profile",
     "lmcache_mamba": "LMCache needs the Mamba state kept as 'align': prefix caching with mamba-cache-mode align in "
                      "the profile",

@@ -46,6 +46,13 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
                                          r"capability >= (?P<min_capability>\d{1,2}\.\d)"), BEFORE_START,
          numbers=lambda m: numbers_of(m, "min_capability"),
          source=SOURCES["transformers_fp8"]),
+    # vLLM's CUTLASS entry points (csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu) in a build without kernels for
+    # this GPU: "No compiled get_cutlass_moe_mm_data: no cutlass_scaled_mm kernel for CUDA device capability: 120.
+    # Required capability: 90, 100, or 120" (blind124/b124-001, an FP8 MoE checkpoint on an RTX 50-series build that
+    # lacked sm_120's)
+    Rule("quant_unsupported", re.compile(r"no cutlass_scaled_mm kernel for CUDA device capability: "
+                                         r"(?P<current_capability>\d{2,3})"), detail="cutlass_capability",
+         numbers=lambda m: numbers_of(m, "current_capability"), source=SOURCES["cutlass_capability"]),
     Rule("quant_unsupported", re.compile(r"FP8 KV cache is not supported by the \S{1,64} (?:attention|MLA) backend on "
                                          r".{0,200}?compute "
                                          r"capability (?P<current_capability>\d+(?:\.\d+)?)"), LOADING,

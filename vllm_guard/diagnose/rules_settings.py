@@ -150,6 +150,15 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r": page size is not divisible by the maximum page size and cannot be "
                                                 r"padded"), KV_CACHE, detail="kv_page_padding",
          source=SOURCES["kv_page_size"]),
+    # A pre-quantized bitsandbytes checkpoint under tensor parallelism: its quant states cannot be split (vLLM 0.7-0.25;
+    # blind124/b124-007). vLLM's own advice is pipeline parallelism.
+    Rule("usage_error", re.compile(r"Prequant BitsAndBytes models with tensor parallelism is not supported"),
+         LOADING, detail="bnb_tp", source=SOURCES["bnb_tp"]),
+    # A program passing vLLM a command-line spelling as a keyword ("tool-call-parser"; blind125/b125-002, Xinference's
+    # extra options): no release of vLLM takes it, so it is the option's spelling, not another vLLM release
+    Rule("usage_error", re.compile(r"EngineArgs\.__init__\(\) got an unexpected keyword argument "
+                                   r"'(?P<keyword>\w{0,64}-[\w-]{1,64})'"), BEFORE_START, detail="engine_kwarg",
+         source=SOURCES["engine_kwarg"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
     Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),
