@@ -61,3 +61,13 @@ def test_what_blind124_and_blind125_read_right_at_their_score() -> None:
         ["quant_unsupported", "quant_unsupported", "tp_indivisible", "unsupported_architecture"]
     assert [classify(blind_log("blind125", p)).cls for p in ("b125-001", "b125-003", "b125-004", "b125-007")] == \
         ["usage_error", "usage_error", "version_mismatch", "model_access"]
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    # 0.5-0.9's usage line, cut there
+    ("usage: vllm serve <model_tag> [options]\n", True),
+    # this tool's own usage is not vLLM's (a review's finding)
+    ("usage: vllm-guard [-h] [-V] [--debug] COMMAND ...\n", False),
+])
+def test_usage_texts_that_are_and_are_not_vllms(text: str, read: bool) -> None:
+    assert (classify(text).detail == "usage_cut") is read

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from vllm_guard.diagnose import logread
+from vllm_guard.diagnose import logread, progress
 from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready, skipped_plugin_lines
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
@@ -51,6 +51,15 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
 # What a pod does once the scheduler placed it: the kubelet's events (`kubectl describe pod`) and vLLM's own lines.
 _POD_WENT_ON = re.compile(r"Successfully assigned|Started container|Created container|Pulling image|Successfully "
                           r"pulled|\b(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def went_no_further(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The start never got ready and its progress went no further than this line's stage: a failure a later stage's
+    lines follow was survived (a helper's compile that failed once, where the start went on to size the KV cache)."""
+    if ready(lines):
+        return False
+    reached = per_log(lines, progress.progress)
+    return bool(reached.at[i] == reached.final)
 
 
 def still_pending(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

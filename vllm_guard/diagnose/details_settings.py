@@ -292,10 +292,11 @@ KV_PAGE_PADDING = Advice(
 )
 
 CUTLASS_CAPABILITY = Advice(
-    "This vLLM build has no CUTLASS kernel for the checkpoint's quantized (FP8, or its MoE) layers on this GPU's "
-    "compute capability: the message names the capabilities it was built for.",
-    ("a vLLM release or build compiled for this GPU (for compute capability 12.0, the RTX 50 series and RTX PRO "
-     "Blackwell, a release that lists 120)", "an unquantized or otherwise quantized checkpoint"),
+    "This vLLM build compiled no CUTLASS kernels for the checkpoint's quantized MoE (or FP8) layers, and this GPU's "
+    "start asked for one: the message prints the GPU's compute capability and the architectures this release's "
+    "source can build, not those the build holds.",
+    ("a vLLM release or build compiled for this GPU's architecture (an official wheel for it, or a source build with "
+     "it in TORCH_CUDA_ARCH_LIST)", "an unquantized or otherwise quantized checkpoint"),
     ("changing memory settings", "retrying unchanged"),
 )
 
@@ -308,11 +309,11 @@ BNB_TP = Advice(
 )
 
 ENGINE_KWARG = Advice(
-    "The program that starts vLLM passed it an option in its command-line spelling ('tool-call-parser') as a "
-    "keyword: vLLM's engine arguments are spelled with underscores, and the server's own options (tool and "
-    "reasoning parsers, chat templates) are not engine arguments at all.",
-    ("the option with underscores where the program passes engine arguments", "the program's own setting for the "
-     "server's options, or vllm serve's command line"),
+    "The program that starts vLLM passed it an option in its command-line spelling (with hyphens) as a keyword: "
+    "vLLM's engine arguments are spelled with underscores, and some of the server's options (tool-call parsers, chat "
+    "templates) are not engine arguments at all.",
+    ("the option with underscores where the program passes engine arguments (max_model_len; reasoning_parser from "
+     "0.11)", "the program's own setting for the server's options, or vllm serve's command line"),
     ("retrying unchanged",),
 )
 

@@ -299,11 +299,12 @@ TRITON_CAPABILITY = Advice(
 )
 
 TRITON_LIBCUDA = Advice(
-    "Triton compiles a small CUDA helper the first time a kernel runs and links it against the driver's libcuda.so; "
-    "the linker did not find it: the driver gives only libcuda.so.1 (many containers), or ldconfig's cache does not "
-    "list it (NixOS, WSL, some HPC images).",
-    ("TRITON_LIBCUDA_PATH set to the folder that holds libcuda.so.1 (`ldconfig -p | grep libcuda`, /usr/lib/wsl/lib on "
-     "WSL)", "a libcuda.so link beside libcuda.so.1 in that folder"),
+    "Triton (and FlashInfer's JIT) compiles a small CUDA helper and links it with -lcuda, which finds only a file "
+    "named libcuda.so: the folder that holds the driver's libcuda.so.1 has no libcuda.so beside it, as in many "
+    "containers, where the driver mounts only libcuda.so.1.",
+    ("a libcuda.so link beside libcuda.so.1 (`ldconfig -p | grep libcuda` shows the folder; Triton's own advice is "
+     "that link)", "TRITON_LIBCUDA_PATH set to a folder that holds libcuda.so (one with that link, or the CUDA "
+     "toolkit's lib64/stubs)"),
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 

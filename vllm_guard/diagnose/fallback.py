@@ -351,8 +351,9 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
     return None
 
 
-# argparse's usage text of vLLM's own parsers: "usage: vllm serve [-h] ...", "usage: api_server.py [-h] ..."
-_USAGE = re.compile(r"^usage: (?:vllm(?: serve)?|vllm-[a-z]{1,32}|api_server\.py) \[")
+# argparse's usage text of vLLM's own parsers: "usage: vllm serve [model_tag] [options]" (0.10+), "usage: vllm serve
+# <model_tag> [options]" (0.5-0.9), "usage: api_server.py [-h] ..." (the api_server modules); not vllm-guard's own
+_USAGE = re.compile(r"^usage: (?:vllm(?: serve)?|vllm-(?!guard\b)[a-z]{1,32}|api_server\.py) [\[<]")
 
 
 def _usage_cut(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) -> Diagnosis | None:

@@ -128,6 +128,9 @@ NOT_RELAXABLE_DETAIL = {
                    "below their count in the profile",
     "triton_capability": "the GPU is older than Triton's compiler takes, and vLLM compiles functions with Inductor "
                          "even in eager mode: a build for these GPUs, or a newer GPU",
+    "triton_libcuda": "the linker finds no libcuda.so beside the driver's libcuda.so.1: add the link on the node",
+    "torch_no_libuv": "this torch has no libuv for its TCPStore: USE_LIBUV=0 in the environment, or another torch",
+    "mlx_metallib": "MLX has no Metal library for this macOS: reinstall it, or update macOS",
     "cutlass_capability": "this vLLM build has no CUTLASS kernel for the checkpoint's quantization on this GPU",
     "bnb_tp": "a pre-quantized bitsandbytes checkpoint cannot be split by tensor parallelism: pipeline parallelism "
               "in the profile",

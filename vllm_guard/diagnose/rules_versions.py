@@ -242,11 +242,12 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"device is of CUDA capability (?P<current_capability>\d{1,2}\.\d))?"),
          detail="triton_capability", numbers=lambda m: numbers_of(m, "current_capability"),
          source=SOURCES["triton_capability"]),
-    # Triton building its CUDA helper module (triton/runtime/build.py, driver.c) links against libcuda.so, which the
-    # linker does not find where the driver gives only libcuda.so.1 or ldconfig's cache lacks it (containers, NixOS,
-    # WSL): GNU ld's "cannot find -lcuda" (blind123/b123-001, Qwen2.5-VL on vLLM 0.9)
-    Rule("version_mismatch", re.compile(r"\bld: cannot find -lcuda\b"), detail="triton_libcuda",
-         when=conditions.never_ready, source=SOURCES["triton_libcuda"]),
+    # Triton building its CUDA helper module (triton/runtime/build.py _build: cc ... -lcuda -L<libcuda_dirs()>) where
+    # the folder holding the driver's libcuda.so.1 has no libcuda.so for "-lcuda" to find (containers): GNU ld's
+    # "cannot find -lcuda" (blind123/b123-001, Qwen2.5-VL on vLLM 0.9). FlashInfer's JIT links -lcuda too. Only where
+    # the start went no further: a compile that failed once and was survived is not the failure (a review's case).
+    Rule("version_mismatch", re.compile(r"^\S{0,200}ld: cannot find -lcuda\b"), detail="triton_libcuda",
+         when=conditions.went_no_further, source=SOURCES["triton_libcuda"]),
     # PyTorch's TCPStore asked for its libuv backend (the default since torch 2.4) in a torch built without it: the
     # Windows wheels (torch/csrc/distributed/c10d/TCPStore.cpp; "build without" in earlier releases; blind119/b119-001,
     # a native Windows fork of vLLM under a torch other than the one it was built against)
