@@ -63,14 +63,6 @@ SOURCES: dict[str, str] = {
                         "compressed_tensors.py _check_scheme_supported): 'The quantization method X is not "
                         "supported for the current GPU. Minimum capability: N' / 'Quantization scheme is not "
                         "supported ...'",
-    "cutlass_capability": "vLLM csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu: 'No compiled X: no "
-                          "cutlass_scaled_mm kernel for CUDA device capability: N. Required capability: ...' "
-                          "(STD_TORCH_CHECK_NOT_IMPLEMENTED)",
-    "bnb_tp": "vLLM 0.7-0.25 bitsandbytes loader (model_loader/loader.py, later bitsandbytes_loader.py "
-              "_verify_model_compatibility): 'Prequant BitsAndBytes models with tensor parallelism is not supported. "
-              "Please try with pipeline parallelism.'",
-    "engine_kwarg": "Python's TypeError for vLLM's (Async)EngineArgs dataclass: '__init__() got an unexpected keyword "
-                    "argument X', X spelled with a hyphen as on a command line",
     "fp8_kv_backend": "vLLM 0.30-0.34 v1/attention/backends/triton_attn.py and mla/triton_mla.py: 'FP8 KV cache is "
                       "not supported by the Triton attention backend' ('Triton MLA backend') 'on X (compute capability "
                       "N)'",
@@ -195,12 +187,6 @@ SOURCES: dict[str, str] = {
                       "'FileNotFoundError: Weight files referenced in index but missing: {...}'",
     "neuron_oom": "AWS Neuron runtime (libnrt, NRT_RESOURCE = 4) through torch-neuron's _parallel_to_neuron: "
                   "'RuntimeError: nrt_tensor_allocate status=4 message=\"Allocation Failure\"'",
-    "rbln_oom": "Rebellions' runtime (RBLN NPUs, under the vllm-rbln plugin): 'RuntimeError: SYS_EBUSY: Lack of device "
-                "memory. (code: -16)' and 'SYS_ENOMEM: Out of memory', the two errors vllm-rbln's worker takes for "
-                "out of memory (vllm_rbln/v1/worker/rbln_worker.py is_rbln_oom_error)",
-    "rbln_blocks": "vllm-rbln vllm_rbln/v1/worker/rbln_worker.py compile_or_warm_up_model, an RBLN out-of-memory "
-                   "ending the warm-up's compile: 'Not enough memory for N blocks of KV cache. Try reducing the number "
-                   "of blocks by setting --num-gpu-blocks-override.'",
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "
@@ -331,8 +317,6 @@ SOURCES: dict[str, str] = {
                       "`SupportsPP` interface.' (also raised for a speculative draft or MTP head)",
     "lora_rank": "vLLM LoRAConfig (config.py; config/lora.py in later releases): 'max_lora_rank (N) must be one of "
                  "(8, 16, ...)'",
-    "marlin_repack": "vLLM's Marlin repacking (csrc/quantization/gptq_marlin/gptq_marlin_repack.cu TORCH_CHECK): "
-                     "'size_n = N is not divisible by tile_n_size = 64' (and size_k, tile_k_size)",
     "quant_tp_shape": "vLLM's quantized linear layers (gptq.py, awq.py, aqlm.py create_weights): 'The input size is "
                       "not aligned with the quantized weight shape. This can be caused by too large tensor parallel "
                       "size.'; Marlin's shape check (marlin_utils.py verify_marlin_supports_shape): 'Weight "
@@ -371,9 +355,6 @@ SOURCES: dict[str, str] = {
     "harmony_vocab": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs) load_harmony_encoding: 'HarmonyError: "
                      "error downloading or loading vocab file: failed to download or load vocab file' (the "
                      "o200k_base.tiktoken download, or TIKTOKEN_ENCODINGS_BASE's file)",
-    "harmony_vocab_file": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs load_tiktoken_vocab): 'HarmonyError: "
-                          "invalid tiktoken vocab file: hash mismatch: computed=X, expected=Y' (TIKTOKEN_ENCODINGS_"
-                          "BASE's file) or '... expected token and rank, could not split on ' ' at line N'",
     "nvshmem_transport": "NVSHMEM host/init/init.cu nvshmemi_common_init: 'non-zero status: N nvshmem detect topo "
                          "failed' after host/transport/transport.cpp 'Unable to initialize any transports'",
     "repo_file_missing": "transformers utils/hub.py cached_file: 'OSError: X does not appear to have a file named Y. "

@@ -1,7 +1,8 @@
 """Where the messages about the start's own settings come from (LoRA, speculative decoding, RoPE scaling, a folder
 the start cannot write, a hybrid model's Mamba cache, a pooling checkpoint, Model Runner V2, the Transformers
-backend's tensor parallelism, Ray's ROCm variables): part of catalogue.SOURCES, kept apart to keep that file
-readable."""
+backend's tensor parallelism, Ray's ROCm variables, bitsandbytes under tensor parallelism, an engine keyword in a
+command-line spelling), and a few of the kernels' and plugins' (CUTLASS, Marlin's repacking, Rebellions' runtime and
+vllm-rbln, openai-harmony's vocabulary): part of catalogue.SOURCES, kept apart to keep that file readable."""
 
 from __future__ import annotations
 
@@ -87,4 +88,23 @@ SETTINGS_SOURCES: dict[str, str] = {
                           "base.py) applying the model's tensor-parallel plan: 0.7 'Trying to run tensor "
                           "parallelization but the model does not support it yet!', 0.8-0.9 '<class X> does not "
                           "support tensor parallel yet!', 0.10-0.20 '<class X> does not support tensor parallel. ...'",
+    "cutlass_capability": "vLLM csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu: 'No compiled X: no "
+                          "cutlass_scaled_mm kernel for CUDA device capability: N. Required capability: ...' "
+                          "(STD_TORCH_CHECK_NOT_IMPLEMENTED)",
+    "bnb_tp": "vLLM 0.7-0.25 bitsandbytes loader (model_loader/loader.py, later bitsandbytes_loader.py "
+              "_verify_model_compatibility): 'Prequant BitsAndBytes models with tensor parallelism is not supported. "
+              "Please try with pipeline parallelism.'",
+    "engine_kwarg": "Python's TypeError for vLLM's (Async)EngineArgs dataclass: '__init__() got an unexpected keyword "
+                    "argument X', X spelled with a hyphen as on a command line",
+    "marlin_repack": "vLLM's Marlin repacking (csrc/quantization/gptq_marlin/gptq_marlin_repack.cu TORCH_CHECK): "
+                     "'size_n = N is not divisible by tile_n_size = 64' (and size_k, tile_k_size)",
+    "rbln_oom": "Rebellions' runtime (RBLN NPUs, under the vllm-rbln plugin): 'RuntimeError: SYS_EBUSY: Lack of device "
+                "memory. (code: -16)' and 'SYS_ENOMEM: Out of memory', the two errors vllm-rbln's worker takes for "
+                "out of memory (vllm_rbln/v1/worker/rbln_worker.py is_rbln_oom_error)",
+    "rbln_blocks": "vllm-rbln vllm_rbln/v1/worker/rbln_worker.py compile_or_warm_up_model, an RBLN out-of-memory "
+                   "ending the warm-up's compile: 'Not enough memory for N blocks of KV cache. Try reducing the number "
+                   "of blocks by setting --num-gpu-blocks-override.'",
+    "harmony_vocab_file": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs load_tiktoken_vocab): 'HarmonyError: "
+                          "invalid tiktoken vocab file: hash mismatch: computed=X, expected=Y' (TIKTOKEN_ENCODINGS_"
+                          "BASE's file) or '... expected token and rank, could not split on ' ' at line N'",
 }

@@ -30,7 +30,7 @@ from vllm_guard.diagnose import (
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
 from vllm_guard.diagnose.dispatch import rules_for
-from vllm_guard.diagnose.figures import held_by_another, numbers_of, placement_numbers
+from vllm_guard.diagnose.figures import held_by_another, numbers_of, own_pids, placement_numbers
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, WRAPPED_MIN, WRAPPED_PREFIXED_MIN, LogLine
 from vllm_guard.diagnose.markers import API_SERVER, BEFORE_START, KV_CACHE, LOADING, STAGE_NAMES, stage_of
 from vllm_guard.diagnose.missing_modules import package_missing
@@ -225,7 +225,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
     ctx = _read_context(lines)
     reached = progress.progress(lines)
     final_stage = reached.final
-    own = functools.cache(lambda: _own_pids(lines))  # read only when an OOM names another process
+    own = functools.cache(lambda: own_pids(lines))  # read only when an OOM names another process
     if final_stage == BEFORE_START and any(line.text.startswith(guard_report.STARTS) and
                                            guard_report.is_report_line(line.text) for line in lines):
         report = guard_report.failed_preflight(lines)
@@ -384,20 +384,6 @@ def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx
         return Diagnosis(rule.cls, at, numbers, evidence(lines, i, said), signal, rule.detail, ctx,
                          template=rule.source, stage_from=certainty.MESSAGE if rule.stage else certainty.PROGRESS)
     return None
-
-
-_PID = re.compile(r"\bpid=(\d{1,10})\b|Started server process \[(\d{1,10})\]")
-
-
-def _own_pids(lines: list[LogLine]) -> frozenset[int]:
-    """The pids vLLM's own processes print in the log: their prefixes ("(Worker_TP1 pid=4243)") and uvicorn's
-    "Started server process [N]"."""
-    found: set[int] = set()
-    for line in lines:
-        for where in (line.proc, line.text[:200]):
-            if "pid=" in where or "Started server" in where:
-                found.update(int(a or b) for a, b in _PID.findall(where))
-    return frozenset(found)
 
 
 def _signal_from_match(m: re.Match[str]) -> int | None:

@@ -118,3 +118,17 @@ def held_by_another(line: str, numbers: dict[str, Any], own_pids: Callable[[], f
     pid, held = max(listed, key=lambda p: p[1])
     return {"other_pid": pid, "other_process_gib": round(held, 3), "other_processes_gib": round(others, 3),
             "process_gib": round(this_gib, 3)}
+
+
+_PID = re.compile(r"\bpid=(\d{1,10})\b|Started server process \[(\d{1,10})\]")
+
+
+def own_pids(lines: list[LogLine]) -> frozenset[int]:
+    """The pids vLLM's own processes print in the log: their prefixes ("(Worker_TP1 pid=4243)") and uvicorn's
+    "Started server process [N]"."""
+    found: set[int] = set()
+    for line in lines:
+        for where in (line.proc, line.text[:200]):
+            if "pid=" in where or "Started server" in where:
+                found.update(int(a or b) for a, b in _PID.findall(where))
+    return frozenset(found)
