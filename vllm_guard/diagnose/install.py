@@ -11,7 +11,7 @@ from typing import Any
 from vllm_guard.diagnose import certainty, logread
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, Diagnosis, cut, last_errors
-from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
+from vllm_guard.diagnose.logread import MAX_LINE_CHARS, WRAPPED_PREFIXED_MIN, LogLine
 from vllm_guard.diagnose.markers import BEFORE_START
 
 # vLLM's warning when its compiled extension does not load (vllm-ascend's for its kernels alike), for an undefined
@@ -77,13 +77,14 @@ def _raised_else(lines: list[LogLine], tbs: list[logread.Traceback]) -> bool:
 
 
 def _said(lines: list[LogLine], words: str) -> str | None:
-    """The line that says these words, or the two lines a terminal wrapped them over, rejoined (blind121/b121-003
-    at 80 columns: a review's finding)."""
+    """The line that says these words, or the line and its continuation (logread.continuation; the line's start is
+    the phrase's, so a shorter line counts as wrapped) a terminal wrapped them over, rejoined (blind121/b121-003 at
+    80 columns: a review's finding)."""
     for i, line in enumerate(lines):
         if words in line.text:
             return line.text
-        if i + 1 < len(lines) and words[:12] in line.text:
-            for joined in (line.text + lines[i + 1].text, f"{line.text} {lines[i + 1].text}"):
+        if words[:12] in line.text and (nxt := logread.continuation(lines, i, WRAPPED_PREFIXED_MIN)) is not None:
+            for joined in (line.text + nxt.text, f"{line.text} {nxt.text}"):
                 if words in joined:
                     return joined
     return None
