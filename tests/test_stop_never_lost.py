@@ -58,6 +58,31 @@ def test_sigkill_of_guard_and_keeper_together_leaves_nothing(tmp_path: Path, whe
     assert gone_soon(10.0), fake_processes()
 
 
+def shm_names() -> set[str]:
+    return {n for n in os.listdir("/dev/shm") if n.startswith(("psm_", "sem.mp-"))}
+
+
+def test_sigkill_of_the_guard_while_vllm_loads_leaves_no_shared_memory(tmp_path: Path) -> None:
+    """The keeper removes every segment the launch made: a semaphore whose creator maps it only under a temporary
+    name, and a segment made after the SIGTERM (both left by the real tier's kill -9 while loading, once in five)."""
+    before = shm_names()
+    rig = Rig(tmp_path, load_s=30.0, shm_segments=True)
+    guard = rig.start(rig.profile("max-model-len = 8192", stop_timeout=60))
+    wait_for_engine(guard)
+    deadline = time.monotonic() + 10
+    while len(shm_names() - before) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    made = shm_names() - before
+    assert {n.split("_")[0].split("-")[0] for n in made} == {"psm", "sem.mp"}, made
+    guard.kill()
+    guard.communicate()
+    assert gone_soon(10.0), fake_processes()
+    deadline = time.monotonic() + 5  # the keeper removes them once the processes are gone
+    while shm_names() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not shm_names() - before
+
+
 def test_sigterm_then_sigkill_of_the_guard_stops_at_once_not_after_the_grace(tmp_path: Path) -> None:
     """Once stopping, the keeper still watches the guard: a vLLM deaf to SIGTERM, a 60 s grace, the guard killed
     while it waits: nothing is left within 10 s."""

@@ -20,9 +20,9 @@ Why it exists is in process.py's docstring (the real engine ignores SIGTERM whil
   server ignores that SIGTERM, so once no ``VLLM::`` engine process is left it is killed after
   ``SETTLE_S``; once ready, vLLM gets the whole grace for its graceful shutdown. After the grace,
   SIGKILL to whatever is left. Every exited process is reaped.
-- Every SAMPLE_S and once more before it stops the tree, it notes which shared-memory files the launch
-  holds; then it removes the launch's leftover shared-memory and rendezvous files (leftovers.py), reports
-  vLLM's exit status to the guard, and exits.
+- Every SAMPLE_S, then every STOP_SAMPLE_S while it stops the tree and once more before SIGKILL, it notes
+  which shared-memory files the launch holds; then it removes the launch's leftover shared-memory and
+  rendezvous files (leftovers.py), reports vLLM's exit status to the guard, and exits.
 
 It ignores SIGTERM, SIGINT and SIGHUP: those reach it only as members of vLLM's group.
 """
@@ -40,7 +40,6 @@ from typing import Any
 
 from vllm_guard.launch import leftovers, process, sentinel
 from vllm_guard.probes.host import descendants
-from vllm_guard.probes.procfs import files_held_by
 
 POLL_S = 0.1
 GUARD_GONE_GRACE_S = 3.0  # well inside the promise of nothing left within 10 s, on a loaded host too
@@ -51,6 +50,8 @@ KILL_WAIT_S = 10.0
 ENGINE_PREFIX = "VLLM::"
 # How often the keeper notes which shared-memory files the launch holds (a few /proc reads of its processes).
 SAMPLE_S = 2.0
+# And while it stops the tree, when new segments come fastest; a look is a few ms of /proc reads.
+STOP_SAMPLE_S = 0.25
 
 
 class Keeper:
@@ -122,7 +123,7 @@ class Keeper:
         the sentinel of descendants that left the process group (its SIGKILL to the group would miss them)."""
         pids = [pid for pid, _ in self.live()]
         if self.before is not None:
-            self.held |= files_held_by(pids, self.before.prefixes)
+            self.held |= self.before.held_by(pids)
         self.last_sample = self.clock()
         if self.sentinel is None:
             return
@@ -181,6 +182,10 @@ class Keeper:
                     report["unkillable"] = [pid for pid, _ in procs]
                     break
             else:
+                # Still looking while it stops: vLLM goes on creating segments after SIGTERM (the real tier saw
+                # a shm_broadcast segment appear half a second after it, with the engine still loading).
+                if self.clock() - self.last_sample >= STOP_SAMPLE_S:
+                    self.sample()
                 for pid, _ in procs:
                     if pid not in termed and process.kill(pid, process.SIGTERM):
                         termed.add(pid)
@@ -191,6 +196,7 @@ class Keeper:
                               f"still running after the {grace_s:g}s grace" if elapsed >= grace_s else
                               "its engine has stopped; vLLM's API server ignores SIGTERM until it is ready")
                     self.send({"event": f"SIGKILL to {len(procs)} vLLM process(es): {reason}"})
+                    self.sample()  # the last look: what SIGKILL leaves is never cleaned by vLLM
                     for pid, _ in procs:
                         process.kill(pid, process.SIGKILL)
                     report["sigkill"] = len(procs)

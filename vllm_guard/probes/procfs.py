@@ -8,7 +8,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 # Above this a cgroup v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX pages).
@@ -126,40 +126,63 @@ def _cgroup_v1(root: Path, rel: str) -> tuple[int | None, int | None]:
     return (min(limits) if limits else None), (usage if limits else None)
 
 
-def _files_of(pid_dir: str, keep: Callable[[str], bool]) -> set[str]:
-    """The files one process has open or mapped, from /proc/PID/fd and /proc/PID/maps, that ``keep`` accepts
-    (psutil's memory_maps reads smaps, far slower on vLLM's thousands of mappings)."""
-    found: set[str] = set()
+Identity = tuple[int, int]  # (st_dev, st_ino): a file whatever name it has now
+
+
+def identity(path: str) -> Identity | None:
+    """The file a path names now (not following a link), or None when it is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _identities_of(pid_dir: str, directories: tuple[str, ...]) -> set[Identity]:
+    """The files under these directories one process has open or mapped, from /proc/PID/fd and /proc/PID/maps,
+    as identities: a mapping whose name was since unlinked or replaced still counts (psutil's memory_maps reads
+    smaps, far slower on vLLM's thousands of mappings)."""
+    found: set[Identity] = set()
     with contextlib.suppress(OSError):
         for fd in os.scandir(f"{pid_dir}/fd"):
             with contextlib.suppress(OSError):
-                target = os.readlink(fd.path)
-                if keep(target):
-                    found.add(target)
+                if os.readlink(fd.path).startswith(directories):
+                    st = os.stat(fd.path)  # the open file itself, also when its name is gone
+                    found.add((st.st_dev, st.st_ino))
     with contextlib.suppress(OSError), open(f"{pid_dir}/maps", errors="replace") as maps:
         for line in maps:
-            rest = line.rstrip("\n").partition("/")[2]
-            if rest and keep("/" + rest):
-                found.add("/" + rest)
+            # "start-end perms offset MAJ:MIN inode   /path": the device in hex, as st_dev's major and minor.
+            at = line.find("/")
+            if at < 0 or not line.startswith(directories, at):
+                continue
+            fields = line[:at].split()
+            if len(fields) == 5:
+                major, _, minor = fields[3].partition(":")
+                with contextlib.suppress(ValueError):
+                    found.add((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
     return found
 
 
 def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
-    """Which of these paths some live process has open or mapped."""
+    """Which of these paths some live process has open or mapped, under this name or another."""
+    wanted = {ident: path for path in paths if (ident := identity(path)) is not None}
+    if not wanted:
+        return set()
+    directories = tuple({os.path.dirname(path) + "/" for path in paths})
     used: set[str] = set()
     for entry in os.scandir(proc_root):
         if entry.name.isdigit():
-            used |= _files_of(entry.path, paths.__contains__)
-            if used >= paths:
+            used |= {wanted[i] for i in _identities_of(entry.path, directories) if i in wanted}
+            if len(used) == len(wanted):
                 break
     return used
 
 
-def files_held_by(pids: Iterable[int], prefixes: tuple[str, ...], proc_root: str = "/proc") -> set[str]:
-    """The files under these path prefixes that these processes have open or mapped right now."""
-    found: set[str] = set()
+def identities_held_by(pids: Iterable[int], directories: tuple[str, ...], proc_root: str = "/proc") -> set[Identity]:
+    """The files under these directories that these processes have open or mapped right now."""
+    found: set[Identity] = set()
     for pid in pids:
-        found |= _files_of(f"{proc_root}/{pid}", lambda path: path.startswith(prefixes))
+        found |= _identities_of(f"{proc_root}/{pid}", directories)
     return found
 
 
