@@ -138,6 +138,13 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
 # (`raise ... from e`), so they follow it in the log, and a placed OOM would have the ladder change a GPU setting
 # (enforce-eager skips the plugin's compile altogether).
 ACCELERATOR_MEMORY_RULES: tuple[Rule, ...] = (
+    # torch's device out-of-memory exception named, its message cut off: a paste that stops at the type, or IPython's
+    # header, which names the class above the frames ("OutOfMemoryError      Traceback (most recent call last)";
+    # blind127/b127-005, the message at the end not pasted). torch.OutOfMemoryError (2.5+; torch.cuda's before) is
+    # raised by the device allocators alone (c10/cuda/CUDACachingAllocator.cpp, XPU's, MPS'): an OOM, resolved by
+    # stage like the message itself. Not a line that quotes the name ("except torch.OutOfMemoryError:" in source).
+    Rule("oom", re.compile(r"(?:^|\] )(?:torch\.(?:cuda\.)?)?OutOfMemoryError(?::?\s{0,20}$|\s{2,200}Traceback "
+                           r"\(most recent call last\))"), source=SOURCES["torch_oom"]),
     Rule("no_kv_memory", re.compile(r"Not enough memory for (?P<num_blocks>\d{1,9}) blocks of KV cache\."), KV_CACHE,
          detail="rbln_blocks", numbers=lambda m: numbers_of(m, "num_blocks"), source=SOURCES["rbln_blocks"]),
     Rule("gpu_oom", re.compile(r"SYS_EBUSY: Lack of device memory|SYS_ENOMEM: Out of memory"), warning=True,
