@@ -137,7 +137,7 @@ SCORED_ONCE = {
     "blind116": "0 of 2", "blind117": "17 of 18", "blind118": "11 of 11", "blind119": "16 of 17",
     "blind120": "13 of 14", "blind121": "14 of 17", "blind122": "17 of 17",
     "blind123": "18 of 20", "blind124": "16 of 20", "blind125": "15 of 18", "blind126": "15 of 15",
-    "blind127": "16 of 17",
+    "blind127": "16 of 17", "blind128": "16 of 20",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
