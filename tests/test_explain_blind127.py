@@ -1,8 +1,13 @@
-"""`explain` on blind127 (tests/data/real-logs/blind127), a blind set of issue 26, after its one scoring.
+"""`explain` on blind127 and blind128 (tests/data/real-logs/blind127, blind128), two blind sets of issue 26, after
+their one scoring.
 
-Collected by a helper that never read the classifier, from pipelines that start vLLM for batch generation and
-evaluation; scored once at edc0a9b: 16 of 17, no confident error. Its one miss taught a reading: torch's device
+Collected by helpers that never read the classifier. blind127, pipelines that start vLLM for batch generation and
+evaluation, scored once at edc0a9b: 16 of 17, no confident error. Its one miss taught a reading: torch's device
 out-of-memory exception named with its message cut off (IPython's header names the class above the frames).
+blind128, starts that fail on a feature switched on, scored once at 013a916: 16 of 20, 2 confident errors (vLLM's
+'does not support LoRA yet', labelled unsupported_architecture where three earlier logs are labelled usage_error).
+Its misses taught the speculative-decoding CUDA-graph sizes refusal; a PR branch's 'Speculative decoding is not
+supported with Ray.', in no release, stays a miss.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.details_settings import SPEC_CUDAGRAPH
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 
@@ -51,3 +58,20 @@ def test_the_oom_type_with_its_message_cut_is_read_as_the_whole_message(before: 
 ])
 def test_a_line_that_only_names_the_type_is_no_oom(line: str) -> None:
     assert classify(LOADING + line).cls == "unknown"
+
+
+def test_the_speculative_decoding_cuda_graph_refusal_is_a_settings_refusal() -> None:
+    # V1's wrapper quoting 0.11-0.30's "Can't determine cudagraph shapes that are both a multiple of 3
+    # (num_speculative_tokens + 1) required by spec-decode and 4 (tensor_parallel_size) ..." (EAGLE at TP 4)
+    d = classify(blind_log("blind128", "b128-003"))
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "spec_cudagraph", "high")
+    assert advice_for(d) is SPEC_CUDAGRAPH
+    assert isinstance(next_step(d, Settings(max_model_len=4096)), Stop)
+
+
+def test_the_later_wording_of_the_cuda_graph_sizes_refusal() -> None:
+    # vLLM 0.11-0.34's, when no capture size rounds up to a multiple under the largest (config/compilation.py)
+    line = ("ValueError: No valid cudagraph sizes after rounding to multiple of 5 (num_speculative_tokens + 1) "
+            "please adjust num_speculative_tokens (4) or max_cudagraph_capture_size (4) or cudagraph_capture_sizes "
+            "([1, 2, 4])\n")
+    assert (classify(line).cls, classify(line).detail) == ("usage_error", "spec_cudagraph")

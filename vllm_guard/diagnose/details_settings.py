@@ -23,6 +23,18 @@ SPEC_CONFIG = Advice(
     ("retrying unchanged",),
 )
 
+SPEC_CUDAGRAPH = Advice(
+    "With speculative decoding, vLLM captures full decode CUDA graphs only for batch sizes that are multiples of "
+    "num_speculative_tokens + 1, and with sequence parallelism also of the tensor-parallel size; no capture size "
+    "fits both, or none rounds up to such a multiple under the largest capture size.",
+    ("a num_speculative_tokens whose + 1 divides the tensor-parallel size or is divided by it (1, 3 or 7 at TP 4), "
+     "or sequence parallelism off in --compilation-config",
+     "a --max-cudagraph-capture-size (or cudagraph_capture_sizes) reaching a multiple of num_speculative_tokens + 1",
+     "a newer vLLM: the shared-multiple check was dropped after 0.30"),
+    ("--enforce-eager to get past it: it drops every CUDA graph, the speed speculative decoding was for",
+     "retrying unchanged"),
+)
+
 ROPE_TYPE = Advice(
     "The RoPE scaling type is one no vLLM knows: a --rope-scaling (or --hf-overrides) value with a typo, or a "
     "config.json written for another program.",
@@ -355,6 +367,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "hccl_port": HCCL_PORT,
     "lora_model": LORA_MODEL,
     "spec_config": SPEC_CONFIG,
+    "spec_cudagraph": SPEC_CUDAGRAPH,
     "rope_type": ROPE_TYPE,
     "rope_newer": ROPE_NEWER,
     "permission": PERMISSION,

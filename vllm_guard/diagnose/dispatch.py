@@ -22,7 +22,7 @@ _WORDS = (
     "does not yet support: ", "To support LoRA for MoE", "expected target modules", "invalid device function",
     "number of tokens that can be", "No available memory", "Cannot auto-fit", "Error in memory profiling",
     "Failed to load model", "out of memory", "OutOfMemoryError", "ALLOC_FAILED", "/dev/shm", "bus error", "Bus error",
-    "SIGBUS",
+    "SIGBUS", "num_speculative_tokens",
     "shared memory", "divisible", "Bfloat16", "not supported", "FP8 KV cache", "No valid attention backend",
     "User-specified max_model_len", "World size", "DP adjusted", "Failed to infer device", "Errno 98", "No space left",
     "Errno 48", "Errno 28", "Gated", "error:", "Repo id must be", "Available memory on node",
