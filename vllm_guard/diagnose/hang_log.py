@@ -38,6 +38,9 @@ def _cut_repeat(last: LogLine, before: LogLine) -> bool:
 # A last line that is only the start of a process prefix, cut where the paste ends ("(autoscaler"; blind52/b52-010)
 _CUT_PREFIX = re.compile(r"^\(\w{1,40}$")
 STOP_LINES = 4  # the last lines that may name the stage a log stops in (a cut line, a stray line after it)
+# A reporter's elision mark on a line of its own ("...", "…", "[...]", "。。。"): the paste left out what came next,
+# so where it stops is not where the log did (blind129/b129-014: "[。。。" after NCCL's set-up lines).
+_ELISION = re.compile(r"^\s{0,20}[\[(]?\s{0,5}(?:\.{3,20}|…{1,10}|。{2,20})\s{0,5}[\])]?\s{0,20}$")
 # The stages a log that just stops can name: NCCL's set-up and the P2P check hang without a line, and a process
 # killed there is rare. A log that stops while loading, compiling or capturing is as often a start the host's OOM
 # killer ended (the paste lacks the exit): no evidence of a hang (tests/test_explain.py test_exit_status_forms).
@@ -115,7 +118,7 @@ def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | 
                         if i not in skipped):
         return None
     before = _stage_before(lines)
-    if before is None or before[0] not in STOP_STAGES:
+    if before is None or before[0] not in STOP_STAGES or any(_ELISION.match(line.text) for line in lines[-STOP_LINES:]):
         return None
     stage, text = before
     said = (f"the log stops in {stage} with no error and nothing after it: a start that hung there, or a paste cut "
