@@ -22,7 +22,10 @@ VERSION_SOURCES: dict[str, str] = {
                       "sure your triton version is compatible. Error: ...' (triton_kernels 3.8 moved matmul_ogs to "
                       "matmul)",
     "deep_gemm": "vLLM 0.10-0.33 utils/deep_gemm.py _missing: 'RuntimeError: DeepGEMM backend is not available or "
-                 "outdated. Please install or update the `deep_gemm` to a newer version to enable FP8 kernels.'",
+                 "outdated. Please install or update the `deep_gemm` to a newer version to enable FP8 kernels.'; "
+                 "0.30-0.34 sparse_attn_indexer.py and models' sparse_indexer.py: 'Sparse Attention Indexer CUDA op "
+                 "requires DeepGEMM to be installed.' ('... DeepGEMM support in the current vLLM environment.'), "
+                 "'X requires DeepGEMM >= 2.8 (fp8_fp4_sparse_mqa_logits not found).'",
     "rope_type_key": "vLLM transformers_utils/config.py patch_rope_scaling_dict (raised in 0.7.3, 0.10.1 and 0.11.0; "
                      "not in 0.32): \"rope_scaling should have a 'rope_type' key\"",
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "

@@ -79,7 +79,7 @@ _WORDS = (
     "argument --quantization", "No tokenizer file found in directory",
     "Architecture", "is not equal to tensor_model_parallel_size", "invalid JSON in header",
     "is allocated by PyTorch", "CutlassExpertsFp4", "gate's and up's weight", "down's weight",
-    "input_size_per_partition", "output_partition_size", "DeepGEMM backend",
+    "input_size_per_partition", "output_partition_size", "DeepGEMM backend", "requires DeepGEMM",
     "Pipeline parallelism is only", "Speculative decoding with draft", "Expected both speculative_model",
     "Unknown RoPE scaling type", "Permission denied", "local_world_size", "TensileLibrary", "Failed to connect to GCS",
     "MLA kv_data_type", "FlexAttention does not support", "custom_all_reduce", "Failed to bind the IP port",

@@ -183,9 +183,11 @@ VERSION_RULES: tuple[Rule, ...] = (
          when=conditions.never_ready, source=SOURCES["hip_invalid_function"]),
     # vLLM's stand-in for DeepGEMM's kernels when the optional deep_gemm package is missing or older than it needs
     # (utils/deep_gemm.py _missing, 0.10-0.33): an FP8 path or the kernel warm-up called one (blind43/b43-011: the
-    # sparse-attention indexer's fp8_paged_mqa_logits)
-    Rule("version_mismatch", re.compile(r"DeepGEMM backend is not available or outdated"), detail="deep_gemm",
-         source=SOURCES["deep_gemm"]),
+    # sparse-attention indexer's fp8_paged_mqa_logits); and the indexer's own checks as it is built (0.30-0.34
+    # sparse_attn_indexer.py, sparse_indexer.py; blind129/b129-013: a Windows build at TP 2)
+    Rule("version_mismatch", re.compile(r"DeepGEMM backend is not available or outdated|Sparse Attention Indexer CUDA "
+                                        r"op requires DeepGEMM|requires DeepGEMM >= [\d.]{1,8} \(\w{1,64} not found"),
+         detail="deep_gemm", source=SOURCES["deep_gemm"]),
     # vLLM's own ImportError that names a package a model, loader or feature needs and this environment lacks or has
     # at another version (vLLM 0.4-0.34: "Please install timm", "bitsandbytes version is wrong. Please install
     # bitsandbytes>=...", "Using Ray backend requires installation of ray", "The package `amd-quark` is required to
