@@ -38,6 +38,25 @@ NO_WEIGHTS = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+MODELSCOPE_MISSING = Advice(
+    "ModelScope does not have that model, revision or file: with VLLM_USE_MODELSCOPE=True vLLM fetches from "
+    "modelscope.cn, whose ids are not always the Hugging Face Hub's (many models there have no copy, or another "
+    "owner's name) and whose repositories' default branch is master.",
+    ("the model's ModelScope id, as modelscope.cn shows it", "VLLM_USE_MODELSCOPE unset, to fetch from the Hugging "
+     "Face Hub", "a --revision the ModelScope repository has", "a local folder (`modelscope download`) as the model"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+STREAMER_ACCESS = Advice(
+    "The Run:ai Model Streamer could not read one of the model's files ('File access error'): the path or object "
+    "does not exist there, or this process may not read it (the object store's credentials, region or endpoint, "
+    "or a local file's permissions).",
+    ("list the path as vLLM's process would (`aws s3 ls s3://BUCKET/PREFIX/`): the config and every shard",
+     "credentials and region in vLLM's environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a role; "
+     "AWS_REGION; AWS_ENDPOINT_URL for an S3-compatible store)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 WEIGHTS_UNREADABLE = Advice(
     "A weight file is not a whole checkpoint: a download cut short (MetadataIncompleteBuffer, PyTorch's zip "
     "reader), or a git-lfs pointer or HTML page saved in its place (HeaderTooLarge).",
@@ -193,6 +212,8 @@ FILE_ADVICE: dict[str, Advice] = {
     "config_missing": CONFIG_MISSING,
     "hub_refused": HUB_REFUSED,
     "no_weights": NO_WEIGHTS,
+    "modelscope_missing": MODELSCOPE_MISSING,
+    "streamer_access": STREAMER_ACCESS,
     "weights_unreadable": WEIGHTS_UNREADABLE,
     "weights_missing": WEIGHTS_MISSING,
     "remote_gguf": REMOTE_GGUF,
