@@ -407,11 +407,12 @@ def api_server(argv: list[str]) -> int:
 
 WORKERS: list[subprocess.Popen[bytes]] = []
 SEGMENTS: list[mmap.mmap] = []  # kept mapped, as vLLM keeps its queues' segments and its locks
+FAKE_MARK = "fk"  # in the fake's names after vLLM's prefixes, so a test counts only the fake's files
 
 
 def shared_segment() -> None:
     """A segment as multiprocessing.shared_memory makes one: /dev/shm/psm_<hex>, sized, mapped, its fd closed."""
-    fd = os.open(f"/dev/shm/psm_{secrets.token_hex(4)}", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(f"/dev/shm/psm_{FAKE_MARK}{secrets.token_hex(4)}", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     os.ftruncate(fd, 4096)
     SEGMENTS.append(mmap.mmap(fd, 4096))
     os.close(fd)
@@ -426,7 +427,7 @@ def named_semaphore() -> None:
     os.ftruncate(fd, 32)
     SEGMENTS.append(mmap.mmap(fd, 32))
     os.close(fd)
-    os.link(temporary, f"/dev/shm/sem.mp-{secrets.token_hex(4)}")
+    os.link(temporary, f"/dev/shm/sem.mp-{FAKE_MARK}{secrets.token_hex(4)}")
     os.unlink(temporary)
 
 

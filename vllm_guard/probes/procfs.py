@@ -138,7 +138,7 @@ def identity(path: str) -> Identity | None:
     return st.st_dev, st.st_ino
 
 
-def _identities_of(pid_dir: str, directories: tuple[str, ...]) -> set[Identity]:
+def _identities_of(pid_dir: str, directories: tuple[str, ...], maps: bool = True) -> set[Identity]:
     """The files under these directories one process has open or mapped, from /proc/PID/fd and /proc/PID/maps,
     as identities: a mapping whose name was since unlinked or replaced still counts (psutil's memory_maps reads
     smaps, far slower on vLLM's thousands of mappings)."""
@@ -149,8 +149,10 @@ def _identities_of(pid_dir: str, directories: tuple[str, ...]) -> set[Identity]:
                 if os.readlink(fd.path).startswith(directories):
                     st = os.stat(fd.path)  # the open file itself, also when its name is gone
                     found.add((st.st_dev, st.st_ino))
-    with contextlib.suppress(OSError), open(f"{pid_dir}/maps", errors="replace") as maps:
-        for line in maps:
+    if not maps:
+        return found
+    with contextlib.suppress(OSError), open(f"{pid_dir}/maps", errors="replace") as lines:
+        for line in lines:
             # "start-end perms offset MAJ:MIN inode   /path": the device in hex, as st_dev's major and minor.
             at = line.find("/")
             if at < 0 or not line.startswith(directories, at):
@@ -168,7 +170,7 @@ def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
     wanted = {ident: path for path in paths if (ident := identity(path)) is not None}
     if not wanted:
         return set()
-    directories = tuple({os.path.dirname(path) + "/" for path in paths})
+    directories = tuple({os.path.realpath(os.path.dirname(path)) + "/" for path in paths})  # as /proc shows them
     used: set[str] = set()
     for entry in os.scandir(proc_root):
         if entry.name.isdigit():
@@ -179,11 +181,23 @@ def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
 
 
 def identities_held_by(pids: Iterable[int], directories: tuple[str, ...], proc_root: str = "/proc") -> set[Identity]:
-    """The files under these directories that these processes have open or mapped right now."""
+    """The files under these directories that these processes have open or mapped right now. Not the mappings of a
+    process in uninterruptible sleep: reading its maps waits for its memory-map lock, which such a process may hold
+    (a GPU driver call that hangs), and the keeper must go on to SIGKILL."""
     found: set[Identity] = set()
     for pid in pids:
-        found |= _identities_of(f"{proc_root}/{pid}", directories)
+        pid_dir = f"{proc_root}/{pid}"
+        found |= _identities_of(pid_dir, directories, maps=_state(pid_dir) != "D")
     return found
+
+
+def _state(pid_dir: str) -> str | None:
+    """A process's state letter from /proc/PID/stat (R, S, D, Z, ...), None when it is gone."""
+    try:
+        with open(f"{pid_dir}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def listener_uids(ip: str, port: int, proc_root: str = "/proc") -> set[int]:
