@@ -69,9 +69,49 @@ def test_the_speculative_decoding_cuda_graph_refusal_is_a_settings_refusal() -> 
     assert isinstance(next_step(d, Settings(max_model_len=4096)), Stop)
 
 
-def test_the_later_wording_of_the_cuda_graph_sizes_refusal() -> None:
-    # vLLM 0.11-0.34's, when no capture size rounds up to a multiple under the largest (config/compilation.py)
-    line = ("ValueError: No valid cudagraph sizes after rounding to multiple of 5 (num_speculative_tokens + 1) "
-            "please adjust num_speculative_tokens (4) or max_cudagraph_capture_size (4) or cudagraph_capture_sizes "
-            "([1, 2, 4])\n")
+@pytest.mark.parametrize("inside", ["num_speculative_tokens + 1 or tp if sequence parallelism is enabled",  # 0.20-0.30
+                                    "num_speculative_tokens + 1"])  # 0.32-0.33
+def test_the_later_wording_of_the_cuda_graph_sizes_refusal(inside: str) -> None:
+    # vLLM's raise when no capture size rounds up to a multiple under the largest (config/compilation.py)
+    line = (f"ValueError: No valid cudagraph sizes after rounding to multiple of 5 ({inside}) please adjust "
+            "num_speculative_tokens (4) or max_cudagraph_capture_size (4) or cudagraph_capture_sizes ([1, 2, 4])\n")
     assert (classify(line).cls, classify(line).detail) == ("usage_error", "spec_cudagraph")
+
+
+def test_vllm_0_11s_warning_of_the_same_is_no_failure() -> None:
+    # 0.11 only warned, and went on with the sizes it had (config/compilation.py)
+    line = ("WARNING 11-20 10:00:00 [compilation.py:948] No valid cudagraph sizes after rounding to multiple of  "
+            "num_speculative_tokens + 1 (5); please adjust num_speculative_tokens or max_cudagraph_capture_size (or "
+            "cudagraph_capture_sizes)\n")
+    assert classify(line).detail != "spec_cudagraph"
+
+
+HEADER = "OutOfMemoryError                          Traceback (most recent call last)\n"
+CELL = ("Cell In[2], line 1\n----> 1 llm = LLM(model='m', gpu_memory_utilization=0.9)\n"
+        "File /opt/conda/lib/python3.12/site-packages/vllm/entrypoints/llm.py:214, in LLM.__init__(self, model)\n")
+HELD = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of "
+        "which 120.00 MiB is free. Process 31337 has 60.00 GiB memory in use. Including non-PyTorch memory, this "
+        "process has 18.90 GiB memory in use.\n")
+RAY = ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n"
+       "Memory on the node (IP: 10.0.0.1, ID: 5f1a) where the task (task ID: 3c2e, name=run_vllm, pid=4242, memory "
+       "used=20.10GB) was running was 60.00GB / 62.00GB (0.9677), which exceeds the memory usage threshold of 0.95. "
+       "Ray killed this worker (ID: 9a8b) because it was the most recently scheduled task.\n")
+
+
+@pytest.mark.parametrize("before", ["", LOADING])
+def test_ipythons_header_gives_way_to_the_whole_message_below(before: str) -> None:
+    # (newcomer review) the header read first had hidden the message's own reading: another process's 60 GiB
+    plain = classify(before + "Traceback (most recent call last):\n" + CELL + HELD)
+    with_header = classify(before + HEADER + CELL + HELD)
+    assert (with_header.cls, with_header.detail, with_header.numbers) == (plain.cls, plain.detail, plain.numbers)
+    assert with_header.cls == "gpu_busy" and with_header.numbers["other_pid"] == 31337
+
+
+def test_rays_out_of_memory_under_ipythons_header_is_the_hosts() -> None:
+    # Ray's exception has the same short name, and is the node's RAM: never a GPU setting to change
+    assert classify(LOADING + HEADER + CELL + RAY).cls == classify(LOADING + CELL + RAY).cls == "host_oom"
+
+
+def test_the_type_alone_on_its_line_gives_way_to_the_message_on_the_next() -> None:
+    d = classify(LOADING + "torch.OutOfMemoryError:\n" + HELD.replace("OutOfMemoryError: ", ""))
+    assert d.cls == "gpu_busy"

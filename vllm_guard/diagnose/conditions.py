@@ -240,6 +240,19 @@ def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, A
                for after in lines[i + 1:i + 4])
 
 
+# A later line that says an out-of-memory error in full: the exception's type with its message, or the allocator's
+# words (torch's, Ray's for the host's memory, NCCL's)
+_FULLER_OOM = re.compile(r"OutOfMemoryError: \S|[Oo]ut of memory")
+OOM_LOOKAHEAD = 2000  # lines: an IPython traceback of vLLM's start is a few hundred
+
+
+def no_fuller_oom_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """No later line says the out-of-memory error in full. IPython heads its traceback with the bare type and ends
+    it with the whole message, and a terminal may leave the type alone on a line: that line is read, with its
+    figures and its kind (Ray's OutOfMemoryError is the host's memory, not the GPU's)."""
+    return not any(_FULLER_OOM.search(after.text[:MAX_LINE_CHARS]) for after in lines[i + 1:i + 1 + OOM_LOOKAHEAD])
+
+
 # Conditions that read the whole log and not the line's place in it: a line that holds the same words as one read
 # before gets the same answer, so the per-line memo of classify may skip it (a million repeated warnings cost one
 # reading; issue 28).

@@ -142,9 +142,12 @@ ACCELERATOR_MEMORY_RULES: tuple[Rule, ...] = (
     # header, which names the class above the frames ("OutOfMemoryError      Traceback (most recent call last)";
     # blind127/b127-005, the message at the end not pasted). torch.OutOfMemoryError (2.5+; torch.cuda's before) is
     # raised by the device allocators alone (c10/cuda/CUDACachingAllocator.cpp, XPU's, MPS'): an OOM, resolved by
-    # stage like the message itself. Not a line that quotes the name ("except torch.OutOfMemoryError:" in source).
+    # stage like the message itself. Not a line that quotes the name ("except torch.OutOfMemoryError:" in source),
+    # nor one whose full message the paste has further down (IPython's traceback ends with it; Ray's
+    # OutOfMemoryError, the host's memory, has the same short name).
     Rule("oom", re.compile(r"(?:^|\] )(?:torch\.(?:cuda\.)?)?OutOfMemoryError(?::?\s{0,20}$|\s{2,200}Traceback "
-                           r"\(most recent call last\))"), source=SOURCES["torch_oom"]),
+                           r"\(most recent call last\))"), when=conditions.no_fuller_oom_after,
+         source=SOURCES["torch_oom"]),
     Rule("no_kv_memory", re.compile(r"Not enough memory for (?P<num_blocks>\d{1,9}) blocks of KV cache\."), KV_CACHE,
          detail="rbln_blocks", numbers=lambda m: numbers_of(m, "num_blocks"), source=SOURCES["rbln_blocks"]),
     Rule("gpu_oom", re.compile(r"SYS_EBUSY: Lack of device memory|SYS_ENOMEM: Out of memory"), warning=True,
