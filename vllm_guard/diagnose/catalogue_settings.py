@@ -14,8 +14,9 @@ SETTINGS_SOURCES: dict[str, str] = {
                    "speculative_model and num_speculative_tokens to be provided, but found ...'",
     "spec_cudagraph": "vLLM 0.11-0.30 config/compilation.py adjust_cudagraph_sizes_for_spec_decode: 'Can't determine "
                       "cudagraph shapes that are both a multiple of N (num_speculative_tokens + 1) required by "
-                      "spec-decode and M (tensor_parallel_size) required by sequence parallelism'; 0.11-0.34: 'No "
-                      "valid cudagraph sizes after rounding to multiple of N (num_speculative_tokens + 1)'",
+                      "spec-decode and M (tensor_parallel_size) required by sequence parallelism'; 0.20-0.33: 'No "
+                      "valid cudagraph sizes after rounding to multiple of N (num_speculative_tokens + 1 or tp if "
+                      "sequence parallelism is enabled)' (to 0.30; '(num_speculative_tokens + 1)' from 0.32)",
     "rope_type": "vLLM 0.2-0.33 get_rope (model_executor/layers/rotary_embedding.py; rotary_embedding/__init__.py at "
                  "0.32): 'ValueError: Unknown RoPE scaling type X'",
     "custom_allreduce_cuda": "vLLM 0.3-0.33 csrc/custom_all_reduce.cuh CUDACHECK: 'Failed: Cuda error FILE:LINE "

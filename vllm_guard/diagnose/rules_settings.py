@@ -103,12 +103,14 @@ SETTINGS_RULES: tuple[Rule, ...] = (
          BEFORE_START, detail="spec_config", source=SOURCES["spec_config"]),
     # Full decode CUDA graphs with speculative decoding need capture sizes that are multiples of num_speculative_tokens
     # + 1 (config/compilation.py adjust_cudagraph_sizes_for_spec_decode): 0.11-0.30 refused a tensor-parallel size
-    # with sequence parallelism that shares no multiple with it, and 0.11-0.34 refuse when no capture size rounds up
-    # to one under max_cudagraph_capture_size (blind128/b128-003: EAGLE's 2 tokens at TP 4)
+    # with sequence parallelism that shares no multiple with it (blind128/b128-003: EAGLE's 2 tokens at TP 4), and
+    # 0.20-0.33 refuse when no capture size rounds up to one under max_cudagraph_capture_size ("(num_speculative_
+    # tokens + 1 or tp if sequence parallelism is enabled)" to 0.30, "(num_speculative_tokens + 1)" from 0.32; 0.11
+    # only warned, without the number after "multiple of")
     Rule("usage_error", re.compile(r"Can't determine cudagraph shapes that are both a multiple of \d{1,4} "
                                    r"\(num_speculative_tokens \+ 1\) required by spec-decode and \d{1,4}"
                                    r"|No valid cudagraph sizes after rounding to multiple of \d{1,4} "
-                                   r"\(num_speculative_tokens \+ 1\)"),
+                                   r"\(num_speculative_tokens \+ 1(?:\)| or tp if sequence parallelism)"),
          BEFORE_START, detail="spec_cudagraph", source=SOURCES["spec_cudagraph"]),
     # A RoPE type some vLLM knows, named by the model's config.json to a vLLM that predates it (Llama 3.1's llama3
     # before 0.5.3), then any other name (a --rope-scaling typo; blind48/b48-001's "extended"): get_rope in
