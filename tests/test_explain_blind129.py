@@ -48,6 +48,8 @@ def test_every_elision_mark_unsays_where_the_log_stops(mark: str) -> None:
     assert classify(NCCL_SETUP + mark + "\n").cls == "unknown"
 
 
-def test_an_elision_before_the_last_lines_says_nothing_about_the_end() -> None:
-    assert classify("...\n" + "INFO 05-02 04:19:40 [core.py:90] Initializing a V1 LLM engine\n" * 5
+@pytest.mark.parametrize("lines_above", [0, 5])
+def test_an_elision_before_the_stages_lines_says_nothing_about_the_end(lines_above: int) -> None:
+    # (newcomer review) right above NCCL's last lines, too: the paste left something out before them, not after
+    assert classify("...\n" + "INFO 05-02 04:19:40 [core.py:90] Initializing a V1 LLM engine\n" * lines_above
                     + NCCL_SETUP).cls == "startup_hang"

@@ -118,9 +118,13 @@ def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | 
                         if i not in skipped):
         return None
     before = _stage_before(lines)
-    if before is None or before[0] not in STOP_STAGES or any(_ELISION.match(line.text) for line in lines[-STOP_LINES:]):
+    if before is None or before[0] not in STOP_STAGES:
         return None
     stage, text = before
+    tail = lines[-STOP_LINES:]
+    after = max((k for k, line in enumerate(tail) if line.text == text), default=-1) + 1
+    if any(_ELISION.match(line.text) for line in tail[after:]):  # an elision after the stage's line, not before it
+        return None
     said = (f"the log stops in {stage} with no error and nothing after it: a start that hung there, or a paste cut "
             "there")
     return _diagnosis(stage, {}, (text[:EVIDENCE_CHARS], said), HANG_SOURCES["hang_stops"], "the log's last lines",
