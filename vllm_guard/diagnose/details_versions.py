@@ -255,7 +255,9 @@ DEEP_GEMM = Advice(
     "this vLLM needs: an FP8 checkpoint's layers, DeepSeek's sparse-attention indexer, or the kernel warm-up some "
     "releases run at start even for models without FP8 layers.",
     ("deep_gemm built at the commit this vLLM pins (its tools/install_deepgemm.sh; the PyPI source package lacks "
-     "its CUTLASS submodule)", "for a model without FP8 layers: VLLM_DEEP_GEMM_WARMUP=skip, or VLLM_USE_DEEP_GEMM=0",
+     "its CUTLASS submodule)", "`python -c 'import deep_gemm'` in vLLM's environment: one installed that does not "
+     "import (built for another CUDA, its libnvrtc missing) counts as missing",
+     "for a model without FP8 layers: VLLM_DEEP_GEMM_WARMUP=skip, or VLLM_USE_DEEP_GEMM=0",
      "a vLLM image that ships deep_gemm"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
