@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.launch import leftovers, process, sentinel
+from vllm_guard.probes import procfs
 from vllm_guard.probes.host import descendants
 
 POLL_S = 0.1
@@ -131,7 +132,7 @@ class Keeper:
         for pid in pids:
             if pid in self.told or sentinel.process_group(pid) in (group, None):
                 continue
-            ticks = sentinel.start_ticks(pid)
+            ticks = procfs.stat_field(pid, procfs.START_TIME_FIELD)
             if ticks is not None:
                 with contextlib.suppress(OSError):
                     os.write(self.sentinel[1], f"{pid} {ticks}\n".encode())

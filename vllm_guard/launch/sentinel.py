@@ -60,15 +60,6 @@ def start_sentinel() -> tuple[int, int] | None:
     return pid, write_end
 
 
-def start_ticks(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/PID/stat field 22): with the pid, it names one process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def process_group(pid: int) -> int | None:
     try:
         return os.getpgid(pid)

@@ -186,16 +186,21 @@ def identities_held_by(pids: Iterable[int], directories: tuple[str, ...], proc_r
     (a GPU driver call that hangs), and the keeper must go on to SIGKILL."""
     found: set[Identity] = set()
     for pid in pids:
-        pid_dir = f"{proc_root}/{pid}"
-        found |= _identities_of(pid_dir, directories, maps=_state(pid_dir) != "D")
+        found |= _identities_of(f"{proc_root}/{pid}", directories,
+                                maps=stat_field(pid, STATE_FIELD, proc_root) != "D")
     return found
 
 
-def _state(pid_dir: str) -> str | None:
-    """A process's state letter from /proc/PID/stat (R, S, D, Z, ...), None when it is gone."""
+# /proc/PID/stat's fields after the command's closing parenthesis, from 0 (proc(5) numbers them from 3)
+STATE_FIELD = 0  # R, S, D (uninterruptible sleep), Z, ...
+START_TIME_FIELD = 19  # clock ticks after boot: with the pid, it names one process
+
+
+def stat_field(pid: int, index: int, proc_root: str = "/proc") -> str | None:
+    """One field of /proc/PID/stat, None when the process is gone."""
     try:
-        with open(f"{pid_dir}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+        with open(f"{proc_root}/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[index]
     except (OSError, IndexError):
         return None
 
