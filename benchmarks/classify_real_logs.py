@@ -139,7 +139,7 @@ SCORED_ONCE = {
     "blind123": "18 of 20", "blind124": "16 of 20", "blind125": "15 of 18", "blind126": "15 of 15",
     "blind127": "16 of 17", "blind128": "16 of 20",
     "blind129": "13 of 16", "blind130": "13 of 20",
-    "blind131": "12 of 14",
+    "blind131": "12 of 14", "blind132": "9 of 10",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
