@@ -31,7 +31,8 @@ VERSION_SOURCES: dict[str, str] = {
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
                     "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "vllm_module": "the Python interpreter's import error for a module under vllm/ ('ModuleNotFoundError: No module "
-                   "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/)",
+                   "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/; "
+                   "'vllm.prompt_adapter', gone in 0.10)",
     "numba_numpy": "numba's import check (numba/__init__.py _ensure_critical_deps): 'ImportError: Numba needs NumPy "
                    "X or less. Got NumPy Y.' (or 'or greater')",
     "infer_schema": "PyTorch 2.4+ torch/_library/infer_schema.py: 'infer_schema(func): Parameter X has unsupported "
