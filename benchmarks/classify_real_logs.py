@@ -140,7 +140,7 @@ SCORED_ONCE = {
     "blind127": "16 of 17", "blind128": "16 of 20",
     "blind129": "13 of 16", "blind130": "13 of 20",
     "blind131": "12 of 14", "blind132": "9 of 10",
-    "blind133": "17 of 19",
+    "blind133": "17 of 19", "blind134": "13 of 17",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
