@@ -231,18 +231,22 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # usage_error (usage_cut, medium) as blind125/b125-016 and b125-017 are labelled, labelled
                           # unknown; NCCL's watchdog timing out the start's first all-reduce, read network (nccl) as
                           # collected/c074-c081 are labelled, labelled startup_timeout
-                          "b133-010-unknown.log", "b133-012-startup_timeout.log"}
+                          "b133-010-unknown.log", "b133-012-startup_timeout.log",
+                          # blind134's three, recorded at its score: a cache folder the start cannot write (Errno 13
+                          # on /.triton, ~/.cache/vllm, an HF_HOME), read usage_error (permission) as blind47/b47-007
+                          # and b47-008 are labelled; its collector labelled them unknown (no class for permissions)
+                          "b134-001-unknown.log", "b134-003-unknown.log", "b134-009-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (1728, with blind2-133): no
-    fewer right than measured after the rules blind57's to blind133's misses taught (1553, 89.9%; issue 26's bar of
+    """After the blind parts were scored once (README.md there), all the real failures (1745, with blind2-134): no
+    fewer right than measured after the rules blind57's to blind133's misses taught (1566, 89.7%; issue 26's bar of
     95% and one confident error is not met since blind5), no confident error beyond the known ones, and a success
     never gets a failure class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 1728
-    assert sum(r.right for r in failures) >= 1553, wrong
+    assert len(failures) >= 1745
+    assert sum(r.right for r in failures) >= 1566, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 
