@@ -111,8 +111,8 @@ def waiting_line(text: str) -> tuple[WaitingLine, dict[str, Any]] | None:
 # disable_custom_all_reduce=False, ..."; 0.11+'s "non-default args: {...}"; 0.4-0.10's api_server "args:
 # Namespace(...)"; a wrapper's repr of the AsyncEngineArgs it passes, as Ray Serve's vLLM example logs it): they
 # name steps, they are none (blind42/b42-004 and b42-005, blind109/b109-009: a log cut in that line was read as
-# stopping in the P2P check).
-_SETTINGS_LINE = re.compile(r"engine \(v[\w.+-]{1,40}\) with config: |non-default args: \{|\bargs: Namespace\("
+# stopping in the P2P check; blind136/b136-012: 0.2-0.3's "Initializing an LLM engine with config: ...", no version).
+_SETTINGS_LINE = re.compile(r"engine (?:\(v[\w.+-]{1,40}\) )?with config: |non-default args: \{|\bargs: Namespace\("
                             r"|EngineArgs\(model=")
 _SETTINGS_WORDS = ("with config: ", "non-default args: ", "args: Namespace(", "EngineArgs(model=")
 
