@@ -141,7 +141,7 @@ SCORED_ONCE = {
     "blind129": "13 of 16", "blind130": "13 of 20",
     "blind131": "12 of 14", "blind132": "9 of 10",
     "blind133": "17 of 19", "blind134": "13 of 17",
-    "blind135": "18 of 18", "blind136": "14 of 15",
+    "blind135": "18 of 18", "blind136": "14 of 15", "blind137": "19 of 20",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
