@@ -36,10 +36,23 @@ def test_what_blind130_taught(prefix: str, detail: str, advice: object) -> None:
     assert isinstance(next_step(d, Settings(max_model_len=4096)), Stop)
 
 
-def test_modelscopes_own_404_wording() -> None:
-    line = ("requests.exceptions.HTTPError: 404 Not Found: Qwen/Qwen3-8B-Base does not exist or is not accessible, "
-            "Request id: 3f2c for url: https://www.modelscope.cn/api/v1/models/Qwen/Qwen3-8B-Base/revisions\n")
-    assert (classify(line).cls, classify(line).detail) == ("model_access", "modelscope_missing")
+@pytest.mark.parametrize("line", [
+    # modelscope 1.15-1.37's hub/errors.py handle_http_response
+    "requests.exceptions.HTTPError: The request model: Qwen/Qwen3-8B-Base does not exist!",
+    # 1.24-1.37's hub/api.py, logged before its 404
+    "2025-06-01 10:00:00,000 - modelscope - ERROR - Repo gpt2 not exists on either https://www.modelscope.cn or "
+    "https://www.modelscope.ai",
+    # 1.38's modelscope_hub package
+    "modelscope_hub.errors.NotExistError: [E3020] The model: Qwen/Qwen3-8B has no revision: main !",
+])
+def test_modelscopes_other_releases_wordings(line: str) -> None:
+    # (newcomer review: the releases' tags since 1.15 say it otherwise)
+    assert (classify(line + "\n").cls, classify(line + "\n").detail) == ("model_access", "modelscope_missing")
+
+
+def test_the_streamers_response_side_error() -> None:
+    line = "ValueError: Could not receive runai_response from libstreamer due to: b'File access error'\n"
+    assert (classify(line).cls, classify(line).detail) == ("model_access", "streamer_access")
 
 
 @pytest.mark.parametrize("line", [

@@ -36,3 +36,12 @@ def test_an_adapter_built_for_an_older_vllm_is_a_version_mismatch() -> None:
 def test_one_level_down_only_a_module_some_releases_lack(module: str, read: bool) -> None:
     d = classify(f"ModuleNotFoundError: No module named '{module}'\n")
     assert (d.detail == "vllm_module") is read
+
+
+def test_vllm_0_4s_commit_hash_warning_is_no_layout_of_another_release() -> None:
+    # version.py warns and goes on (newcomer review): a start killed after it is not a version mismatch
+    log = ("/usr/lib/python3/dist-packages/vllm/version.py:10: RuntimeWarning: Failed to read commit hash:\n"
+           "No module named 'vllm.commit_id'\n"
+           "INFO 05-01 10:00:00 llm_engine.py:100] Initializing an LLM engine (v0.4.2) with config: model='m'\n"
+           "Killed\n")
+    assert classify(log).detail != "vllm_module"

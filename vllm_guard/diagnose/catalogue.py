@@ -300,11 +300,12 @@ SOURCES: dict[str, str] = {
     "no_weights": "vLLM 0.2-0.33 weight_utils.py prepare_hf_model_weights, later model_loader/default_loader.py "
                   "_prepare_weights: 'RuntimeError: Cannot find any model weights with `X`' (no *.safetensors, *.bin "
                   "or *.pt the load format accepts)",
-    "modelscope_missing": "ModelScope's hub (modelscope/hub/api.py, errors.py) under VLLM_USE_MODELSCOPE=True: "
-                          "'NotExistError: The model: X has no revision: Y !', '404 Not Found: X does not exist or is "
-                          "not accessible', and requests' '404 Client Error' for modelscope.cn/api/v1/models/",
+    "modelscope_missing": "ModelScope's hub under VLLM_USE_MODELSCOPE=True: 'NotExistError: The model: X has no "
+                          "revision: Y !' (modelscope.hub, modelscope_hub from 1.38), 'The request model: X does not "
+                          "exist!' (1.15-1.37), 'Repo X not exists on either ...' (1.24-1.37), requests' '404 Client "
+                          "Error' for modelscope.cn/api/v1/models/ (to 1.14)",
     "streamer_access": "Run:ai Model Streamer (runai-model-streamer, libstreamer.py): 'Could not send runai_request to "
-                       "libstreamer due to: b'File access error''",
+                       "libstreamer due to: b'File access error'', 'Could not receive runai_response from ...'",
     "weights_unreadable": "safetensors (Rust) SafeTensorError: 'Error while deserializing header: HeaderTooLarge' "
                           "(the file is not safetensors: a git-lfs pointer, an HTML page), 'MetadataIncompleteBuffer' "
                           "(the file is shorter than its header says); PyTorch's 'PytorchStreamReader failed reading "

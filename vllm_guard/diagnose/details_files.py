@@ -53,7 +53,9 @@ STREAMER_ACCESS = Advice(
     "or a local file's permissions).",
     ("list the path as vLLM's process would (`aws s3 ls s3://BUCKET/PREFIX/`): the config and every shard",
      "credentials and region in vLLM's environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a role; "
-     "AWS_REGION; AWS_ENDPOINT_URL for an S3-compatible store)"),
+     "AWS_REGION; AWS_ENDPOINT_URL for an S3-compatible store)", "for an S3-compatible store (MinIO and the "
+     "like): RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING=0, which `aws s3 ls` does not need", "one more start: an "
+     "object store under load fails a read now and then"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

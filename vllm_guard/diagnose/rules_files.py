@@ -104,18 +104,23 @@ FILE_RULES: tuple[Rule, ...] = (
     # (or in quotes: a paste whose markdown ate the backticks, blind130/b130-010)
     Rule("model_access", re.compile(r"Cannot find any model weights with [`'\"/~.\w]"), LOADING, detail="no_weights",
          source=SOURCES["no_weights"]),
-    # ModelScope's hub, where VLLM_USE_MODELSCOPE=True sends vLLM (modelscope/hub/api.py, errors.py): NotExistError for
-    # a model, revision or file it does not have ("The model: X has no revision: main !"; blind130/b130-004), and its
-    # API's 404 for a model id, often one of the Hugging Face Hub's that ModelScope does not copy (blind130/b130-003:
-    # gpt2), in requests' wording and in modelscope's own ("404 Not Found: X does not exist or is not accessible")
-    Rule("model_access", re.compile(r"modelscope\.hub\.errors\.NotExistError|404 Client Error: Not Found for url: "
-                                    r"https?://(?:www\.)?modelscope\.cn/api/v1/models/|404 Not Found: \S{1,300} does "
-                                    r"not exist or is not accessible, Request id"), BEFORE_START,
-         detail="modelscope_missing", source=SOURCES["modelscope_missing"]),
+    # ModelScope's hub, where VLLM_USE_MODELSCOPE=True sends vLLM: NotExistError for a model, revision or file it does
+    # not have (modelscope/hub/api.py "The model: X has no revision: main !", blind130/b130-004; modelscope_hub's from
+    # 1.38), and its API's 404 for a model id, often one of the Hugging Face Hub's that ModelScope does not copy: in
+    # requests' wording to 1.14 (blind130/b130-003: gpt2), "The request model: X does not exist!" in 1.15-1.37
+    # (hub/errors.py handle_http_response), "Repo X not exists on either <site> or <site>" logged by 1.24-1.37's
+    # hub/api.py before its 404 (a newcomer review read the releases' tags)
+    Rule("model_access", re.compile(r"modelscope(?:\.hub|_hub)\.errors\.NotExistError"
+                                    r"|404 Client Error: Not Found for url: https?://(?:www\.)?modelscope\.cn/api/v1/models/"
+                                    r"|The request model: \S{1,300} does not exist!"
+                                    r"|Repo \S{1,300} not exists on either https?://\S{0,100}modelscope"),
+         BEFORE_START, detail="modelscope_missing", source=SOURCES["modelscope_missing"]),
     # The Run:ai Model Streamer (--load-format runai_streamer) that cannot read one of the model's files: libstreamer's
     # response "File access error" (runai_model_streamer/libstreamer/libstreamer.py raises it as "Could not send
-    # runai_request to libstreamer due to: ..."; blind130/b130-007: an s3:// path)
-    Rule("model_access", re.compile(r"Could not send runai_request to libstreamer due to: b?'?File access error"),
+    # runai_request to libstreamer due to: ...", blind130/b130-007: an s3:// path; and from its response side as
+    # "Could not receive runai_response from libstreamer due to: ...")
+    Rule("model_access", re.compile(r"Could not (?:send runai_request to|receive runai_response from) libstreamer due "
+                                    r"to: b?'?File access error"),
          LOADING, detail="streamer_access", source=SOURCES["streamer_access"]),
     # openai-harmony (gpt-oss's chat format) reading a tiktoken vocabulary file that is not the one it expects
     # (src/tiktoken_ext/public_encodings.rs load_tiktoken_vocab, LoadError::InvalidTiktokenVocabFile): TIKTOKEN_

@@ -143,14 +143,18 @@ VERSION_RULES: tuple[Rule, ...] = (
     # 'vllm.engine': in every release, so a broken install or a local file named vllm.py), not a compiled part
     # (vllm._C, vllm.vllm_flash_attn._vllm_fa2_C: vLLM 0.32 logs those at ERROR and goes on with another kernel,
     # v1/attention/backends/fa_utils.py), not "; 'vllm' is not a package" (that shadowing), and only as the start's
-    # last error (vLLM logs a plugin that fails to import and goes on: plugins/__init__.py). One level down, a module
-    # only some releases have (of 0.4.0, 0.4.2, 0.5.5, 0.11.2, 0.20.2, 0.30.0, 0.32.0, 0.33.0 and 0.34.0 read, every
-    # one has only those listed below): 'vllm.prompt_adapter', gone in 0.10, imported by a TGIS adapter built for an
-    # older vLLM (blind132/b132-002).
-    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?:(?![\w.]*_C(?!\w))\w{1,64}\.[\w.]{1,200}"
-                                        r"|(?!(?:config|engine|entrypoints|logger|lora|model_executor|outputs|"
-                                        r"sampling_params|sequence|transformers_utils|usage|utils|vllm_flash_attn)\b)"
-                                        r"[a-z]\w{0,63})(?![\w.])(?!'?; 'vllm' is not)"),
+    # last error (vLLM logs a plugin that fails to import and goes on: plugins/__init__.py).
+    Rule("version_mismatch", re.compile(r"No module named '?vllm\.(?![\w.]*_C(?!\w))\w{1,64}\.[\w.]{1,200}(?![\w.])"
+                                        r"(?!'?; 'vllm' is not)"),
+         BEFORE_START, detail="vllm_module", when=conditions.last_error, source=SOURCES["vllm_module"]),
+    # One level down, a module only some releases have (of 0.4.0, 0.4.2, 0.5.5, 0.11.2, 0.20.2, 0.30.0, 0.32.0, 0.33.0
+    # and 0.34.0 read, every one has only those listed below): 'vllm.prompt_adapter', gone in 0.10, imported by a TGIS
+    # adapter built for an older vLLM (blind132/b132-002). Raised, not 0.4-0.6's warning that it goes on after
+    # ("Failed to read commit hash:" over "No module named 'vllm.commit_id'", version.py; a newcomer review).
+    Rule("version_mismatch", re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?vllm\.(?!(?:config|"
+                                        r"engine|entrypoints|logger|lora|model_executor|outputs|sampling_params|"
+                                        r"sequence|transformers_utils|usage|utils|vllm_flash_attn|commit_id|version)"
+                                        r"\b)[a-z]\w{0,63}(?![\w.])(?!'?; 'vllm' is not)"),
          BEFORE_START, detail="vllm_module", when=conditions.last_error, source=SOURCES["vllm_module"]),
     # vLLM-Omni's import-time check of its own major.minor against vLLM's (vllm_omni/version.py
     # warn_if_misaligned_vllm_version): a warning, so the failure only when the start never got ready and no
