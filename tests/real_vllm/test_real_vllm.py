@@ -3,7 +3,6 @@ control, log wording and the ladder. Every scenario is a real start of the real 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -20,7 +19,7 @@ import pytest
 
 from tests.conftest import free_port, wait_healthy
 from tests.real_vllm.conftest import ROOT, LaunchWatch, Output, guard_command, name_of
-from vllm_guard.probes.procfs import paths_in_use
+from vllm_guard.launch import leftovers
 
 pytestmark = [pytest.mark.real_vllm,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="vLLM's CPU build is Linux's")]
@@ -131,13 +130,6 @@ def guard(tmp_path: Path, real_vllm: Path, tiny_model: Path, shared_home: Path) 
         g.proc.wait()
     if g.watch is not None:
         g.watch.gone_within(15.0)
-    # What a test leaves on purpose (guard and keeper killed together: nobody is left to remove vLLM's files, some
-    # hundreds of MiB of /dev/shm at serving) must not pile up on the machine that runs the tier: the new files of
-    # vLLM's patterns that no process holds go, after the test has had its say.
-    new = {f"/dev/shm/{n}" for n in set(os.listdir("/dev/shm")) - g.shm_before if n.startswith(("psm_", "sem.mp-"))}
-    for path in new - paths_in_use(new):
-        with contextlib.suppress(OSError):
-            os.unlink(path)
 
 
 def completion(port: int) -> dict:
@@ -268,12 +260,18 @@ def _keeper(guard: Guard) -> int:
 def test_kill_9_of_guard_and_keeper_together_leaves_no_process(guard: Guard, stage: str) -> None:
     """Nothing of the launch is left to stop it: vLLM's parent-death signal and the keeper's sentinel do (the
     files a killed vLLM leaves are not removed then: only processes are asked of here)."""
+    before = leftovers.Before.take(guard.env, time.time())
     guard.start_until(stage)
     assert guard.proc is not None and guard.watch is not None
+    held = leftovers.Held()  # what the launch holds, as its keeper would have seen it
+    held.look(before, guard.watch.tree(), time.time())
     os.kill(_keeper(guard), signal.SIGKILL)
     guard.proc.kill()
     guard.proc.wait()
     assert guard.watch.gone_within(10.0), f"left behind: {guard.watch.left()}"
+    # Nobody is left to remove the launch's files (some hundreds of MiB of /dev/shm at serving): the test does, so
+    # they do not pile up on the machine that runs the tier; only this launch's, as the keeper would.
+    leftovers.remove_own(before, held)
 
 
 @pytest.mark.parametrize("stage", ["engine start", "serving"])
