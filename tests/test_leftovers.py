@@ -53,6 +53,20 @@ def test_a_new_file_the_launch_never_held_is_not_taken(tmp_path: Path) -> None:
     assert theirs.exists()
 
 
+def held_by_a_process(before: leftovers.Before, code: str) -> leftovers.Held:
+    """What a real process running CODE (which prints 'ok' once it holds its files) is seen holding."""
+    proc = subprocess.Popen([sys.executable, "-c", code + "; print('ok', flush=True); import time; time.sleep(60)"],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
+        held = leftovers.Held()
+        held.look(before, [proc.pid], time.time())
+        return held
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_what_a_process_holds_is_seen(tmp_path: Path) -> None:
     shm = tmp_path / "shm"
     shm.mkdir()
@@ -60,17 +74,9 @@ def test_what_a_process_holds_is_seen(tmp_path: Path) -> None:
     segment, other = shm / "psm_mapped", shm / "psm_not_held"
     segment.write_bytes(b"\0" * 4096)
     other.write_bytes(b"x")
-    code = f"import mmap, time; f = open({str(segment)!r}, 'r+b'); m = mmap.mmap(f.fileno(), 4096); f.close(); " \
-           "print('ok', flush=True); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
-        held = leftovers.Held()
-        held.look(before, [proc.pid], time.time())
-        assert {p for p in before.new_files() if held.owns(p)} == {str(segment)}  # mapped, its fd closed
-    finally:
-        proc.kill()
-        proc.wait()
+    held = held_by_a_process(before, f"import mmap; f = open({str(segment)!r}, 'r+b'); m = mmap.mmap(f.fileno(), "
+                                      "4096); f.close()")
+    assert {p for p in before.new_files() if held.owns(p)} == {str(segment)}  # mapped, its fd closed
 
 
 def test_a_semaphore_its_creator_maps_under_a_temporary_name_is_seen(tmp_path: Path) -> None:
@@ -144,15 +150,7 @@ def test_a_tmpdir_written_with_a_trailing_slash_or_through_a_link_is_looked_afte
         before = leftovers.Before.take({"TMPDIR": tmpdir}, time.time(), shm_dir=str(tmp_path / "none"))
         store = Path(tmpdir) / f"vllm_dist_{len(tmpdir)}"
         store.write_bytes(b"x")
-        code = f"f = open({str(store)!r}); print('ok', flush=True); import time; time.sleep(60)"
-        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-        try:
-            assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
-            held = leftovers.Held()
-            held.look(before, [proc.pid], time.time())  # /proc shows the resolved path, without the slash
-        finally:
-            proc.kill()
-            proc.wait()
+        held = held_by_a_process(before, f"f = open({str(store)!r})")  # /proc shows the resolved path
         assert leftovers.remove_own(before, held) == [os.path.join(os.path.abspath(tmpdir), store.name)]
 
 
@@ -166,15 +164,7 @@ def test_tmpdir_files_are_the_launchs_by_name_not_by_inode(tmp_path: Path) -> No
     scratch, store = tmp / "scratch.bin", tmp / "vllm_dist_0a1b2c3d"
     scratch.write_bytes(b"x")
     store.write_bytes(b"x")
-    code = f"a = open({str(scratch)!r}); b = open({str(store)!r}); print('ok', flush=True); import time; time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline() == b"ok\n"
-        held = leftovers.Held()
-        held.look(before, [proc.pid], time.time())
-    finally:
-        proc.kill()
-        proc.wait()
+    held = held_by_a_process(before, f"a = open({str(scratch)!r}); b = open({str(store)!r})")
     assert held.paths == {str(store)} and not held.seen  # the scratch file is nobody's business
     with store.open("ab") as f:  # the store written to after the last look
         f.write(b"y")
