@@ -15,6 +15,7 @@ that the next launch had created and not yet mapped, which then failed with File
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -83,10 +84,10 @@ class Before:
         return found
 
 
-    @property
+    @functools.cached_property
     def directories(self) -> tuple[str, ...]:
         """The directories looked after as /proc shows files in them: resolved (a /dev/shm or TMPDIR that is a link),
-        with a trailing slash."""
+        with a trailing slash; /dev/shm first. Resolved once, not at each of the keeper's looks."""
         return tuple(os.path.realpath(directory) + "/" for directory, _ in self.dirs)
 
 
@@ -112,7 +113,7 @@ class Held:
         open or mapped now."""
         from vllm_guard.probes.procfs import holdings_of
 
-        shm = os.path.realpath(before.dirs[0][0]) + "/"
+        shm = before.directories[0]
         for path, ident in holdings_of(pids, before.directories):
             folder, name = os.path.split(path)
             if folder + "/" == shm:
