@@ -20,7 +20,8 @@ from vllm_guard.diagnose.classify import classify
     ("b10-004", "unsupported_architecture", None, "before_start"),  # MiniCPMV only supports versions 2.0-2.6
     ("b10-006", "unsupported_architecture", "not_multimodal", "before_start"),  # GLM-4.1V on a vLLM without it
     ("b10-026", "unsupported_architecture", "not_multimodal", "before_start"),  # Kimi-VL on vLLM 0.8.4
-    ("b10-012", "unsupported_architecture", None, "before_start"),  # transformers' tail: "checkpoint is very new"
+    # transformers' tail: "checkpoint is very new"
+    ("b10-012", "unsupported_architecture", "transformers_model_type", "before_start"),
     ("b10-014", "version_mismatch", "driver", "before_start"),  # nvidia-container-cli: cuda>=12.9
     ("b10-028", "oom_profiling", None, "profiling"),  # "while processing method determine_num_available_blocks"
     ("b10-036", "model_access", "weights_missing", "weight_loading"),  # no lm_head.weight in the checkpoint

@@ -232,8 +232,8 @@ SOURCES: dict[str, str] = {
                    "which must be executed'); vLLM 0.33 'Failed to load the model config'",
     "architecture": "vLLM 0.1-0.33 model_executor/models/registry.py: 'Model architectures [...] are not supported "
                     "for now' (0.4-0.9 model_loader/neuron.py: '... are not supported on Neuron for now'); "
-                    "transformers 'does not recognize this architecture', and auto_factory.py's 'Unrecognized "
-                    "configuration class ... for this kind of AutoModel' (vLLM's Transformers fallback)",
+                    "transformers auto_factory.py's 'Unrecognized configuration class ... for this kind of "
+                    "AutoModel' (vLLM's Transformers fallback)",
     "pp_layers": "vLLM V0 config.py ModelConfig.verify_with_parallel_config (the releases before layers could be "
                  "split unevenly across pipeline stages): 'Total number of hidden layers (N) must be divisible by "
                  "pipeline parallel size (P).'",
@@ -375,6 +375,10 @@ SOURCES: dict[str, str] = {
                     "correct'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
+    "transformers_model_type": "transformers models/auto/configuration_auto.py AutoConfig.from_pretrained (4.3x-5.x): "
+                               "'KeyError' from CONFIG_MAPPING[config_dict[\"model_type\"]], re-raised as 'The "
+                               "checkpoint you are trying to load has model type `X` but Transformers does not "
+                               "recognize this architecture.'",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "
                         "from file. Please check that the provided vocabulary is accessible and not corrupted.' (the "
                         "tokenizer class's own OSError)",

@@ -226,10 +226,17 @@ _LAYER_INDEX = re.compile(r"\blayers\.(\d{1,4})\.")
 def only_mtp_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """vLLM's 'Following weights were not initialized from checkpoint: {...}' lists only an MTP draft layer's weights:
     each name is an MTP part, or sits in a layer whose other names are (the draft's own attention and MLP)."""
-    names = _missing_names(line, lines, i)
+    names = [n for n in _missing_names(line, lines, i) if n not in _MTP_SHARED]
     mtp_layers = {m.group(1) for n in names if _MTP_PART.search(n) and (m := _LAYER_INDEX.search(n))}
     return bool(names) and any(_MTP_PART.search(n) for n in names) and all(
         _MTP_PART.search(n) or ((m := _LAYER_INDEX.search(n)) is not None and m.group(1) in mtp_layers) for n in names)
+
+
+# The draft's own copy of the embedding, which its loader names at the top level (deepseek_mtp.py and
+# glm4_moe_mtp.py of vLLM 0.20-0.34, glm_ocr_mtp.py of 0.30-0.34, _rewrite_spec_layer_name: shared_weight_names =
+# ["embed_tokens"]); in a set that names an MTP part it is the draft's (blind138/b138-016: GLM-OCR's export without
+# its layer 16)
+_MTP_SHARED = frozenset({"model.embed_tokens.weight"})
 
 
 def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
@@ -258,3 +265,13 @@ def no_fuller_oom_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, 
 # reading; issue 28).
 LOG_WIDE: frozenset[Callable[[str, list[LogLine], int, dict[str, Any]], bool]] = frozenset({never_ready,
                                                                                            nccl_cause_unnamed})
+
+
+# transformers' AutoConfig looking the checkpoint's model_type up (models/auto/configuration_auto.py, 4.3x-5.x)
+_CONFIG_MAPPING_LOOKUP = 'CONFIG_MAPPING[config_dict["model_type"]]'
+
+
+def raised_at_config_mapping(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The KeyError comes from AutoConfig's look-up of the model type: its code line is among the few lines above
+    (the frame's code, then Python 3.11+'s carets and the mapping's own `raise KeyError(key)` frame)."""
+    return any(_CONFIG_MAPPING_LOOKUP in before.text for before in lines[max(0, i - 8):i])

@@ -202,7 +202,18 @@ HARMONY_VOCAB_FILE = Advice(
     ("changing vLLM's memory or parallel settings", "retrying while the file stays as it is"),
 )
 
+TRANSFORMERS_MODEL_TYPE = Advice(
+    "The installed transformers does not know the model type the checkpoint's config.json names, so vLLM cannot read "
+    "the config: the model is newer than this transformers, and often than this vLLM, whose releases pin the "
+    "transformers they were tested with.",
+    ("a vLLM release that lists the model's architecture (vLLM's supported-models page), with the transformers it "
+     "installs", "for a model transformers knows but this vLLM's pin predates: the transformers release that adds "
+     "it, if this vLLM accepts it", "check config.json's model_type for a typo or an export tool's own name"),
+    ("changing vLLM's memory or parallel settings", "--trust-remote-code for a checkpoint without its own code"),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "transformers_model_type": TRANSFORMERS_MODEL_TYPE,
     "harmony_vocab_file": HARMONY_VOCAB_FILE,
     "lora_modules": LORA_MODULES,
     "config_not_json": CONFIG_NOT_JSON,

@@ -149,6 +149,8 @@ NOT_RELAXABLE_DETAIL = {
                           "profile's parallelism or vLLM",
     "repo_file_missing": "the model's repository lacks a file its config asks for: no setting helps",
     "config_not_json": "the model's config is not JSON: give vLLM a model it reads, no setting helps",
+    "transformers_model_type": "the installed transformers does not know the model's type: a vLLM (and its "
+                               "transformers) that supports the model",
     "vocab_unreadable": "the tokenizer's vocabulary file cannot be read: download it again",
     "module_missing": "the start imported a module that is not installed: install it (or the package's missing "
                       "part), no setting helps",

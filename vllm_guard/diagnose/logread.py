@@ -185,12 +185,22 @@ def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> L
     if line.text.endswith(":") and not nxt.text.startswith(("'", '"', "{")):
         return None
     if nxt.text.startswith(_RECORD_STARTS) or _NEW_RECORD.match(nxt.text):
-        return None
+        # A message quoted indented in a post keeps its indent on every wrapped line (blind139/b139-003: "  ValueError:
+        # Weight input_size_per_partition = 192 is not divisible by" / "  weight quantization block_k = 128."); a
+        # traceback's frame and its code differ in indent, and a line at the same indent may be the next frame.
+        indent = nxt.text[:len(nxt.text) - len(nxt.text.lstrip())]
+        rest = nxt.text[len(indent):]
+        if not indent or not line.text.startswith(indent) or line.text[len(indent)].isspace() \
+                or rest.startswith(_RECORD_STARTS) or _NEW_RECORD.match(rest) or rest.startswith(_CODE_STARTS) \
+                or line.text[len(indent):].startswith(_CODE_STARTS):
+            return None
     return nxt
 
 
 # the commonest starts of _NEW_RECORD, tested first without the regex
 _RECORD_STARTS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", " ", "[")
+# an indented line that is a traceback's frame, a caret line under code, or a Python statement, not prose
+_CODE_STARTS = ("File ", "^", "~", "return ", "raise ", "self.", "+", "-", "|", "at ")
 
 
 # --- tracebacks ------------------------------------------------------------------------

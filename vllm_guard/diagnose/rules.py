@@ -339,7 +339,7 @@ RULES: tuple[Rule, ...] = (
     # (and vLLM 0.4-0.9's Neuron loader, model_loader/neuron.py: "... are not supported on Neuron for now. Supported
     # architectures: [...]"; blind94/b94-001)
     Rule("unsupported_architecture", re.compile(r"Model architectures \[(?P<architectures>[^\]]{0,500})\] are not "
-                                                r"supported (?:on Neuron )?for now|does not recognize this architecture"
+                                                r"supported (?:on Neuron )?for now"
                                                 r"|Unrecognized configuration class <class '[^']{1,300}'> for this "
                                                 r"kind of AutoModel"
                                                 # tpu-inference raising (not its warning that falls back to
@@ -355,10 +355,6 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r"`?(?:limit_mm_per_prompt|mm_processor_kwargs)`? is only supported "
                                                 r"for multimodal models"), BEFORE_START, detail="not_multimodal",
          source=SOURCES["not_multimodal"]),
-    # transformers' "does not recognize this architecture" message cut at its start: its second sentences.
-    Rule("unsupported_architecture", re.compile(r"If this does not work, and the checkpoint is very new, then there "
-                                                r"may not be a release version that supports this model yet"),
-         BEFORE_START, source=SOURCES["architecture"]),
     # vLLM 0.8+ has no class of its own for the architecture and transformers' class cannot stand in for one.
     Rule("unsupported_architecture", re.compile(r"(?P<architecture>\w{1,128}) has no vLLM implementation and the "
                                                 r"Transformers implementation is not compatible with vLLM"

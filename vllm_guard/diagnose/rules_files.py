@@ -156,4 +156,17 @@ FILE_RULES: tuple[Rule, ...] = (
     Rule("model_access", re.compile(r"Unrecognized model in \S{1,512}\. Should have a [`']?model_type[`']? key in "
                                     r"its config\.json"), BEFORE_START, detail="no_model_type",
          source=SOURCES["no_model_type"]),
+    # transformers' AutoConfig when config.json names a model_type it does not know (configuration_auto.py, 4.3x-5.x:
+    # the KeyError of CONFIG_MAPPING[config_dict["model_type"]] re-raised as a ValueError): the model is newer than
+    # the installed transformers. Also the message's later sentence where a paste lost its start.
+    Rule("unsupported_architecture", re.compile(r"model type `(?P<model_type>[\w.-]{1,100})` but Transformers does "
+                                                r"not recognize|does not recognize this architecture|If this does not "
+                                                r"work, and the checkpoint is very new, then there may not be a "
+                                                r"release version that supports this model yet"), BEFORE_START,
+         detail="transformers_model_type", source=SOURCES["transformers_model_type"]),
+    # The same KeyError where the paste stops before transformers re-raises it (blind139/b139-001: 'qwen2_vl' in
+    # September 2024; blind8/b8-033: 'gemma3').
+    Rule("unsupported_architecture", re.compile(r"^KeyError: '[\w.-]{1,100}'$"), BEFORE_START,
+         detail="transformers_model_type", when=conditions.raised_at_config_mapping,
+         source=SOURCES["transformers_model_type"]),
 )

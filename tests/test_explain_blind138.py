@@ -1,0 +1,74 @@
+"""`explain` on blind138 and blind139 (tests/data/real-logs/blind138, blind139), two blind sets of issue 26, after
+their one scoring.
+
+Collected by helpers that never read the classifier, side by side. blind138, self-made fine-tunes and conversions,
+scored once at 009302d: 19 of 20, 1 confident error (a label in dispute). blind139, new models' launch weeks, scored
+once at the same commit: 16 of 18, 0 confident errors. Their misses taught: a message quoted indented in a post keeps
+its indent on its wrapped lines; an MTP draft's missing weights include its own copy of the embedding; transformers'
+KeyError for a model type it does not know, where the paste stops before it is re-raised.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.details import advice_for
+from vllm_guard.diagnose.ladder_reasons import NOT_RELAXABLE_DETAIL
+
+
+def test_a_quantization_block_message_quoted_indented_and_wrapped_is_read() -> None:
+    # "  ValueError: Weight input_size_per_partition = 192 is not divisible by" / "  weight quantization block_k = 128."
+    d = classify(blind_log("blind139", "b139-003"))
+    assert (d.cls, d.numbers) == ("tp_indivisible", {"size": 192, "block": 128})
+
+
+FRAMES = ('  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 291, in '
+          'load_weights\n'
+          '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/models/utils.py", line 240, in _load_module\n')
+
+
+@pytest.mark.parametrize("text", [
+    # two frames at the same indent are two records, not one wrapped line
+    FRAMES + "KeyError: 'qwen2_vl'\n",
+    # code under a frame is indented deeper; a statement at the frame's indent is code, not prose
+    '  File "/x/vllm/config.py", line 12, in verify_with_parallel_config_and_many_more_words_here\n'
+    "  raise ValueError(f'Total number of attention heads ({total}) must be divisible by tensor parallel size')\n",
+])
+def test_indented_traceback_lines_are_not_joined_as_wrapped_prose(text: str) -> None:
+    d = classify(text)
+    assert d.cls == "unknown", d
+
+
+def test_an_mtp_drafts_missing_layer_with_its_own_embedding_is_the_checkpoint_without_mtp() -> None:
+    # GLM-OCR merged by LLaMA-Factory, served with --speculative-config mtp: layer 16 and model.embed_tokens missing
+    d = classify(blind_log("blind138", "b138-016"))
+    assert (d.cls, d.detail) == ("model_access", "mtp_weights_missing")
+    assert "--speculative-config" in NOT_RELAXABLE_DETAIL[d.detail or ""]
+
+
+def test_a_target_models_own_missing_embedding_stays_weights_missing() -> None:
+    line = ("ValueError: Following weights were not initialized from checkpoint: {'model.embed_tokens.weight', "
+            "'lm_head.weight'}\n")
+    assert (classify(line).cls, classify(line).detail) == ("model_access", "weights_missing")
+
+
+def test_transformers_keyerror_for_an_unknown_model_type_is_read_where_the_paste_stops() -> None:
+    # the KeyError of CONFIG_MAPPING[config_dict["model_type"]], cut before transformers re-raises it
+    d = classify(blind_log("blind139", "b139-001"))
+    assert (d.cls, d.detail) == ("unsupported_architecture", "transformers_model_type")
+    assert "transformers" in NOT_RELAXABLE_DETAIL[d.detail or ""]
+
+
+def test_a_keyerror_elsewhere_is_not_an_unknown_model_type() -> None:
+    assert classify(FRAMES + "KeyError: 'qwen2_vl'\n").detail != "transformers_model_type"
+
+
+def test_transformers_own_words_for_an_unknown_model_type_carry_the_advice() -> None:
+    line = ("ValueError: The checkpoint you are trying to load has model type `qwen3_5_moe` but Transformers does not "
+            "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+            "version of Transformers is out of date.\n")
+    d = classify(line)
+    assert (d.cls, d.detail) == ("unsupported_architecture", "transformers_model_type")
+    assert any("transformers" in h for h in advice_for(d).helps)
