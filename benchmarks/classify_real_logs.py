@@ -143,6 +143,7 @@ SCORED_ONCE = {
     "blind133": "17 of 19", "blind134": "13 of 17",
     "blind135": "18 of 18", "blind136": "14 of 15", "blind137": "19 of 20",
     "blind138": "19 of 20", "blind139": "16 of 18",
+    "blind140": "13 of 15", "blind141": "17 of 19",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
