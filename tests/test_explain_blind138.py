@@ -1,11 +1,15 @@
-"""`explain` on blind138 and blind139 (tests/data/real-logs/blind138, blind139), two blind sets of issue 26, after
-their one scoring.
+"""`explain` on blind138-141 (tests/data/real-logs/blind138 to blind141), four blind sets of issue 26, after their one
+scoring.
 
 Collected by helpers that never read the classifier, side by side. blind138, self-made fine-tunes and conversions,
 scored once at 009302d: 19 of 20, 1 confident error (a label in dispute). blind139, new models' launch weeks, scored
 once at the same commit: 16 of 18, 0 confident errors. Their misses taught: a message quoted indented in a post keeps
 its indent on its wrapped lines; an MTP draft's missing weights include its own copy of the embedding; transformers'
 KeyError for a model type it does not know, where the paste stops before it is re-raised.
+
+blind140, the official Docker image's starts, and blind141, home labs with several consumer GPUs, scored once at
+955a6ea: 13 of 15 (1 confident error) and 17 of 19 (2), all three labels in dispute. They taught: the Hub's own words
+for a gated repo, kept alone in a paste.
 """
 
 from __future__ import annotations
@@ -72,3 +76,18 @@ def test_transformers_own_words_for_an_unknown_model_type_carry_the_advice() -> 
     d = classify(line)
     assert (d.cls, d.detail) == ("unsupported_architecture", "transformers_model_type")
     assert any("transformers" in h for h in advice_for(d).helps)
+
+
+@pytest.mark.parametrize("line", [
+    # the Hub's answer without a token (blind140/b140-012, a rank's prefix kept), and to a user not yet let in
+    "[rank0]: Access to model meta-llama/Llama-3.2-1B is restricted. You must have access to it and be authenticated "
+    "to access it. Please log in.\n",
+    "Access to model ardent-figment/gated-model is restricted and you are not in the authorized list. Visit "
+    "https://huggingface.co/ardent-figment/gated-model to ask for access.\n",
+])
+def test_the_hubs_own_words_for_a_gated_repo_are_model_access(line: str) -> None:
+    assert classify(line).cls == "model_access"
+
+
+def test_blind140s_gated_paste() -> None:
+    assert classify(blind_log("blind140", "b140-012")).cls == "model_access"

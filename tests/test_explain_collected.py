@@ -245,7 +245,17 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # 'does not recognize this architecture': read unsupported_architecture as nine logs of that
                           # message are labelled (b8-032 and the four beside it here label it version_mismatch);
                           # blind139's collector labelled it version_mismatch, unsupported_architecture second
-                          "b139-001-version_mismatch.log"}
+                          "b139-001-version_mismatch.log",
+                          # blind140's one, recorded at its score: transformers' "We couldn't connect to
+                          # 'https://huggingface.co'", read network (hub) as the Hub out of reach is labelled in
+                          # blind2/b007 and five others; its collector labelled it model_access (the thread found a
+                          # local folder given as a bare name)
+                          "b140-011-model_access.log",
+                          # blind141's two, recorded at its score: NCCL's 'unhandled cuda error' while vLLM creates its
+                          # groups, read network (medium) as c049's ten precedents are labelled, labelled unknown with
+                          # network second; a paste that stops after NCCL's set-up lines, read startup_hang (nccl_init,
+                          # medium) as nine logs that stop there are labelled, labelled unknown with startup_hang second
+                          "b141-003-unknown.log", "b141-011-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

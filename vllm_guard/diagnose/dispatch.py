@@ -57,7 +57,7 @@ _WORDS = (
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus", "with CUDA capability sm_",
-    "is already used by a Transformers config", "KeyError: '", "memory reserved for KV Cache",
+    "is already used by a Transformers config", "KeyError: '", "is restricted", "memory reserved for KV Cache",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
     "allocator is not available", "Available memory: 0, total memory",

@@ -25,6 +25,10 @@ FILE_RULES: tuple[Rule, ...] = (
                                     r"|Repository Not Found|Invalid repository ID or local directory specified"
                                     r"|is not a local folder and is not a valid model identifier"
                                     r"|Invalid user token|invalid credentials"
+                                    # the Hub's own words for a gated repo, which huggingface_hub appends to
+                                    # GatedRepoError (errors.py) and a paste may keep alone (blind140/b140-012)
+                                    r"|Access to model [\w.-]{1,96}/[\w.-]{1,96} is restricted(?:\.| and you are not "
+                                    r"in the authorized list)"
                                     # huggingface_hub 1.x (httpx): "Client error '401 Unauthorized' for url 'https://hf"
                                     r"|Client error '40[13] [\w ]{1,40}' for url 'https?://(?:[\w-]{1,63}\.){0,4}"
                                     r"(?:huggingface\.co|hf\.co|hf-mirror\.com)/"), BEFORE_START,
