@@ -1,4 +1,4 @@
-"""`explain` on blind138-141 (tests/data/real-logs/blind138 to blind141), four blind sets of issue 26, after their one
+"""`explain` on blind138-143 (tests/data/real-logs/blind138 to blind143), six blind sets of issue 26, after their one
 scoring.
 
 Collected by helpers that never read the classifier, side by side. blind138, self-made fine-tunes and conversions,
@@ -10,6 +10,10 @@ KeyError for a model type it does not know, where the paste stops before it is r
 blind140, the official Docker image's starts, and blind141, home labs with several consumer GPUs, scored once at
 955a6ea: 13 of 15 (1 confident error) and 17 of 19 (2), all three labels in dispute. They taught: the Hub's own words
 for a gated repo, kept alone in a paste.
+
+blind142, HPC clusters, and blind143, the CPU backend and machines without a CUDA GPU, scored once at 5bbf1e7: 15 of
+16 (0 confident errors) and 12 of 16 (1, a label in dispute; 11 of 15 once its copy of blind119/b119-009 was removed).
+They taught: vLLM not installed where the start ran, and vLLM 0.2-0.4's unguarded import of its compiled extension.
 """
 
 from __future__ import annotations
@@ -91,3 +95,43 @@ def test_the_hubs_own_words_for_a_gated_repo_are_model_access(line: str) -> None
 
 def test_blind140s_gated_paste() -> None:
     assert classify(blind_log("blind140", "b140-012")).cls == "model_access"
+
+
+@pytest.mark.parametrize("line", [
+    "/usr/bin/bash: line 1: vllm: command not found",  # blind142/b142-004, under srun
+    "sh: 1: vllm: not found",
+    "ModuleNotFoundError: No module named 'vllm'",
+    "/usr/bin/python3: Error while finding module specification for 'vllm.entrypoints.openai.api_server' "
+    "(ModuleNotFoundError: No module named 'vllm')",
+])
+def test_vllm_not_installed_where_the_start_ran(line: str) -> None:
+    d = classify(line + "\n")
+    assert (d.cls, d.detail) == ("version_mismatch", "vllm_not_installed")
+
+
+def test_blind142s_slurm_job_without_vllm() -> None:
+    d = classify(blind_log("blind142", "b142-004"))
+    assert (d.cls, d.detail) == ("version_mismatch", "vllm_not_installed")
+
+
+def test_vllm_not_found_then_started_another_way_is_not_the_failure() -> None:
+    # a script that tries `vllm` and falls back to `python -m`, then serves
+    text = ("bash: vllm: command not found\n"
+            "INFO 05-01 10:00:00 [api_server.py:1000] Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+            "INFO:     Application startup complete.\n")
+    assert classify(text).detail != "vllm_not_installed"
+
+
+def test_vllm_0_3s_unguarded_import_of_its_compiled_extension() -> None:
+    # 'from vllm._C import ops' raising in a source build (blind143/b143-016)
+    d = classify(blind_log("blind143", "b143-016"))
+    assert (d.cls, d.detail) == ("version_mismatch", "extension_missing")
+    assert any("source" in h for h in advice_for(d).helps)
+
+
+def test_the_compiled_extensions_warning_vllm_goes_on_after_is_not_this_reading() -> None:
+    # 0.5+: a warning with the error's repr, and a start that goes on to load
+    text = ("WARNING 08-31 15:52:50 _custom_ops.py:18] Failed to import from vllm._C with ModuleNotFoundError(\"No "
+            "module named 'vllm._C'\")\n"
+            "INFO 08-31 15:52:52 api_server.py:440] vLLM API server version 0.5.5\n")
+    assert classify(text).detail != "extension_missing"

@@ -30,6 +30,12 @@ VERSION_SOURCES: dict[str, str] = {
                      "not in 0.32): \"rope_scaling should have a 'rope_type' key\"",
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
                     "have mismatched major/minor versions' (a RuntimeWarning at import)",
+    "extension_missing": "Python's import error for vLLM's compiled extension, raised ('ModuleNotFoundError: No "
+                         "module named 'vllm._C'' under 'from vllm._C import ops' in vLLM 0.2-0.4); 0.5-0.34 log it "
+                         "as a warning (_custom_ops.py, platforms/*.py: 'Failed to import from vllm._C with ...')",
+    "vllm_not_installed": "bash's 'vllm: command not found' and dash's 'vllm: not found' (exit 127); Python's "
+                          "'No module named 'vllm'' (and 'Error while finding module specification for "
+                          "'vllm.entrypoints...' (ModuleNotFoundError: No module named 'vllm')' of python -m)",
     "vllm_module": "the Python interpreter's import error for a module under vllm/ ('ModuleNotFoundError: No module "
                    "named 'vllm.transformers_utils.tokenizer'', a module vLLM 0.32 has as vllm/tokenizers/; "
                    "'vllm.prompt_adapter', gone in 0.10)",

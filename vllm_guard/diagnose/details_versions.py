@@ -94,6 +94,25 @@ VLLM_MODULE = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
+EXTENSION_MISSING = Advice(
+    "vLLM's compiled extension (vllm._C) is not where Python looked: a vLLM source folder run in place (Python "
+    "imports ./vllm from the current folder before the installed package), or a build from source that did not "
+    "compile it.",
+    ("start from another folder than a vLLM source tree", "`pip install -e .` in the source tree (with "
+     "VLLM_USE_PRECOMPILED=1 for its Python-only changes), so that the extension is built", "a release wheel"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
+VLLM_NOT_INSTALLED = Advice(
+    "The environment the start ran in has no vLLM: the shell found no `vllm` command, or Python no `vllm` package. "
+    "vLLM went into another virtual or conda environment than the one the job, unit, container or Ray node uses, "
+    "or that environment's bin folder is not on PATH.",
+    ("activate the environment vLLM is installed in inside the job or unit itself (`source .../activate`, or the "
+     "environment's own `.../bin/vllm` path)", "`python -c 'import vllm; print(vllm.__file__)'` with the same "
+     "interpreter the start uses", "on a Ray cluster, the same vLLM on every node (or a runtime_env)"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 NO_C_COMPILER = Advice(
     "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
     "none was found: an image or environment without gcc.",
@@ -339,5 +358,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "numba_numpy": NUMBA_NUMPY,
     "plugin_version": PLUGIN_VERSION,
     "vllm_module": VLLM_MODULE,
+    "vllm_not_installed": VLLM_NOT_INSTALLED,
+    "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,
 }

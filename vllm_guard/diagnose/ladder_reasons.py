@@ -93,6 +93,10 @@ NOT_RELAXABLE_DETAIL = {
     "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
     "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",
     "numba_numpy": "numba refuses the installed NumPy: install one in its range, no setting helps",
+    "extension_missing": "vLLM's compiled extension is not there: start outside a vLLM source folder, or build "
+                         "it",
+    "vllm_not_installed": "the environment the start ran in has no vLLM: start it from the environment vLLM is "
+                          "installed in",
     "vllm_module": "code importing vLLM (or vLLM's own CLI, partly installed) asks for a module this vLLM does not "
                    "have: install matching releases, no setting helps",
     "mistral_tokenizer": "the Mistral tokenizer found no tekken.json: the model's files, or --tokenizer-mode in the "
