@@ -1,5 +1,5 @@
-"""`explain` on blind138-143 (tests/data/real-logs/blind138 to blind143), six blind sets of issue 26, after their one
-scoring.
+"""`explain` on blind138-145 (tests/data/real-logs/blind138 to blind145), eight blind sets of issue 26, after their
+one scoring.
 
 Collected by helpers that never read the classifier, side by side. blind138, self-made fine-tunes and conversions,
 scored once at 009302d: 19 of 20, 1 confident error (a label in dispute). blind139, new models' launch weeks, scored
@@ -14,6 +14,11 @@ for a gated repo, kept alone in a paste.
 blind142, HPC clusters, and blind143, the CPU backend and machines without a CUDA GPU, scored once at 5bbf1e7: 15 of
 16 (0 confident errors) and 12 of 16 (1, a label in dispute; 11 of 15 once its copy of blind119/b119-009 was removed).
 They taught: vLLM not installed where the start ran, and vLLM 0.2-0.4's unguarded import of its compiled extension.
+
+blind144, long-context starts, and blind145, data- and expert-parallel MoE starts, scored once at 1cff02f: 13 of 14
+(1 confident error, a label in dispute) and 16 of 19 (1; 15 of 18 once its copy of failures/054 was removed). They
+taught: a CUDA library's name alone where a paste stops is the loader's failure; a log whose last line is a vLLM
+record cut inside its header was cut by the paste, not stopped by a hang.
 """
 
 from __future__ import annotations
@@ -135,3 +140,21 @@ def test_the_compiled_extensions_warning_vllm_goes_on_after_is_not_this_reading(
             "module named 'vllm._C'\")\n"
             "INFO 08-31 15:52:52 api_server.py:440] vLLM API server version 0.5.5\n")
     assert classify(text).detail != "extension_missing"
+
+
+def test_a_cuda_librarys_name_cut_where_the_paste_stops_is_the_loaders_failure() -> None:
+    # "**(EngineCore pid=169) ERROR ... [core.py:1108] ImportError: libcudart.so.1", cut from .so.13 (nixl_ep)
+    d = classify(blind_log("blind145", "b145-002"))
+    assert (d.cls, d.detail) == ("version_mismatch", "extension_abi")
+
+
+NCCL_SETUP = "".join(f"(VllmWorker rank={r} pid=29{r}) INFO 03-27 16:00:08 [pynccl.py:69] vLLM is using nccl==2.21.5\n"
+                     for r in range(4))
+
+
+def test_a_log_whose_last_record_is_cut_inside_its_header_is_a_cut_paste_not_a_hang() -> None:
+    assert classify(blind_log("blind145", "b145-012")).cls == "unknown"
+    cut = classify(NCCL_SETUP + "(VllmWorker rank=2 pid=292) INFO 03-27 16:00:08 [pynccl\n")
+    assert (cut.cls, cut.hint[0] if cut.hint else None) == ("unknown", "startup_hang")
+    # the same lines, whole, still read as a start that stopped there
+    assert classify(NCCL_SETUP).cls == "startup_hang"

@@ -264,7 +264,11 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # blind143's one, recorded at its score: 'Worker.__init__() got an unexpected keyword
                           # argument' inside vLLM's own code, read version_mismatch as nine logs of that message are
                           # labelled; its collector labelled it unknown, version_mismatch second
-                          "b143-002-unknown.log"}
+                          "b143-002-unknown.log",
+                          # blind144's one, recorded at its score: Qwen2's 'Sliding window for some but all layers is
+                          # not supported', read usage_error (window_layers) as blind69/b69-001 is labelled; its
+                          # collector labelled it unsupported_architecture, usage_error second
+                          "b144-003-unsupported_architecture.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

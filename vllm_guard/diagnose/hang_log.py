@@ -38,6 +38,10 @@ def _cut_repeat(last: LogLine, before: LogLine) -> bool:
 # A last line that is only the start of a process prefix, cut where the paste ends ("(autoscaler"; blind52/b52-010)
 _CUT_PREFIX = re.compile(r"^\(\w{1,40}$")
 STOP_LINES = 4  # the last lines that may name the stage a log stops in (a cut line, a stray line after it)
+# A last line that is a vLLM log record cut inside its own header ("INFO 03-27 16:00:08 [pynccl"; blind145/b145-012):
+# Python's logging writes a record whole, so a process that hangs never leaves half a header; the paste was cut.
+_CUT_RECORD = re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+                         r"\[?[\w./-]{0,200}(?::\d{0,6})?$")
 # A reporter's elision mark on a line of its own ("...", "…", "[...]", "。。。"): the paste left out what came next,
 # so where it stops is not where the log did (blind129/b129-014: "[。。。" after NCCL's set-up lines).
 _ELISION = re.compile(r"^\s{0,20}[\[(]?\s{0,5}(?:\.{3,20}|…{1,10}|。{2,20})\s{0,5}[\])]?\s{0,20}$")
@@ -124,6 +128,8 @@ def log_stops(lines: Sequence[LogLine], context: dict[str, Any]) -> Diagnosis | 
     tail = lines[-STOP_LINES:]
     after = max((k for k, line in enumerate(tail) if line.text == text), default=-1) + 1
     if any(_ELISION.match(line.text) for line in tail[after:]):  # an elision after the stage's line, not before it
+        return None
+    if _CUT_RECORD.match(lines[-1].text):
         return None
     said = (f"the log stops in {stage} with no error and nothing after it: a start that hung there, or a paste cut "
             "there")

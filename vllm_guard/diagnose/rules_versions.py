@@ -14,14 +14,16 @@ from vllm_guard.diagnose.rule import Rule
 VERSION_RULES: tuple[Rule, ...] = (
     # A compiled extension that does not match the installed torch or CUDA: an exception line only (vLLM warns
     # "Failed to import from vllm._C with ImportError(...)" and may go on).
+    # (a CUDA library's name alone where the paste stops: the loader's message always goes on with why it failed,
+    # and each reason is this one; blind145/b145-002, "ImportError: libcudart.so.1" cut from .so.13)
     # (ctypes raises AttributeError for a function the library it loaded lacks: blind102/b102-006, vLLM's CUDA
     # runtime wrapper on ROCm finding tilelang's libcudart_stub.so without hipSetDevice)
     Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |AttributeError: |`?(?=/))\S{1,1000}?\.so"
                                         r"(?:\.\d{1,6}){0,4}: "
                                         r"undefined symbol: "
-                                        r"|(?:^|\] )(?:ImportError|OSError): lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,20}|"
-                                        r"nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
-                                        r"\.so[\d.]{0,12}: cannot open shared object file"), BEFORE_START,
+                                        r"|(?:^|\] )(?:ImportError: lib|OSError: lib)(?:cudart|cublas(?:Lt)?|"
+                                        r"cudnn\w{0,20}|nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
+                                        r"\.so[\d.]{0,12}(?:: cannot open shared object file|$)"), BEFORE_START,
          detail="extension_abi", source=SOURCES["extension_abi"]),
     # A compiled extension built against a newer C library than the OS has (glibc's dynamic loader: "version
     # `GLIBC_2.32' not found (required by .../vllm/_C.abi3.so)"; blind84/b84-001 as vLLM's warning, read in fallback)
