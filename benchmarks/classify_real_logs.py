@@ -146,6 +146,7 @@ SCORED_ONCE = {
     "blind140": "13 of 15", "blind141": "17 of 19",
     "blind142": "15 of 16", "blind143": "11 of 15",
     "blind144": "13 of 14", "blind145": "15 of 18",
+    "blind146": "13 of 14", "blind147": "14 of 15",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
