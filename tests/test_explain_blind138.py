@@ -1,5 +1,5 @@
-"""`explain` on blind138-145 (tests/data/real-logs/blind138 to blind145), eight blind sets of issue 26, after their
-one scoring.
+"""`explain` on blind138-147 (tests/data/real-logs/blind138 to blind147), ten blind sets of issue 26, after their one
+scoring.
 
 Collected by helpers that never read the classifier, side by side. blind138, self-made fine-tunes and conversions,
 scored once at 009302d: 19 of 20, 1 confident error (a label in dispute). blind139, new models' launch weeks, scored
@@ -19,6 +19,9 @@ blind144, long-context starts, and blind145, data- and expert-parallel MoE start
 (1 confident error, a label in dispute) and 16 of 19 (1; 15 of 18 once its copy of failures/054 was removed). They
 taught: a CUDA library's name alone where a paste stops is the loader's failure; a log whose last line is a vLLM
 record cut inside its header was cut by the paste, not stopped by a hang.
+
+blind146, starts on GPUs others share, and blind147, vLLM run as a service, scored once at 56f64df: 13 of 14 and 14
+of 15, no confident error. They taught: CCCL's refusal of an nvcc and CUDA headers of two releases.
 """
 
 from __future__ import annotations
@@ -158,3 +161,15 @@ def test_a_log_whose_last_record_is_cut_inside_its_header_is_a_cut_paste_not_a_h
     assert (cut.cls, cut.hint[0] if cut.hint else None) == ("unknown", "startup_hang")
     # the same lines, whole, still read as a start that stopped there
     assert classify(NCCL_SETUP).cls == "startup_hang"
+
+
+def test_nvcc_and_cuda_headers_of_two_releases() -> None:
+    # FlashInfer's sampler JIT under pip's drifted nvidia-cuda-nvcc 13.3 and nvidia-cuda-runtime 13.0 (b147-006)
+    d = classify(blind_log("blind147", "b147-006"))
+    assert (d.cls, d.detail) == ("version_mismatch", "cuda_toolkit_skew")
+    assert any("nvidia-cuda-nvcc" in h for h in advice_for(d).helps)
+    # the compiler's own wording, with its path and "#error"
+    line = ("/venv/lib/python3.12/site-packages/flashinfer/data/cccl/libcudacxx/include/cuda/std/__cccl/cuda_toolkit.h"
+            ':41:8: error: #error "CUDA compiler and CUDA toolkit headers are incompatible, please check your include '
+            'paths"\n')
+    assert classify(line).detail == "cuda_toolkit_skew"

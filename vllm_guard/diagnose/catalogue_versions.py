@@ -7,6 +7,9 @@ from __future__ import annotations
 VERSION_SOURCES: dict[str, str] = {
     "nvcc_missing": "FlashInfer flashinfer/jit/cpp_ext.py get_cuda_path: \"RuntimeError: Could not find nvcc and "
                     "default cuda_home='/usr/local/cuda' doesn't exist\"",
+    "cuda_toolkit_skew": "CCCL (the CUDA C++ core libraries) cuda/std/__cccl/cuda_toolkit.h: '#error \"CUDA compiler "
+                         "and CUDA toolkit headers are incompatible, please check your include paths\"', in a JIT "
+                         "compile (FlashInfer's, DeepGEMM's)",
     "hip_invalid_function": "PyTorch on ROCm, a HIP call's failure (c10/hip): 'RuntimeError: HIP error: invalid device "
                             "function' (hipErrorInvalidDeviceFunction: no code object for the GPU's gfx target)",
     "bisheng_target": "Triton-Ascend's BiSheng IR compiler (LLVM's option parser): \"bishengir-compile: for the "

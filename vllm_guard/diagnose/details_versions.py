@@ -30,6 +30,17 @@ NVCC_MISSING = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+CUDA_TOOLKIT_SKEW = Advice(
+    "A kernel compiled at start (FlashInfer's sampler or attention, DeepGEMM) found a CUDA compiler (nvcc) of another "
+    "CUDA release than the CUDA headers: pip installs nvidia-cuda-nvcc and nvidia-cuda-runtime as separate wheels, "
+    "and they drift apart (nvcc 13.3 over a 13.0 runtime), or CUDA_HOME names another toolkit than the one in use.",
+    ("pin nvidia-cuda-nvcc (and nvidia-cuda-cccl, -crt, nvidia-nvvm) to the CUDA major.minor of the "
+     "nvidia-cuda-runtime torch installed", "CUDA_HOME naming one whole toolkit of that release",
+     "clear FlashInfer's JIT cache (~/.cache/flashinfer) after the fix",
+     "VLLM_USE_FLASHINFER_SAMPLER=0 when the sampler is the only kernel compiled"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 HIP_GPU_ARCH = Advice(
     "The installed torch or vLLM (or one of its kernels) has no code for this AMD GPU's gfx target: an image built for "
     "another GPU (the rocm/vllm MI300 images hold gfx942 code; a Radeon is gfx11xx or gfx12xx).",
@@ -359,6 +370,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "plugin_version": PLUGIN_VERSION,
     "vllm_module": VLLM_MODULE,
     "vllm_not_installed": VLLM_NOT_INSTALLED,
+    "cuda_toolkit_skew": CUDA_TOOLKIT_SKEW,
     "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,
 }

@@ -73,6 +73,7 @@ NOT_RELAXABLE_DETAIL = {
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
+    "cuda_toolkit_skew": "nvcc and the CUDA headers are of different CUDA releases: pin them to one",
     "nvcc_missing": "FlashInfer found no CUDA toolkit to compile its kernels: an image with one",
     "rocr_visible_devices": "Ray refuses ROCR_VISIBLE_DEVICES: set HIP_VISIBLE_DEVICES from it before the start",
     "hip_gpu_arch": "the installed build has no code for this AMD GPU's gfx target: install one built for it",

@@ -239,6 +239,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     # but no nvcc (blind105/b105-002: KAITO's phi-4-mini on a T4, where FlashInfer is the attention backend)
     Rule("version_mismatch", re.compile(r"Could not find nvcc and default cuda_home="), detail="nvcc_missing",
          when=conditions.never_ready, source=SOURCES["nvcc_missing"]),
+    # The CUDA C++ library's check that nvcc and the CUDA headers are one release (CCCL cuda/std/__cccl/cuda_toolkit.h
+    # compares nvcc's major.minor with CUDART_VERSION): pip's nvidia-cuda-nvcc and nvidia-cuda-runtime wheels drift
+    # apart (vLLM 0.2x-0.3x on CUDA 13), and FlashInfer's JIT (its sampler at engine start) or DeepGEMM's fails
+    # (blind147/b147-006: nvcc 13.3 over runtime 13.0)
+    Rule("version_mismatch", re.compile(r"CUDA compiler and CUDA toolkit headers are incompatible"),
+         detail="cuda_toolkit_skew", when=conditions.never_ready, source=SOURCES["cuda_toolkit_skew"]),
     # Triton-Ascend's compiler (bishengir-compile, under vllm-ascend's Triton kernels) without the chip's target: a
     # Triton-Ascend older than the NPU (blind99/b99-010: Ascend910B4-1 in the v0.13.0rc1 image).
     Rule("version_mismatch", re.compile(r"bishengir-compile: for the --target option: Cannot find option named "
