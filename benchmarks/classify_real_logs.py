@@ -147,6 +147,7 @@ SCORED_ONCE = {
     "blind142": "15 of 16", "blind143": "11 of 15",
     "blind144": "13 of 14", "blind145": "15 of 18",
     "blind146": "13 of 14", "blind147": "14 of 15",
+    "blind148": "12 of 13", "blind149": "7 of 7",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
