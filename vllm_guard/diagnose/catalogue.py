@@ -394,6 +394,9 @@ SOURCES: dict[str, str] = {
                   "memory space vmem' (or smem): a kernel's scratch memory on the core",
     "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "
                          "FailedScheduling event: '0/N nodes are available: M Insufficient nvidia.com/gpu. ...'",
+    "platform_start": "Google Cloud Run (gcloud run deploy): 'The user-provided container failed to start and listen "
+                      "on the port defined provided by the PORT=N environment variable within the allocated "
+                      "timeout.'",
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
                      "pkg/kubelet/kuberuntime computePodActions): 'Container NAME failed startup probe, will be "
                      "restarted'",

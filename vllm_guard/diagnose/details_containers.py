@@ -95,7 +95,20 @@ RBLN_OOM = Advice(
     ("retrying unchanged",),
 )
 
+PLATFORM_START = Advice(
+    "The platform that runs the container stopped waiting for the server's port before vLLM was ready: downloading "
+    "and loading the weights, profiling and capturing CUDA graphs took longer than its start timeout (or vLLM "
+    "failed before listening; the container's own log says which).",
+    ("the container's log (Cloud Run: `gcloud run services logs read`, or Logging) for how far the start got",
+     "a longer start budget: the service's startupProbe (failureThreshold x periodSeconds, within the platform's "
+     "limits: Cloud Run allows a periodSeconds of at most 240)",
+     "the weights baked into the image or on a mounted volume, so that no download happens at start",
+     "the server on the port the platform names ($PORT)"),
+    ("changing vLLM's memory settings", "retrying unchanged with the same budget"),
+)
+
 CONTAINER_ADVICE: dict[str, Advice] = {
+    "platform_start": PLATFORM_START,
     "rbln_oom": RBLN_OOM,
     "rbln_blocks": RBLN_BLOCKS,
     "tpu_busy": TPU_BUSY,

@@ -144,7 +144,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         if unchanged_retries == 0:
             return Step(None, None, "the first request timed out: start once more unchanged (a cold cache)")
         return Stop("the first request timed out twice")
-    if d.cls == "startup_timeout" and d.detail != "startup_probe":  # the kubelet restarts it, not the guard
+    # the kubelet or the platform restarts it, not the guard
+    if d.cls == "startup_timeout" and d.detail not in ("startup_probe", "platform_start"):
         if unchanged_retries == 0:
             return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")
         return Stop("the start timed out twice")

@@ -204,6 +204,8 @@ NOT_RELAXABLE_DETAIL = {
     "tpu_busy": "another process holds the TPU: the guard cannot see it, so it does not wait for it",
     "tpu_onchip": "XLA ran out of the TPU core's on-chip memory compiling a kernel: not the HBM a setting frees",
     "k8s_unschedulable": "no node of the cluster has the pod's GPUs free: the scheduler never starts the container",
+    "platform_start": "the platform stopped waiting for the container's port before vLLM was ready: its start "
+                      "budget, not a vLLM setting",
     "startup_probe": "the kubelet killed the container before vLLM was ready: the pod's startupProbe budget, not a "
                      "vLLM setting",
     "config_check": "vLLM's settings checks refused the combination given: change the setting the message names",
