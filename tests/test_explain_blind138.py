@@ -173,3 +173,29 @@ def test_nvcc_and_cuda_headers_of_two_releases() -> None:
             ':41:8: error: #error "CUDA compiler and CUDA toolkit headers are incompatible, please check your include '
             'paths"\n')
     assert classify(line).detail == "cuda_toolkit_skew"
+
+
+@pytest.mark.parametrize(("prefix", "cls", "detail"), [
+    ("b151-001", "version_mismatch", "extension_abi"),  # libvllm_ascend_kernels.so missing, then _C_ascend ops
+    ("b151-002", "version_mismatch", "vllm_api"),  # vllm-ascend main over vLLM 0.11.2's CudagraphDispatcher
+    ("b151-003", "unsupported_architecture", "hybrid_kv_disabled"),  # Qwen3.6 under LMCache's connector
+    ("b151-004", "unsupported_architecture", "hybrid_kv_disabled"),  # the same, the wrapper's line cut off
+    ("b151-006", "version_mismatch", "cann_function"),  # "Failed to find function aclmdlRIC", interleaved
+    ("b151-007", "usage_error", "moe_backend"),  # --moe-backend triton for an NvFP4 checkpoint
+])
+def test_what_blind151_taught(prefix: str, cls: str, detail: str) -> None:
+    d = classify(blind_log("blind151", prefix))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_vllm_0_30s_wording_of_the_hybrid_kv_refusal() -> None:
+    line = "ValueError: Failed to promote local KV cache specs to one unified type.\n"
+    assert classify(line).detail == "hybrid_kv_disabled"
+
+
+def test_a_plugin_calling_its_own_objects_method_wrongly_is_not_read_as_another_vllm() -> None:
+    # the method named in the TypeError is not the one the held object's call shows
+    text = ('  File "/opt/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 2971, in _dummy_run\n'
+            "    self.helper.prepare(num_tokens=num_tokens)\n"
+            "TypeError: CudagraphDispatcher.dispatch() got an unexpected keyword argument 'num_tokens'\n")
+    assert classify(text).detail != "vllm_api"

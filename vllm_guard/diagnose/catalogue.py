@@ -375,10 +375,6 @@ SOURCES: dict[str, str] = {
                     "correct'",
     "config_not_json": "transformers configuration_utils.py (and processing_utils.py) _dict_from_json_file: "
                        "\"OSError: It looks like the config file at 'X' is not a valid JSON file.\"",
-    "transformers_model_type": "transformers models/auto/configuration_auto.py AutoConfig.from_pretrained (4.3x-5.x): "
-                               "'KeyError' from CONFIG_MAPPING[config_dict[\"model_type\"]], re-raised as 'The "
-                               "checkpoint you are trying to load has model type `X` but Transformers does not "
-                               "recognize this architecture.'",
     "vocab_unreadable": "transformers tokenization_utils_base.py _from_pretrained: 'OSError: Unable to load vocabulary "
                         "from file. Please check that the provided vocabulary is accessible and not corrupted.' (the "
                         "tokenizer class's own OSError)",
@@ -394,9 +390,6 @@ SOURCES: dict[str, str] = {
                   "memory space vmem' (or smem): a kernel's scratch memory on the core",
     "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "
                          "FailedScheduling event: '0/N nodes are available: M Insufficient nvidia.com/gpu. ...'",
-    "platform_start": "Google Cloud Run (gcloud run deploy): 'The user-provided container failed to start and listen "
-                      "on the port defined provided by the PORT=N environment variable within the allocated "
-                      "timeout.'",
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
                      "pkg/kubelet/kuberuntime computePodActions): 'Container NAME failed startup probe, will be "
                      "restarted'",

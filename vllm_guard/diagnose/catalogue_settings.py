@@ -112,4 +112,13 @@ SETTINGS_SOURCES: dict[str, str] = {
     "harmony_vocab_file": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs load_tiktoken_vocab): 'HarmonyError: "
                           "invalid tiktoken vocab file: hash mismatch: computed=X, expected=Y' (TIKTOKEN_ENCODINGS_"
                           "BASE's file) or '... expected token and rank, could not split on ' ' at line N'",
+    "moe_backend": "vLLM 0.20-0.34 model_executor/layers/fused_moe/oracle/*.py map_*_backend: \"moe_backend='X' is "
+                   "not supported for FP8 MoE. Expected one of [...]\" (NvFP4, unquantized, W4A8 MoE alike)",
+    "hybrid_kv_disabled": "vLLM 0.9.2-0.25 v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs: 'Hybrid KV cache "
+                          "manager is disabled but failed to convert the KV cache specs to one unified type.' "
+                          "(0.30-0.34 _promote_local_kv_cache_specs: 'Failed to promote local KV cache specs to one "
+                          "unified type.')",
+    "platform_start": "Google Cloud Run (gcloud run deploy): 'The user-provided container failed to start and listen "
+                      "on the port defined provided by the PORT=N environment variable within the allocated "
+                      "timeout.'",
 }

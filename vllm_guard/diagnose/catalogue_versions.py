@@ -143,4 +143,11 @@ VERSION_SOURCES: dict[str, str] = {
                     "to load the default metallib.' with Metal's own reason ('library not found', 'This library is "
                     "using a deployment target (0x...) that is not supported on this OS'); older releases 'Failed to "
                     "load device library from <path>'",
+    "cann_function": "torch_npu's ACL interface loading a CANN function the installed CANN lacks: 'RuntimeError: "
+                     "Failed to find function aclmdlRICaptureBegin' with 'ERR00008 PTA resource not found' (ACL graph "
+                     "capture under vllm-ascend)",
+    "transformers_model_type": "transformers models/auto/configuration_auto.py AutoConfig.from_pretrained (4.3x-5.x): "
+                               "'KeyError' from CONFIG_MAPPING[config_dict[\"model_type\"]], re-raised as 'The "
+                               "checkpoint you are trying to load has model type `X` but Transformers does not "
+                               "recognize this architecture.'",
 }

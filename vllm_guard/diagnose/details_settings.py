@@ -293,6 +293,23 @@ KV_PAGE_SIZE = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+HYBRID_KV_DISABLED = Advice(
+    "The model's layers keep KV caches of different kinds (Mamba or linear attention beside attention, sliding "
+    "windows beside full attention) that only vLLM's hybrid KV cache manager keeps apart, and this start turned "
+    "that manager off: a KV connector does so unless it supports hybrid models (--kv-transfer-config: LMCache, "
+    "NIXL and others), as do --disable-hybrid-kv-cache-manager and platforms without it.",
+    ("start without --kv-transfer-config, or with a connector release that supports hybrid models",
+     "drop --disable-hybrid-kv-cache-manager", "a vLLM release whose connector supports this model"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+MOE_BACKEND = Advice(
+    "--moe-backend names a backend that the checkpoint's MoE quantization (FP8, NvFP4, unquantized) has no kernels "
+    "for; vLLM lists the ones it has after 'Expected one of'.",
+    ("one of the backends the message lists, or no --moe-backend (vLLM picks one for the GPU)",),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 KV_PAGE_PADDING = Advice(
     "The model's layers keep KV cache pages of sizes vLLM cannot make one, and the layer it names is of a kind whose "
     "page it cannot pad (MLA attention, a sparse indexer's cache): a draft model's or a feature's layers beside the "
@@ -355,6 +372,7 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
     "engine_choice": ENGINE_CHOICE, "v1_unsupported": V1_UNSUPPORTED, "window_layers": WINDOW_LAYERS,
+    "hybrid_kv_disabled": HYBRID_KV_DISABLED, "moe_backend": MOE_BACKEND,
     "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES,
 
     "lora_vocab": LORA_VOCAB,

@@ -30,6 +30,16 @@ NVCC_MISSING = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+CANN_FUNCTION = Advice(
+    "torch_npu called a function of Huawei's CANN (ACL) that the installed CANN does not have: the CANN toolkit is "
+    "older than the one this torch_npu and vllm-ascend release were built for (ACL graph capture is the first to "
+    "need the newer functions).",
+    ("the CANN version the vllm-ascend release names (its installation page), or vllm-ascend's image that ships it",
+     "`cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info` for the installed one",
+     "--enforce-eager skips graph capture, where the missing function is graph capture's"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 CUDA_TOOLKIT_SKEW = Advice(
     "A kernel compiled at start (FlashInfer's sampler or attention, DeepGEMM) found a CUDA compiler (nvcc) of another "
     "CUDA release than the CUDA headers: pip installs nvidia-cuda-nvcc and nvidia-cuda-runtime as separate wheels, "
@@ -371,6 +381,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "vllm_module": VLLM_MODULE,
     "vllm_not_installed": VLLM_NOT_INSTALLED,
     "cuda_toolkit_skew": CUDA_TOOLKIT_SKEW,
+    "cann_function": CANN_FUNCTION,
     "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,
 }

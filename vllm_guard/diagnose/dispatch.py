@@ -59,7 +59,7 @@ _WORDS = (
     "device < num_gpus", "with CUDA capability sm_",
     "is already used by a Transformers config", "memory reserved for KV Cache",
     "KeyError: '", "is restricted", "vllm: ", "ImportError: lib", "OSError: lib", "toolkit headers are",
-    "failed to start and listen",
+    "failed to start and listen", "moe_backend=", "one unified type", "Failed to find function",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
     "allocator is not available", "Available memory: 0, total memory",

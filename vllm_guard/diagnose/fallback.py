@@ -179,6 +179,9 @@ _UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?(?P<
                                  r"keyword argument '\w{1,128}'")
 # A call that builds a class by its bare name, as a code line of a traceback shows it ("    NewRequestData(").
 _BARE_CLASS_CALL = re.compile(r"^\s{0,40}(?:\w{1,64} = )?[A-Z]\w{0,80}\($")
+# A call of a method of an object the caller holds ("    self.aclgraph_dispatcher.dispatch(num_tokens=..."): the
+# method's name is the TypeError's
+_HELD_METHOD_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64} = )?self\.\w{1,64}\.(?P<method>\w{1,128})\(")
 # A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
 _VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/"
                         r"|OpenAIServing\w{0,40}\(|init_app_state\(")
@@ -204,10 +207,15 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     # release passes a keyword a class of this vLLM's does not take (blind82/b82-004: vllm-spyre's warm-up building
     # V1's NewRequestData); not a call qualified by a module (`torch_npu.npu_grouped_matmul(`, `nnx.Embed(`: another
     # library's), and only in a start that never got ready
+    # Or calling a method of a vLLM object it holds, by a keyword this vLLM's method does not take (blind151/b151-002:
+    # vllm-ascend main's model runner calling 0.11.2's CudagraphDispatcher.dispatch(num_tokens=...)).
     owner = (m.group("owner") or "").rsplit(".", 1)[-1]
     above = lines[max(0, i - 3):i]
+    calls = [logread.body(line.text) for line in above]
     return (bool(owner[:1].isupper() and any(PLUGIN_PACKAGE.search(line.text) for line in above)
-                 and any(_BARE_CLASS_CALL.search(logread.body(line.text)) for line in above)) and not ready(lines))
+                 and any(_BARE_CLASS_CALL.search(c) or ((h := _HELD_METHOD_CALL.search(c)) is not None
+                                                        and h.group("method") == m.group("func")) for c in calls))
+            and not ready(lines))
 
 
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.

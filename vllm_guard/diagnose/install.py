@@ -23,7 +23,10 @@ _C_UNDEFINED = re.compile(r"Failed to import (?:from vllm\._(?:core_)?C with Imp
                           # torch's own GPU library: a ROCm build of vLLM under a CUDA torch or the reverse (b19-001)
                           r"object file|lib(?:torch|c10)_(?:hip|cuda)\.so: cannot open shared object file"
                           # a wheel built for a newer C library than the OS has (blind84/b84-001: Ubuntu 20.04)
-                          r"|version `GLIBC_[\d.]{1,8}' not found)")
+                          r"|version `GLIBC_[\d.]{1,8}' not found"
+                          # vllm-ascend's own kernels library, not built or not on the loader's path (blind151/b151-001:
+                          # its ops then missing, "'_OpNamespace' '_C_ascend' object has no attribute")
+                          r"|libvllm_ascend\w{0,40}\.so: cannot open shared object file)")
 
 # vLLM 0.10+ found no platform, and the log says why: the NVIDIA driver's own library is not there (no GPU given to the
 # process: a container without the NVIDIA runtime, a pod without a GPU), or vLLM's package metadata is not (its

@@ -73,6 +73,10 @@ NOT_RELAXABLE_DETAIL = {
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
+    "cann_function": "the installed CANN lacks a function torch_npu calls: the CANN release vllm-ascend names",
+    "hybrid_kv_disabled": "the model needs the hybrid KV cache manager, which a KV connector or an option turned "
+                          "off: start without it",
+    "moe_backend": "--moe-backend names a backend this quantization's MoE kernels lack: one the message lists",
     "cuda_toolkit_skew": "nvcc and the CUDA headers are of different CUDA releases: pin them to one",
     "nvcc_missing": "FlashInfer found no CUDA toolkit to compile its kernels: an image with one",
     "rocr_visible_devices": "Ray refuses ROCR_VISIBLE_DEVICES: set HIP_VISIBLE_DEVICES from it before the start",

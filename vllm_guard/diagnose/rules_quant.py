@@ -13,6 +13,12 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 
 DTYPE_QUANT_RULES: tuple[Rule, ...] = (
+    # --moe-backend naming a backend the checkpoint's MoE quantization has no kernels for: vLLM's MoE oracles map the
+    # option per scheme (model_executor/layers/fused_moe/oracle/fp8.py, nvfp4.py, unquantized.py, w4a8.py, 0.20-0.34:
+    # "moe_backend='triton' is not supported for NvFP4 MoE. Expected one of [...]"; blind151/b151-007)
+    Rule("usage_error", re.compile(r"moe_backend=['\"]?(?P<backend>\w{1,64})['\"]? is not supported for "
+                                   r"(?P<scheme>[\w-]{1,40}(?: MoE)?)"), LOADING, detail="moe_backend",
+         source=SOURCES["moe_backend"]),
     # FlashInfer's per-tensor FP8 MoE path (VLLM_USE_FLASHINFER_MOE_FP8=1) takes only Llama 4's routing (vLLM
     # 0.10-0.13; blind62/b62-002, DeepSeek-R1 on B200), asserted in the forward pass the profiling run is the first of
     Rule("quant_unsupported", re.compile(r"FusedMoE flashinfer kernels are only supported for Llama4"), PROFILING,

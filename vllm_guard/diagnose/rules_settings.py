@@ -167,6 +167,15 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     Rule("unsupported_architecture", re.compile(r": page size is not divisible by the maximum page size and cannot be "
                                                 r"padded"), KV_CACHE, detail="kv_page_padding",
          source=SOURCES["kv_page_size"]),
+    # A model whose layers keep KV caches of kinds only the hybrid KV cache manager keeps apart (Mamba or linear
+    # attention beside attention, sliding windows beside full attention), started with that manager off: a KV
+    # connector turns it off (--kv-transfer-config, unless the connector supports it), as do
+    # --disable-hybrid-kv-cache-manager and non-GPU platforms (config/vllm.py; blind151/b151-003, b151-004: Qwen3.5/3.6
+    # under LMCache)
+    Rule("unsupported_architecture", re.compile(r"Hybrid KV cache manager is disabled but failed to convert the KV "
+                                                r"cache specs to one unified type|Failed to promote local KV cache "
+                                                r"specs to one unified type"), KV_CACHE, detail="hybrid_kv_disabled",
+         source=SOURCES["hybrid_kv_disabled"]),
     # A pre-quantized bitsandbytes checkpoint under tensor parallelism: its quant states cannot be split (vLLM 0.7-0.25;
     # blind124/b124-007). vLLM's own advice is pipeline parallelism.
     Rule("usage_error", re.compile(r"Prequant BitsAndBytes models with tensor parallelism is not supported"),

@@ -239,6 +239,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     # but no nvcc (blind105/b105-002: KAITO's phi-4-mini on a T4, where FlashInfer is the attention backend)
     Rule("version_mismatch", re.compile(r"Could not find nvcc and default cuda_home="), detail="nvcc_missing",
          when=conditions.never_ready, source=SOURCES["nvcc_missing"]),
+    # torch_npu calling a function of CANN's ACL that the installed CANN does not have (its ACL interface loads them by
+    # name: "Failed to find function aclmdlRICaptureBegin", then "ERR00008 PTA resource not found"): CANN older than
+    # the torch_npu and vllm-ascend need, met first by ACL graph capture (vllm-ascend#1261; blind151/b151-006, whose
+    # paste interleaves the name with another line: "aclmdlRIC")
+    Rule("version_mismatch", re.compile(r"Failed to find function (?P<function>acl\w{1,80})"),
+         detail="cann_function", when=conditions.never_ready, source=SOURCES["cann_function"]),
     # The CUDA C++ library's check that nvcc and the CUDA headers are one release (CCCL cuda/std/__cccl/cuda_toolkit.h
     # compares nvcc's major.minor with CUDART_VERSION): pip's nvidia-cuda-nvcc and nvidia-cuda-runtime wheels drift
     # apart (vLLM 0.2x-0.3x on CUDA 13), and FlashInfer's JIT (its sampler at engine start) or DeepGEMM's fails
