@@ -199,3 +199,47 @@ def test_a_plugin_calling_its_own_objects_method_wrongly_is_not_read_as_another_
             "    self.helper.prepare(num_tokens=num_tokens)\n"
             "TypeError: CudagraphDispatcher.dispatch() got an unexpected keyword argument 'num_tokens'\n")
     assert classify(text).detail != "vllm_api"
+
+
+# A newcomer review's cases.
+
+def test_cloud_runs_line_gives_way_to_the_containers_own_error() -> None:
+    gcloud = ("ERROR: (gcloud.run.deploy) Revision 'x' is not ready and cannot serve traffic. The user-provided "
+              "container failed to start and listen on the port defined provided by the PORT=8080 environment "
+              "variable within the allocated timeout.\n")
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "22.05 GiB of which 1.00 GiB is free.\n")
+    cuda = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/dist-packages/vllm/_custom_ops.py", line 1, in <module>\n'
+            "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n")
+    assert classify(oom + gcloud).cls == "gpu_oom"
+    assert classify(gcloud + cuda).detail == "extension_abi"
+
+
+def test_vllm_that_ran_after_the_shell_could_not_find_it_is_installed() -> None:
+    text = ("bash: vllm: command not found\n$ source ~/venvs/vllm/bin/activate\n"
+            "INFO 03-27 16:00:08 [api_server.py:1] vLLM API server version 0.8.5\n"
+            "INFO 03-27 16:00:09 [pynccl.py:69] vLLM is using nccl==2.21.5\n")
+    assert classify(text).detail != "vllm_not_installed"
+
+
+def test_the_extension_advice_builds_it_rather_than_skipping_it() -> None:
+    d = classify("ModuleNotFoundError: No module named 'vllm._C'\n")
+    assert d.detail == "extension_missing"
+    assert not any("VLLM_USE_PRECOMPILED=1" in h for h in advice_for(d).helps)
+
+
+@pytest.mark.parametrize("text", [
+    # Inductor's autotune table, IPython's numbered source, the guard's own report: rows, not wrapped prose
+    "".join(f"  triton_mm_{k} 0.0219 ms 100.0% ACC_TYPE='tl.float32', ALLOW_TF32=False, BLOCK_K=32, BLOCK_M=16\n"
+            for k in range(3)),
+    "   1530  return self._compiled_call_impl(*args, **kwargs)  # type: ignore[misc] and some more words\n"
+    "   1531  else:\n",
+    "  FAIL model.kv_fit: the KV cache for max-model-len 32768 needs 4.0 GiB and 2.1 GiB is left\n"
+    "  WARN gpu.dtype: bfloat16 needs compute capability 8.0\n",
+])
+def test_indented_rows_are_not_joined_as_one_wrapped_message(text: str) -> None:
+    from vllm_guard.diagnose import logread
+
+    lines = logread.read(text)
+    assert all(logread.continuation(lines, i) is None for i in range(len(lines)))

@@ -117,6 +117,17 @@ def last_error(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> 
                    and line.strip() not in after.text for after in lines[i + 1:])
 
 
+# A record vLLM itself logged ("INFO 03-27 16:00:08 [api_server.py:1] ..."), or a frame of its code
+_VLLM_RECORD = re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d|[/\\]vllm[/\\]")
+
+
+def last_error_before_vllm(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """As last_error, and vLLM itself says nothing after the line: a paste whose vLLM went on to run after a shell
+    could not find it (another environment activated, another command) is not a start without vLLM (a review)."""
+    return last_error(line, lines, i, ctx) and not any(_VLLM_RECORD.search(after.text[:MAX_LINE_CHARS])
+                                                       for after in lines[i + 1:])
+
+
 def nothing_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The start never got ready and the log has nothing after this line but more lines of the same message (or
     their tracebacks): a failure vLLM logs and goes on after decides only a paste that stops there. The last other
@@ -233,7 +244,7 @@ def only_mtp_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any
 
 
 # The draft's own copy of the embedding, which its loader names at the top level (deepseek_mtp.py and
-# glm4_moe_mtp.py of vLLM 0.20-0.34, glm_ocr_mtp.py of 0.30-0.34, _rewrite_spec_layer_name: shared_weight_names =
+# glm4_moe_mtp.py of vLLM 0.11-0.34, glm_ocr_mtp.py of 0.20-0.34, _rewrite_spec_layer_name: shared_weight_names =
 # ["embed_tokens"]); in a set that names an MTP part it is the draft's (blind138/b138-016: GLM-OCR's export without
 # its layer 16)
 _MTP_SHARED = frozenset({"model.embed_tokens.weight"})

@@ -119,8 +119,9 @@ EXTENSION_MISSING = Advice(
     "vLLM's compiled extension (vllm._C) is not where Python looked: a vLLM source folder run in place (Python "
     "imports ./vllm from the current folder before the installed package), or a build from source that did not "
     "compile it.",
-    ("start from another folder than a vLLM source tree", "`pip install -e .` in the source tree (with "
-     "VLLM_USE_PRECOMPILED=1 for its Python-only changes), so that the extension is built", "a release wheel"),
+    ("start from another folder than a vLLM source tree", "a full build in the source tree (`pip install -e .`, "
+     "which compiles the extension and needs the CUDA toolkit; in 0.4-0.5 VLLM_USE_PRECOMPILED builds none)",
+     "a release wheel"),
     ("changing vLLM's settings", "retrying unchanged"),
 )
 

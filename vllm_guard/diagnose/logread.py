@@ -186,21 +186,35 @@ def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> L
         return None
     if nxt.text.startswith(_RECORD_STARTS) or _NEW_RECORD.match(nxt.text):
         # A message quoted indented in a post keeps its indent on every wrapped line (blind139/b139-003: "  ValueError:
-        # Weight input_size_per_partition = 192 is not divisible by" / "  weight quantization block_k = 128."); a
-        # traceback's frame and its code differ in indent, and a line at the same indent may be the next frame.
+        # Weight input_size_per_partition = 192 is not divisible by" / "  weight quantization block_k = 128."): read
+        # so only under an exception's head at that indent, not tables, numbered source or a report's rows (a review:
+        # autotune tables, IPython's numbered lines), and not a traceback's frame and code, which differ in indent.
         indent = nxt.text[:len(nxt.text) - len(nxt.text.lstrip())]
         rest = nxt.text[len(indent):]
-        if not indent or not line.text.startswith(indent) or line.text[len(indent)].isspace() \
-                or rest.startswith(_RECORD_STARTS) or _NEW_RECORD.match(rest) or rest.startswith(_CODE_STARTS) \
-                or line.text[len(indent):].startswith(_CODE_STARTS):
+        if not indent or rest.startswith(_RECORD_STARTS) or _NEW_RECORD.match(rest) \
+                or not _under_indented_head(lines, i, indent):
             return None
     return nxt
 
 
+# An exception's head, as a post quotes it indented ("  ValueError: ...")
+_QUOTED_HEAD = re.compile(r"(?:[\w.]{1,100}(?:Error|Exception)|AssertionError): \S")
+_QUOTED_RUN_MAX = 6  # lines: as classify.WRAPPED_RUN_MAX
+
+
+def _under_indented_head(lines: list[LogLine], i: int, indent: str) -> bool:
+    """Line i, or one of the few lines above it at the same indent, is an exception's head at that indent."""
+    for k in range(i, max(-1, i - _QUOTED_RUN_MAX), -1):
+        text = lines[k].text
+        if not text.startswith(indent) or text[len(indent):len(indent) + 1].isspace():
+            return False
+        if _QUOTED_HEAD.match(text, len(indent)):
+            return True
+    return False
+
+
 # the commonest starts of _NEW_RECORD, tested first without the regex
 _RECORD_STARTS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", " ", "[")
-# an indented line that is a traceback's frame, a caret line under code, or a Python statement, not prose
-_CODE_STARTS = ("File ", "^", "~", "return ", "raise ", "self.", "+", "-", "|", "at ")
 
 
 # --- tracebacks ------------------------------------------------------------------------

@@ -74,11 +74,13 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"failed to inject CDI devices: unresolvable CDI devices (?P<device>\S{1,200})"),
          BEFORE_START, detail="cdi_device", source=SOURCES["cdi_device"]),
     # Google Cloud Run giving up on a container that did not listen on $PORT within its start timeout (gcloud run
-    # deploy's error; blind148/b148-001, vLLM's image on Cloud Run GPUs): the platform's budget, not vLLM's failure
+    # deploy's error; blind148/b148-001, vLLM's image on Cloud Run GPUs): the platform's budget. It says the same of a
+    # container that crashed, so it is kept aside: an error of the container's own in the paste decides (a review).
     Rule("startup_timeout", re.compile(r"The user-provided container failed to start and listen on the port defined "
                                        r"(?:provided )?by the PORT=(?P<port>\d{1,5}) environment variable within the "
                                        r"allocated timeout"), BEFORE_START, detail="platform_start",
-         numbers=lambda m: numbers_of(m, "port"), source=SOURCES["platform_start"]),
+         numbers=lambda m: numbers_of(m, "port"), when=conditions.never_ready, warning=True,
+         source=SOURCES["platform_start"]),
     # Qwen2's class (Seed-OSS's and Ouro's from 0.10) runs sliding-window attention on all layers or none: 0.4-0.8
     # refuse a config with use_sliding_window on and max_window_layers set at all (the message then says "28 is
     # less than 28"), 0.9-0.34 assert a window on all layers (models/qwen2.py; blind69/b69-001: Qwen2.5-7B)

@@ -163,12 +163,14 @@ VERSION_RULES: tuple[Rule, ...] = (
     # vllm._C import ops"); the vllm/ folder of a source tree run in place, or a build that did not compile it
     # (blind143/b143-016, a source build in February 2024)
     Rule("version_mismatch", re.compile(r"^ModuleNotFoundError: No module named 'vllm\._(?:C|moe_C|rocm_C)'$"),
-         BEFORE_START, detail="extension_missing", when=conditions.last_error, source=SOURCES["extension_missing"]),
+         BEFORE_START, detail="extension_missing", when=conditions.last_error_before_vllm,
+         source=SOURCES["extension_missing"]),
     # vLLM itself not installed where the start ran: bash's and dash's words for a `vllm` not on PATH, Python's for
     # a package it cannot import (also as `python -m vllm.entrypoints...` reports it), in a Slurm job's environment
     # without the conda env vLLM went into (blind142/b142-004), a container or a Ray node without it
     Rule("version_mismatch", re.compile(r"(?:^|: )vllm: (?:command )?not found$|No module named '?vllm'?\)?$"),
-         BEFORE_START, detail="vllm_not_installed", when=conditions.last_error, source=SOURCES["vllm_not_installed"]),
+         BEFORE_START, detail="vllm_not_installed", when=conditions.last_error_before_vllm,
+         source=SOURCES["vllm_not_installed"]),
     # vLLM-Omni's import-time check of its own major.minor against vLLM's (vllm_omni/version.py
     # warn_if_misaligned_vllm_version): a warning, so the failure only when the start never got ready and no
     # decisive error follows (blind23/b23-018)
