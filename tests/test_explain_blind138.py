@@ -243,3 +243,23 @@ def test_indented_rows_are_not_joined_as_one_wrapped_message(text: str) -> None:
 
     lines = logread.read(text)
     assert all(logread.continuation(lines, i) is None for i in range(len(lines)))
+
+
+@pytest.mark.parametrize(("prefix", "cls", "detail"), [
+    ("b152-002", "version_mismatch", "hip_gpu_arch"),  # gfx1151: "HIP error: invalid kernel file"
+    ("b152-007", "too_few_gpus", None),  # "The number of required TPUs exceeds ... in the placement group."
+    ("b152-008", "too_few_gpus", "ray_head_without_gpu"),  # "Current node has no TPU available."
+])
+def test_what_blind152_taught(prefix: str, cls: str, detail: str | None) -> None:
+    d = classify(blind_log("blind152", prefix))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_vllms_placement_warning_gives_way_to_the_error_after_it() -> None:
+    warning = ("WARNING 09-23 03:01:22 [ray_utils.py:352] The number of required NPUs exceeds the total number of "
+               "available NPUs in the placement group.\n")
+    error = ("ValueError: Current node has no NPU available. current_node_resource={'memory': 2.1e11}. vLLM engine "
+             "cannot start without NPU.\n")
+    assert classify(warning + error).detail == "ray_head_without_gpu"
+    # alone, the warning still says there are too few devices
+    assert classify(warning).cls == "too_few_gpus"

@@ -268,7 +268,11 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # blind144's one, recorded at its score: Qwen2's 'Sliding window for some but all layers is
                           # not supported', read usage_error (window_layers) as blind69/b69-001 is labelled; its
                           # collector labelled it unsupported_architecture, usage_error second
-                          "b144-003-unsupported_architecture.log"}
+                          "b144-003-unsupported_architecture.log",
+                          # blind152's two, recorded at its score: PyTorch's 'Cannot re-initialize CUDA in forked
+                          # subprocess', read usage_error as blind22/b22-008 and three others are labelled; its
+                          # collector labelled them unknown (no class for a fork)
+                          "b152-004-unknown.log", "b152-005-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

@@ -11,7 +11,8 @@ VERSION_SOURCES: dict[str, str] = {
                          "and CUDA toolkit headers are incompatible, please check your include paths\"', in a JIT "
                          "compile (FlashInfer's, DeepGEMM's)",
     "hip_invalid_function": "PyTorch on ROCm, a HIP call's failure (c10/hip): 'RuntimeError: HIP error: invalid device "
-                            "function' (hipErrorInvalidDeviceFunction: no code object for the GPU's gfx target)",
+                            "function' (hipErrorInvalidDeviceFunction: no code object for the GPU's gfx target) and "
+                            "'HIP error: invalid kernel file' (hipErrorInvalidImage)",
     "bisheng_target": "Triton-Ascend's BiSheng IR compiler (LLVM's option parser): \"bishengir-compile: for the "
                       "--target option: Cannot find option named 'X'!\"",
     "processor_api": "Python's AttributeError on a multimodal processor or feature extractor, raised where vLLM's "

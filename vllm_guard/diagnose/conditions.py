@@ -128,6 +128,13 @@ def last_error_before_vllm(line: str, lines: list[LogLine], i: int, ctx: dict[st
                                                        for after in lines[i + 1:])
 
 
+def raised_or_last(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """Raised, or a record vLLM logged as a WARNING that no later error overrides: vLLM 0.11-0.34 ray_utils.py warns
+    "The number of required NPUs exceeds ..." and waits for the placement group, where 0.4-0.6 raised those words;
+    an error after the warning says more (blind4/b4-012: "Current node has no NPU available")."""
+    return not lines[i].text.startswith("WARNING ") or last_error(line, lines, i, ctx)
+
+
 def nothing_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The start never got ready and the log has nothing after this line but more lines of the same message (or
     their tracebacks): a failure vLLM logs and goes on after decides only a paste that stops there. The last other

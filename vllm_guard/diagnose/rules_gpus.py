@@ -78,14 +78,16 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # is not vLLM's GPU bundle).
     Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
          BEFORE_START, when=conditions.never_ready, source=SOURCES["ray_infeasible"]),
-    # Ray (0.4-0.6): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel.
-    Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total number of available GPUs in the "
-                                    r"(?P<where>placement group|cluster)"), BEFORE_START,
+    # Ray (0.4-0.11): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel; the device is
+    # the platform's Ray resource (ray_utils.py device_str: "TPU" on TPUs; blind152/b152-007, a v5p-16 at TP 8)
+    Rule("too_few_gpus", re.compile(r"The number of required (?P<device>GPU|TPU|NPU|HPU|XPU)s exceeds the total "
+                                    r"number of available (?P=device)s in the (?P<where>placement group|cluster)"),
+         BEFORE_START, when=conditions.raised_or_last,
          source=SOURCES["ray_required_gpus"]),
     # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
     # The head alone: the rest (the node's resources) is long and pastes hard-wrap it (blind4/b4-024); vllm-ascend
-    # says NPU (its platform's device name, blind4/b4-012).
-    Rule("too_few_gpus", re.compile(r"Current node has no (?:GPU|NPU) available\. current_node_resource="),
+    # says NPU (its platform's device name, blind4/b4-012), and TPUs TPU (blind152/b152-008).
+    Rule("too_few_gpus", re.compile(r"Current node has no (?:GPU|NPU|TPU|HPU|XPU) available\. current_node_resource="),
          BEFORE_START, detail="ray_head_without_gpu",
          source=SOURCES["ray_head_gpu"]),
     # Ray: the placement group never came (vllm/v1/executor/ray_utils.py _wait_until_pg_ready, PG_WAIT_TIMEOUT 1800).

@@ -202,8 +202,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"This flash attention build does not support (?P<feature>[\w ]{1,80})"),
          detail="flash_attn_build", when=conditions.never_ready, source=SOURCES["flash_attn_build"]),
     # ROCm's twin of CUDA's "no kernel image": hipErrorInvalidDeviceFunction, a kernel with no code object for the
-    # GPU's gfx target (an image built for MI300's gfx942 on a Radeon; blind103/b103-002, blind80/b80-001..003)
-    Rule("version_mismatch", re.compile(r"HIP error: invalid device function"), detail="hip_gpu_arch",
+    # GPU's gfx target (an image built for MI300's gfx942 on a Radeon; blind103/b103-002, blind80/b80-001..003), and
+    # hipErrorInvalidImage, a code object the GPU cannot load ("invalid kernel file": blind152/b152-002, gfx1151 under
+    # a build for other targets)
+    Rule("version_mismatch", re.compile(r"HIP error: invalid device function|HIP error: invalid kernel file"),
+         detail="hip_gpu_arch",
          when=conditions.never_ready, source=SOURCES["hip_invalid_function"]),
     # vLLM's stand-in for DeepGEMM's kernels when the optional deep_gemm package is missing or older than it needs
     # (utils/deep_gemm.py _missing, 0.10-0.33): an FP8 path or the kernel warm-up called one (blind43/b43-011: the
