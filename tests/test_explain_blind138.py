@@ -13,7 +13,7 @@ for a gated repo, kept alone in a paste.
 
 blind142, HPC clusters, and blind143, the CPU backend and machines without a CUDA GPU, scored once at 5bbf1e7: 15 of
 16 (0 confident errors) and 12 of 16 (1, a label in dispute; 11 of 15 once its copy of blind119/b119-009 was removed).
-They taught: vLLM not installed where the start ran, and vLLM 0.2-0.4's unguarded import of its compiled extension.
+They taught: vLLM not installed where the start ran, and vLLM 0.2-0.4.0's unguarded import of its compiled extension.
 
 blind144, long-context starts, and blind145, data- and expert-parallel MoE starts, scored once at 1cff02f: 13 of 14
 (1 confident error, a label in dispute) and 16 of 19 (1; 15 of 18 once its copy of failures/054 was removed). They
@@ -176,7 +176,7 @@ def test_nvcc_and_cuda_headers_of_two_releases() -> None:
 
 
 @pytest.mark.parametrize(("prefix", "cls", "detail"), [
-    ("b151-001", "version_mismatch", "extension_abi"),  # libvllm_ascend_kernels.so missing, then _C_ascend ops
+    ("b151-001", "version_mismatch", "op_missing"),  # libvllm_ascend_kernels.so missing, then _C_ascend ops
     ("b151-002", "version_mismatch", "vllm_api"),  # vllm-ascend main over vLLM 0.11.2's CudagraphDispatcher
     ("b151-003", "unsupported_architecture", "hybrid_kv_disabled"),  # Qwen3.6 under LMCache's connector
     ("b151-004", "unsupported_architecture", "hybrid_kv_disabled"),  # the same, the wrapper's line cut off
@@ -263,3 +263,24 @@ def test_vllms_placement_warning_gives_way_to_the_error_after_it() -> None:
     assert classify(warning + error).detail == "ray_head_without_gpu"
     # alone, the warning still says there are too few devices
     assert classify(warning).cls == "too_few_gpus"
+
+
+@pytest.mark.parametrize(("part", "prefix", "cls", "detail"), [
+    ("blind153", "b153-007", "version_mismatch", "extension_missing"),  # NameError: name 'vllm_cache_ops'
+    ("blind153", "b153-015", "quant_unsupported", "quant_kernel_missing"),  # awq_dequantize on a Radeon
+    ("blind153", "b153-019", "quant_unsupported", "quant_kernel_missing"),  # gptq_marlin_repack on the CPU build
+    ("blind153", "b153-020", "usage_error", "spec_vocab"),  # a draft of another vocabulary
+    ("blind154", "b154-011", "version_mismatch", "python_package"),  # SafeTensorsInfo(... 'sharded')
+    ("blind154", "b154-016", "model_access", "download_resume"),  # the Hub's 416
+    ("blind154", "b154-018", "quant_unsupported", "moe_quant"),  # FusedMoE: assert self.quant_method is not None
+    ("blind137", "b137-005", "version_mismatch", "op_missing"),  # '_vllm_fa2_C' without varlen_fwd
+])
+def test_what_blind153_and_blind154_taught(part: str, prefix: str, cls: str, detail: str) -> None:
+    d = classify(blind_log(part, prefix))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_a_missing_op_after_the_start_served_is_not_a_start_failure() -> None:
+    text = ("INFO:     Application startup complete.\n"
+            "AttributeError: '_OpNamespace' '_C' object has no attribute 'awq_dequantize'\n")
+    assert classify(text).detail not in ("quant_kernel_missing", "op_missing")

@@ -23,10 +23,12 @@ def test_gloo_told_to_use_an_interface_the_node_lacks() -> None:
     assert advice_for(d) is GLOO_INTERFACE and isinstance(next_step(d, Settings()), Stop)
 
 
-def test_a_missing_compiled_op_is_a_candidate() -> None:
-    for part, prefix in (("blind41", "b41-003"), ("blind4", "b4-032")):
-        d = classify(blind_log(part, prefix))
-        assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch", prefix
+def test_a_missing_compiled_op_is_read_by_what_it_is() -> None:
+    # A candidate until blind153 and blind154 brought three more missing ops, whose collectors read a quantization
+    # kernel as quant_unsupported: vLLM 0.5-0.6 say "Possibly you have built or installed an obsolete version of
+    # vllm", and platform builds leave quantization kernels out. Both of these are labels in dispute.
+    assert classify(blind_log("blind41", "b41-003")).detail == "quant_kernel_missing"  # cutlass_scaled_mm_supports_fp8
+    assert classify(blind_log("blind4", "b4-032")).detail == "op_missing"  # silu_and_mul, after _C failed to load
 
 
 def test_what_blind41_read_right_at_its_score() -> None:

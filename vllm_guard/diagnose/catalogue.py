@@ -222,6 +222,8 @@ SOURCES: dict[str, str] = {
                  "configuration'",
     "exclusive_gpu": "the CUDA runtime, cudaErrorDevicesUnavailable: 'CUDA-capable device(s) is/are busy or "
                      "unavailable' (a GPU in Exclusive Process compute mode that another process holds)",
+    "download_resume": "huggingface_hub utils/_http.py hf_raise_for_status: 'HfHubHTTPError: 416 Client Error: "
+                       "Requested Range Not Satisfiable for url: ...' (a resumed download's Range past the file)",
     "quant_mismatch": "vLLM 0.2-0.33 ModelConfig._verify_quantization (config.py; config/model.py at 0.33): "
                       "'Quantization method specified in the model config (X) does not match the quantization "
                       "method specified in the `quantization` argument (Y)'",

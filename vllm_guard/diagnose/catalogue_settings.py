@@ -112,6 +112,10 @@ SETTINGS_SOURCES: dict[str, str] = {
     "harmony_vocab_file": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs load_tiktoken_vocab): 'HarmonyError: "
                           "invalid tiktoken vocab file: hash mismatch: computed=X, expected=Y' (TIKTOKEN_ENCODINGS_"
                           "BASE's file) or '... expected token and rank, could not split on ' ' at line N'",
+    "spec_vocab": "vLLM 0.4-0.6 spec_decode/spec_decode_worker.py _verify_vocab: 'assert all(vocab_sizes[0] == "
+                  "vocab_size for vocab_size in vocab_sizes)' (a bare AssertionError)",
+    "moe_quant": "vLLM model_executor/layers/fused_moe/layer.py: 'assert self.quant_method is not None' (a bare "
+                 "AssertionError; FusedMoE.__init__ in 0.5, forward_impl in 0.11, reached by the profiling run)",
     "moe_backend": "vLLM 0.20-0.34 model_executor/layers/fused_moe/oracle/*.py map_*_backend: \"moe_backend='X' is "
                    "not supported for FP8 MoE. Expected one of [...]\" (NvFP4, unquantized, W4A8 MoE alike)",
     "hybrid_kv_disabled": "vLLM 0.9.2-0.25 v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs: 'Hybrid KV cache "

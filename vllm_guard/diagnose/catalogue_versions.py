@@ -35,8 +35,14 @@ VERSION_SOURCES: dict[str, str] = {
     "omni_version": "vLLM-Omni vllm_omni/version.py warn_if_misaligned_vllm_version: 'vLLM and vLLM-Omni appear to "
                     "have mismatched major/minor versions' (a RuntimeWarning at import)",
     "extension_missing": "Python's import error for vLLM's compiled extension, raised ('ModuleNotFoundError: No "
-                         "module named 'vllm._C'' under 'from vllm._C import ops' in vLLM 0.2-0.4); 0.5-0.34 log it "
+                         "module named 'vllm._C'' under 'from vllm._C import ops' in vLLM 0.2-0.4.0; 0.4.1-0.4.3's "
+                         "_custom_ops.py: \"NameError: name 'vllm_ops' is not defined\"); 0.5-0.34 log it "
                          "as a warning (_custom_ops.py, platforms/*.py: 'Failed to import from vllm._C with ...')",
+    "hub_client_old": "huggingface_hub hf_api.py ModelInfo.__init__ (0.22 and older) on the Hub's answer of April "
+                      "2024: \"TypeError: SafeTensorsInfo.__init__() got an unexpected keyword argument 'sharded'\"",
+    "op_missing": "PyTorch's torch.ops namespace for an op no loaded library registered: \"AttributeError: "
+                  "'_OpNamespace' '_C' object has no attribute 'X'\" (vLLM 0.5-0.6 _custom_ops.py adds 'Possibly you "
+                  "have built or installed an obsolete version of vllm')",
     "vllm_not_installed": "bash's 'vllm: command not found' and dash's 'vllm: not found' (exit 127); Python's "
                           "'No module named 'vllm'' (and 'Error while finding module specification for "
                           "'vllm.entrypoints...' (ModuleNotFoundError: No module named 'vllm')' of python -m)",

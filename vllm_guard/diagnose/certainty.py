@@ -169,10 +169,6 @@ _SHAPE_MISMATCH = re.compile(r"assert param_data\.shape == loaded_weight\.shape|
                              r"\(\d{1,12}\)")
 # The phrase is the loader's own, whatever a paste's wrapping keeps of the rest (the name, the class).
 _NO_PARAMETER = re.compile(r"There is no module or parameter\b")
-# torch.ops._C without an op vLLM's Python code calls: its compiled extension did not load (an earlier warning says
-# why) or was built from another source or for other GPUs (blind41/b41-003, labelled version_mismatch; blind4/b4-032,
-# a macOS build whose _C failed to load, labelled unknown): a candidate, not a class.
-_C_OP_MISSING = re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute '\w{1,128}'")
 # PyTorch's caching allocator asserting on NVML while it writes its out-of-memory message (c10/cuda/
 # CUDACachingAllocator.cpp reportProcessMemoryInfo, called only when an allocation failed): NVML cannot list the
 # GPU's processes (a MIG slice, some containers). Labelled gpu_oom (blind45/b45-004, a MIG 1g.5gb) and unknown
@@ -212,10 +208,6 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "gpu_oom", "PyTorch's allocator asserts so while it writes its out-of-memory message and NVML " \
                               "cannot list the GPU's processes (a MIG slice, some containers): an allocation most " \
                               "likely failed"
-        if "_OpNamespace" in line.text and _C_OP_MISSING.search(line.text):
-            return "version_mismatch", "vLLM's compiled extension lacks an op its Python code calls: the extension " \
-                                       "did not load (an earlier warning says why) or was built from another " \
-                                       "vLLM source or for other GPUs"
         if ("current_platform" in line.text or "AMDSMI_STATUS" in line.text) \
                 and _PLATFORM_UNRESOLVED.search(line.text):
             return "usage_error", "vLLM could not resolve its platform: amdsmi or NVML could not read the GPU's " \

@@ -6,6 +6,7 @@ from __future__ import annotations
 from vllm_guard.diagnose.details_containers import CONTAINER_ADVICE
 from vllm_guard.diagnose.details_files import FILE_ADVICE
 from vllm_guard.diagnose.details_network import NETWORK_ADVICE
+from vllm_guard.diagnose.details_quant import QUANT_ADVICE
 from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
@@ -42,12 +43,6 @@ EXCLUSIVE_GPU = Advice(
     ("`nvidia-smi -q -d COMPUTE` shows the mode, `nvidia-smi` who holds the GPU", "wait for the other process",
      "another GPU (CUDA_VISIBLE_DEVICES)"), ("lowering --gpu-memory-utilization",),
 )
-QUANT_MISMATCH = Advice(
-    "--quantization names another method than the checkpoint's own (its config.json's quantization_config).",
-    ("drop --quantization: vLLM reads the method from the checkpoint", "or set it to the checkpoint's method"),
-    ("retrying unchanged",),
-)
-
 MODEL_DTYPE = Advice(
     "This model type refuses the dtype asked for (vLLM lists gemma2, gemma3 and a few others as numerically "
     "unstable in float16).",
@@ -96,11 +91,6 @@ CHAT_TEMPLATE = Advice(
     ("the path of a template file readable by vLLM's user (in a container: mounted into it)",
      "drop --chat-template to use the tokenizer's own template"), ("retrying unchanged",),
 )
-UNKNOWN_QUANT = Advice(
-    "This vLLM does not know the quantization method named (a typo, or a method added in a later release).",
-    ("a method from the list the error prints, or drop --quantization to use the checkpoint's own",
-     "a newer vLLM for a newer method"), ("retrying unchanged",),
-)
 NO_GPU = Advice(
     "The process sees no GPU at all: a container started without GPUs, CUDA_VISIBLE_DEVICES empty or wrong, no "
     "working NVIDIA driver, or a vLLM built for another platform (the PyPI wheel is CUDA's; CPU, ROCm and XPU have "
@@ -127,12 +117,6 @@ LORA_RANK = Advice(
     "--max-lora-rank must be one of the ranks vLLM builds kernels for (the error lists them).",
     ("the smallest listed rank at least the adapters' own rank (adapter_config.json's r)",), ("retrying unchanged",),
 )
-QUANT_PLATFORM = Advice(
-    "This platform's vLLM (ROCm, XPU, Ascend, CPU) does not run the checkpoint's quantization method.",
-    ("a checkpoint in a method the platform lists", "--quantization naming a supported kernel for the same format "
-     "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
-)
-
 QUANT_SHAPE = Advice(
     "A quantized layer's share on one GPU is not a whole number of quant groups or kernel tiles: tensor parallel "
     "splits its input or output unevenly, or the layer's own shape does not fit the kernel (Marlin's 64-wide "
@@ -371,12 +355,13 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **FILE_ADVICE,
     **NETWORK_ADVICE,
     **CONTAINER_ADVICE,
+    **QUANT_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "no_error": NO_ERROR,
-    "exclusive": EXCLUSIVE_GPU, "quantization_mismatch": QUANT_MISMATCH, "model_dtype": MODEL_DTYPE,
+    "exclusive": EXCLUSIVE_GPU, "model_dtype": MODEL_DTYPE,
     "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,
-    "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING, "unknown_method": UNKNOWN_QUANT, "no_gpu": NO_GPU,
-    "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK, "platform": QUANT_PLATFORM,
+    "chat_template": CHAT_TEMPLATE, "ranks_missing": RANKS_MISSING, "no_gpu": NO_GPU,
+    "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK,
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "marlin_tile": MARLIN_TILE,
     "config_check": CONFIG_CHECK,
     "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,

@@ -212,7 +212,16 @@ TRANSFORMERS_MODEL_TYPE = Advice(
     ("changing vLLM's memory or parallel settings", "--trust-remote-code for a checkpoint without its own code"),
 )
 
+DOWNLOAD_RESUME = Advice(
+    "The Hub refused to resume a download from where the cache's partial file ends: that file is as long as the "
+    "whole file or longer, left by a cut download or by several processes downloading into one cache at once "
+    "(each worker of a multi-GPU start can fetch the model).",
+    ("delete the model's partial files (`*.incomplete` under the cache's blobs/ folder) and download once before "
+     "starting (`hf download`), then pass the local path",), ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 FILE_ADVICE: dict[str, Advice] = {
+    "download_resume": DOWNLOAD_RESUME,
     "transformers_model_type": TRANSFORMERS_MODEL_TYPE,
     "harmony_vocab_file": HARMONY_VOCAB_FILE,
     "lora_modules": LORA_MODULES,

@@ -303,11 +303,11 @@ HYBRID_KV_DISABLED = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
-MOE_BACKEND = Advice(
-    "--moe-backend names a backend that the checkpoint's MoE quantization (FP8, NvFP4, unquantized) has no kernels "
-    "for; vLLM lists the ones it has after 'Expected one of'.",
-    ("one of the backends the message lists, or no --moe-backend (vLLM picks one for the GPU)",),
-    ("changing memory settings", "retrying unchanged"),
+SPEC_VOCAB = Advice(
+    "Speculative decoding needs the draft model to share the target's vocabulary, and this draft's vocabulary size "
+    "differs (another family, or a tokenizer with added tokens on one side).",
+    ("a draft from the target's own family and tokenizer (the same vocab_size in both configs)",
+     "start without --speculative-model"), ("changing memory settings", "retrying unchanged"),
 )
 
 KV_PAGE_PADDING = Advice(
@@ -372,7 +372,8 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "batch_invariant": BATCH_INVARIANT,
     "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
     "engine_choice": ENGINE_CHOICE, "v1_unsupported": V1_UNSUPPORTED, "window_layers": WINDOW_LAYERS,
-    "hybrid_kv_disabled": HYBRID_KV_DISABLED, "moe_backend": MOE_BACKEND,
+    "hybrid_kv_disabled": HYBRID_KV_DISABLED,
+    "spec_vocab": SPEC_VOCAB,
     "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES,
 
     "lora_vocab": LORA_VOCAB,

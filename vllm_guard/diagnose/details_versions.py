@@ -30,6 +30,16 @@ NVCC_MISSING = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+OP_MISSING = Advice(
+    "vLLM's compiled extension (or a plugin's) has no op that its Python code calls: the extension did not load (an "
+    "earlier warning 'Failed to import from vllm._C' says why), or it was built from another vLLM source than the "
+    "Python files beside it (a fork or source tree over another build's compiled parts, VLLM_USE_PRECOMPILED with "
+    "another commit's wheel).",
+    ("a clean install of one release (a fresh environment, `pip install vllm==X`), or a full build of the source "
+     "tree in use", "the earlier 'Failed to import from vllm._C' line, where there is one, for why it did not load"),
+    ("changing vLLM's settings", "retrying unchanged"),
+)
+
 CANN_FUNCTION = Advice(
     "torch_npu called a function of Huawei's CANN (ACL) that the installed CANN does not have: the CANN toolkit is "
     "older than the one this torch_npu and vllm-ascend release were built for (ACL graph capture is the first to "
@@ -383,6 +393,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "vllm_not_installed": VLLM_NOT_INSTALLED,
     "cuda_toolkit_skew": CUDA_TOOLKIT_SKEW,
     "cann_function": CANN_FUNCTION,
+    "op_missing": OP_MISSING,
     "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,
 }

@@ -73,6 +73,12 @@ NOT_RELAXABLE_DETAIL = {
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
+    "download_resume": "the Hub refused to resume a partial download in the cache: delete it and download once",
+    "spec_vocab": "the draft model's vocabulary differs from the target's: a draft of the same vocabulary",
+    "moe_quant": "this vLLM has no MoE kernels for the checkpoint's quantization: another format or vLLM",
+    "op_missing": "vLLM's compiled extension lacks an op its Python code calls: one clean install or build",
+    "quant_kernel_missing": "this build of vLLM has no kernel for the checkpoint's quantization: another format, or a "
+                            "build that has it",
     "cann_function": "the installed CANN lacks a function torch_npu calls: the CANN release vllm-ascend names",
     "hybrid_kv_disabled": "the model needs the hybrid KV cache manager, which a KV connector or an option turned "
                           "off: start without it",

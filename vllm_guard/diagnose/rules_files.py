@@ -137,6 +137,11 @@ FILE_RULES: tuple[Rule, ...] = (
     # file_integrity_validation): a cut download, or workers downloading into one cache at once (blind36/b36-006)
     Rule("model_access", re.compile(r"FileIntegrityError: File \S{1,1000} integrity check failed"), LOADING,
          detail="download_integrity", source=SOURCES["download_integrity"]),
+    # The Hub refusing a resumed download's byte range (huggingface_hub: "416 Client Error: Requested Range Not
+    # Satisfiable for url"): a partial file in the cache as long as the file itself, often from several processes
+    # downloading into one cache at once (blind154/b154-016, eight ROCm workers of a 405B model)
+    Rule("model_access", re.compile(r"416 Client Error: Requested Range Not Satisfiable"), BEFORE_START,
+         detail="download_resume", source=SOURCES["download_resume"]),
     # vLLM 0.32 weight_utils.py filter_duplicate_safetensors_files: the checkpoint's model.safetensors.index.json
     # names shards the folder does not hold (a download cut short: config.json and the index arrive first;
     # blind32/b32-001)

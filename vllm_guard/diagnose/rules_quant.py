@@ -13,6 +13,21 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 
 DTYPE_QUANT_RULES: tuple[Rule, ...] = (
+    # vLLM's compiled extension without a quantization kernel its Python code calls (torch.ops._C.awq_dequantize,
+    # gptq_marlin_repack, cutlass_scaled_mm...): a platform's build that leaves it out (ROCm's and the CPU build's
+    # omit AWQ's, Marlin's and CUTLASS's kernels: blind153/b153-015 on a Radeon, b153-019 on the CPU build,
+    # blind103/b103-004 on MI300X), or an obsolete build, as vLLM 0.5-0.6's _custom_ops.py itself says ("Possibly you
+    # have built or installed an obsolete version of vllm")
+    Rule("quant_unsupported", re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute '(?P<op>(?:awq_|gptq_|"
+                                         r"\w{0,12}marlin|cutlass_(?:scaled|fp4|w4a8|moe_mm)|machete_|ggml_|aqlm_|"
+                                         r"allspark_|(?:static|dynamic)_\w{0,20}scaled_|scaled_fp[48]|fp8_|fp4_|nvfp4|"
+                                         r"mxfp4|squeezellm)\w{0,100})'"),
+         detail="quant_kernel_missing", when=conditions.never_ready, source=SOURCES["op_missing"]),
+    # FusedMoE built for a quantization that gives it no method (fused_moe/layer.py: "assert self.quant_method is not
+    # None", a bare AssertionError; in __init__ in 0.5, in forward_impl in 0.11): the checkpoint's method has no MoE
+    # kernels in this vLLM (AWQ MoE before 0.6; blind154/b154-018, DeepSeek-Coder-V2 AWQ on 0.5.3)
+    Rule("quant_unsupported", re.compile(r"^\s{0,40}assert self\.quant_method is not None$"),
+         detail="moe_quant", when=conditions.never_ready, source=SOURCES["moe_quant"]),
     # --moe-backend naming a backend the checkpoint's MoE quantization has no kernels for: vLLM's MoE oracles map the
     # option per scheme (model_executor/layers/fused_moe/oracle/fp8.py, nvfp4.py, unquantized.py, w4a8.py, 0.20-0.34:
     # "moe_backend='triton' is not supported for NvFP4 MoE. Expected one of [...]"; blind151/b151-007)

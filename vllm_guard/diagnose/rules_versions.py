@@ -159,12 +159,26 @@ VERSION_RULES: tuple[Rule, ...] = (
                                         r"\b)[a-z]\w{0,63}(?![\w.])(?!'?; 'vllm' is not)"),
          BEFORE_START, detail="vllm_module", when=conditions.last_error, source=SOURCES["vllm_module"]),
     # vLLM's compiled extension raised missing, not logged and gone on after (the warning "Failed to import from
-    # vllm._C with ModuleNotFoundError(...)" of 0.5-0.34 is read in fallback): 0.2-0.4 imported it unguarded ("from
-    # vllm._C import ops"); the vllm/ folder of a source tree run in place, or a build that did not compile it
-    # (blind143/b143-016, a source build in February 2024)
-    Rule("version_mismatch", re.compile(r"^ModuleNotFoundError: No module named 'vllm\._(?:C|moe_C|rocm_C)'$"),
+    # vllm._C with ModuleNotFoundError(...)" of 0.5-0.34 is read in fallback): 0.2-0.4.0 imported it unguarded ("from
+    # vllm._C import ops"; blind143/b143-016, a source build in February 2024), 0.4.1-0.4.3's _custom_ops.py swallowed
+    # the ImportError and failed at the first op ("NameError: name 'vllm_cache_ops' is not defined"; blind153/b153-007,
+    # a source checkout run in place); the vllm/ folder of a source tree run in place, or a build that did not
+    # compile it
+    Rule("version_mismatch", re.compile(r"^ModuleNotFoundError: No module named 'vllm\._(?:C|moe_C|rocm_C)'$"
+                                        r"|NameError: name 'vllm_(?:cache_)?ops' is not defined"),
          BEFORE_START, detail="extension_missing", when=conditions.last_error_before_vllm,
          source=SOURCES["extension_missing"]),
+    # vLLM's compiled extension (or a plugin's, _C_ascend) without an op its Python code calls, other than a
+    # quantization kernel (rules_quant.py): the extension did not load, an earlier warning says why, or was built from
+    # another source (blind137/b137-005: a fork installed over another build's compiled parts, '_vllm_fa2_C' without
+    # varlen_fwd; blind4/b4-032: a macOS build whose _C failed to load, without silu_and_mul)
+    Rule("version_mismatch", re.compile(r"'_OpNamespace' '_\w{0,30}C\w{0,20}' object has no attribute '\w{1,128}'"),
+         detail="op_missing", when=conditions.never_ready, source=SOURCES["op_missing"]),
+    # huggingface_hub 0.22 and older building ModelInfo from the Hub's answer after the Hub added a field to it
+    # (2024-04: "SafeTensorsInfo.__init__() got an unexpected keyword argument 'sharded'"; blind154/b154-011, vLLM
+    # 0.4.0): the installed huggingface_hub is too old for the Hub's API
+    Rule("version_mismatch", re.compile(r"SafeTensorsInfo\.__init__\(\) got an unexpected keyword argument"),
+         BEFORE_START, detail="python_package", source=SOURCES["hub_client_old"]),
     # vLLM itself not installed where the start ran: bash's and dash's words for a `vllm` not on PATH, Python's for
     # a package it cannot import (also as `python -m vllm.entrypoints...` reports it), in a Slurm job's environment
     # without the conda env vLLM went into (blind142/b142-004), a container or a Ray node without it

@@ -1,0 +1,58 @@
+"""What helps for a reading about the checkpoint's quantization that this vLLM or its build cannot run (a Diagnosis's
+detail): --quantization against the checkpoint's own method, a method this vLLM or platform does not know, a MoE
+backend the scheme lacks, a method without MoE kernels, a kernel the platform's build leaves out. The rules are
+rules_quant.py and rules.py."""
+
+from __future__ import annotations
+
+from vllm_guard.diagnose.knowledge import Advice
+
+MOE_BACKEND = Advice(
+    "--moe-backend names a backend that the checkpoint's MoE quantization (FP8, NvFP4, unquantized) has no kernels "
+    "for; vLLM lists the ones it has after 'Expected one of'.",
+    ("one of the backends the message lists, or no --moe-backend (vLLM picks one for the GPU)",),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+MOE_QUANT = Advice(
+    "The checkpoint's quantization method has no kernels for the model's MoE layers in this vLLM (AWQ MoE came in "
+    "0.6), so the fused-MoE layer was built without a method.",
+    ("a vLLM release that runs this quantization for MoE models", "a checkpoint in a format it runs for MoE (FP8, "
+     "GPTQ through Marlin)"), ("changing memory settings", "retrying unchanged"),
+)
+
+QUANT_KERNEL_MISSING = Advice(
+    "vLLM's compiled extension has no kernel for the checkpoint's quantization: builds for ROCm, the CPU and other "
+    "platforms leave out some of them (AWQ's, Marlin's, CUTLASS's), and an obsolete or partial build can lack one "
+    "too (vLLM 0.5-0.6 then says 'Possibly you have built or installed an obsolete version of vllm').",
+    ("a checkpoint in a quantization this platform's build runs (vLLM's quantization support table), or the "
+     "unquantized model", "on NVIDIA GPUs: a clean install of a release wheel"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+QUANT_MISMATCH = Advice(
+    "--quantization names another method than the checkpoint's own (its config.json's quantization_config).",
+    ("drop --quantization: vLLM reads the method from the checkpoint", "or set it to the checkpoint's method"),
+    ("retrying unchanged",),
+)
+
+UNKNOWN_QUANT = Advice(
+    "This vLLM does not know the quantization method named (a typo, or a method added in a later release).",
+    ("a method from the list the error prints, or drop --quantization to use the checkpoint's own",
+     "a newer vLLM for a newer method"), ("retrying unchanged",),
+)
+
+QUANT_PLATFORM = Advice(
+    "This platform's vLLM (ROCm, XPU, Ascend, CPU) does not run the checkpoint's quantization method.",
+    ("a checkpoint in a method the platform lists", "--quantization naming a supported kernel for the same format "
+     "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
+)
+
+QUANT_ADVICE: dict[str, Advice] = {
+    "quantization_mismatch": QUANT_MISMATCH,
+    "unknown_method": UNKNOWN_QUANT,
+    "platform": QUANT_PLATFORM,
+    "moe_backend": MOE_BACKEND,
+    "moe_quant": MOE_QUANT,
+    "quant_kernel_missing": QUANT_KERNEL_MISSING,
+}
