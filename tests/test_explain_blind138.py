@@ -284,3 +284,17 @@ def test_a_missing_op_after_the_start_served_is_not_a_start_failure() -> None:
     text = ("INFO:     Application startup complete.\n"
             "AttributeError: '_OpNamespace' '_C' object has no attribute 'awq_dequantize'\n")
     assert classify(text).detail not in ("quant_kernel_missing", "op_missing")
+
+
+def test_an_import_error_in_the_inspection_subprocess_is_the_install() -> None:
+    d = classify(blind_log("blind155", "b155-014"))  # torch's inductor importing triton on ppc64le
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "python_package", "medium")
+    # without the subprocess's own error, the inspection stays a candidate
+    bare = ("ValueError: Model architectures ['GraniteForCausalLM'] failed to be inspected. Please check the logs for "
+            "more details.\n")
+    assert (classify(bare).cls, classify(bare).detail) == ("unknown", "inspection_failed")
+
+
+def test_xformers_built_without_cuda() -> None:
+    d = classify(blind_log("blind156", "b156-005"))
+    assert (d.cls, d.detail) == ("version_mismatch", "extension_abi")

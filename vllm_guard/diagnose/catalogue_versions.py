@@ -40,6 +40,8 @@ VERSION_SOURCES: dict[str, str] = {
                          "as a warning (_custom_ops.py, platforms/*.py: 'Failed to import from vllm._C with ...')",
     "hub_client_old": "huggingface_hub hf_api.py ModelInfo.__init__ (0.22 and older) on the Hub's answer of April "
                       "2024: \"TypeError: SafeTensorsInfo.__init__() got an unexpected keyword argument 'sharded'\"",
+    "xformers_build": "xFormers xformers/ops/fmha (its dispatcher's reasons under 'No operator found for "
+                      "`memory_efficient_attention_forward`'): \"xFormers wasn't build with CUDA support\"",
     "op_missing": "PyTorch's torch.ops namespace for an op no loaded library registered: \"AttributeError: "
                   "'_OpNamespace' '_C' object has no attribute 'X'\" (vLLM 0.5-0.6 _custom_ops.py adds 'Possibly you "
                   "have built or installed an obsolete version of vllm')",

@@ -164,6 +164,8 @@ def _flag_check(lines: list[LogLine], tbs: list[logread.Traceback], signal: int 
 
 _INSPECTION = re.compile(r"Error in inspecting model architecture '(?P<architecture>[\w.-]{1,128})'"
                          r"|Model architectures \[[^\]]{0,500}\] failed to be inspected")
+# The inspection subprocess's own error, as vLLM relays its output: an import that fails there is the install's
+_SUBPROCESS_IMPORT = re.compile(r"(?:ModuleNotFoundError|ImportError): \S")
 
 
 # vLLM's own objects and entry points, as the programs that drive it call them.
@@ -323,6 +325,13 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                   f"last frame: {stopped.frames[-2].func} ({cut(stopped.frames[-2].path)})")
         return Diagnosis("network", BEFORE_START, {}, waited, signal, "hub", ctx, confidence="medium",
                          template=SUPPORT_SOURCES["hub_stalled"], stage_from=certainty.FRAMES)
+    why = _inspection_import(lines)
+    if why is not None:
+        # the subprocess's own error is an import that failed: the install, as the hint below says (blind155/b155-014:
+        # torch's inductor importing triton on ppc64le, "'triton' is not a package")
+        return Diagnosis("version_mismatch", BEFORE_START, {}, (cut(why.text), *last_errors(lines, tbs, 2)), signal,
+                         "python_package", ctx, confidence="medium", template=SUPPORT_SOURCES["inspection_failed"],
+                         stage_from=certainty.MESSAGE)
     for line in lines:
         if "inspect" in line.text and (m := _INSPECTION.search(line.text)):
             # vLLM's registry names the architecture it could not import; the cause is in its subprocess's output
@@ -380,3 +389,13 @@ def _usage_cut(lines: list[LogLine], signal: int | None, ctx: dict[str, Any]) ->
         if not text.startswith((" ", "\t")):  # the usage text's own lines are indented under its first
             return None
     return None
+
+
+def _inspection_import(lines: list[LogLine]) -> LogLine | None:
+    """The last import error between vLLM's first 'Error in inspecting model architecture' line (the subprocess's
+    output it relays follows) and its last line of the inspection ('... failed to be inspected'); None when there
+    is none."""
+    marks = [i for i, line in enumerate(lines) if "inspect" in line.text and _INSPECTION.search(line.text)]
+    if not marks or "Error in inspecting" not in lines[marks[0]].text:
+        return None
+    return next((lines[i] for i in range(marks[-1], marks[0], -1) if _SUBPROCESS_IMPORT.search(lines[i].text)), None)

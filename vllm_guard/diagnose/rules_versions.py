@@ -264,6 +264,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # paste interleaves the name with another line: "aclmdlRIC")
     Rule("version_mismatch", re.compile(r"Failed to find function (?P<function>acl\w{1,80})"),
          detail="cann_function", when=conditions.never_ready, source=SOURCES["cann_function"]),
+    # xFormers' operator dispatch listing why no kernel fits, and the reason is its own build (xformers/ops/fmha:
+    # "xFormers wasn't build with CUDA support", its spelling): an xformers wheel for another torch or CUDA, which
+    # cannot load its compiled part (blind156/b156-005, xformers under vLLM 0.6.4's profiling run on a V100)
+    Rule("version_mismatch", re.compile(r"xFormers wasn't build with CUDA support"), detail="extension_abi",
+         when=conditions.never_ready, source=SOURCES["xformers_build"]),
     # The CUDA C++ library's check that nvcc and the CUDA headers are one release (CCCL cuda/std/__cccl/cuda_toolkit.h
     # compares nvcc's major.minor with CUDART_VERSION): pip's nvidia-cuda-nvcc and nvidia-cuda-runtime wheels drift
     # apart (vLLM 0.2x-0.3x on CUDA 13), and FlashInfer's JIT (its sampler at engine start) or DeepGEMM's fails
