@@ -298,3 +298,20 @@ def test_an_import_error_in_the_inspection_subprocess_is_the_install() -> None:
 def test_xformers_built_without_cuda() -> None:
     d = classify(blind_log("blind156", "b156-005"))
     assert (d.cls, d.detail) == ("version_mismatch", "extension_abi")
+
+
+@pytest.mark.parametrize(("prefix", "cls", "detail"), [
+    ("b157-006", "quant_unsupported", "fp8_moe_scales"),  # Llama 4 Maverick FP8, channel-wise scales
+    ("b157-012", "gpu_oom", "tpu_onchip"),  # "ValueError: Ran out of memory in memory space vmem"
+    ("b157-013", "version_mismatch", "c_headers"),  # "fatal error: stddef.h: No such file or directory"
+    ("b157-015", "version_mismatch", "gpu_arch"),  # Triton's "computeCapability not supported" on sm_120
+])
+def test_what_blind157_taught(prefix: str, cls: str, detail: str) -> None:
+    d = classify(blind_log("blind157", prefix))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+@pytest.mark.parametrize(("part", "prefix"), [("blind157", "b157-011"), ("failures", "056")])
+def test_an_invalid_kernel_image_is_a_candidate(part: str, prefix: str) -> None:
+    d = classify(blind_log(part, prefix))
+    assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch"

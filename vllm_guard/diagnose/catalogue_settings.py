@@ -116,6 +116,9 @@ SETTINGS_SOURCES: dict[str, str] = {
                   "vocab_size for vocab_size in vocab_sizes)' (a bare AssertionError)",
     "moe_quant": "vLLM model_executor/layers/fused_moe/layer.py: 'assert self.quant_method is not None' (a bare "
                  "AssertionError; FusedMoE.__init__ in 0.5, forward_impl in 0.11, reached by the profiling run)",
+    "fp8_moe_scales": "vLLM compressed_tensors_moe.py (0.8.3's log): 'For FP8 Fused MoE layers, only per-tensor scales "
+                      "for weights and activations are supported. Found ...'; quark_moe.py (0.11-0.34) with "
+                      "per-channel (and per-block) added",
     "moe_backend": "vLLM 0.20-0.34 model_executor/layers/fused_moe/oracle/*.py map_*_backend: \"moe_backend='X' is "
                    "not supported for FP8 MoE. Expected one of [...]\" (NvFP4, unquantized, W4A8 MoE alike)",
     "hybrid_kv_disabled": "vLLM 0.9.2-0.25 v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs: 'Hybrid KV cache "

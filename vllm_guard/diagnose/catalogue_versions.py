@@ -42,6 +42,10 @@ VERSION_SOURCES: dict[str, str] = {
                       "2024: \"TypeError: SafeTensorsInfo.__init__() got an unexpected keyword argument 'sharded'\"",
     "xformers_build": "xFormers xformers/ops/fmha (its dispatcher's reasons under 'No operator found for "
                       "`memory_efficient_attention_forward`'): \"xFormers wasn't build with CUDA support\"",
+    "triton_mma_version": "Triton lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp getMMAVersionSafe: "
+                          "'Assertion `false && \"computeCapability not supported\"' failed.'",
+    "c_headers": "the C compiler Triton runs to build its launcher (triton/runtime/build.py): 'fatal error: Python.h: "
+                 "No such file or directory' (stddef.h, cuda.h alike)",
     "op_missing": "PyTorch's torch.ops namespace for an op no loaded library registered: \"AttributeError: "
                   "'_OpNamespace' '_C' object has no attribute 'X'\" (vLLM 0.5-0.6 _custom_ops.py adds 'Possibly you "
                   "have built or installed an obsolete version of vllm')",

@@ -201,6 +201,12 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "no usable device platform: a vLLM or torch built for another platform, an " \
                                        "NVIDIA driver missing or not matching its libraries, or no GPU visible to " \
                                        "the process (a container or Ray actor without GPUs)"
+        if "kernel image is invalid" in line.text:
+            # CUDA_ERROR_INVALID_IMAGE from Triton: a kernel the driver cannot load, most often built by Triton's
+            # bundled CUDA 12 toolchain for a CUDA 11.8 torch; labelled version_mismatch (blind157/b157-011) and
+            # unknown (failures/056): a candidate, not a class
+            return "version_mismatch", "the driver could not load a compiled kernel: built for another GPU, or by a " \
+                                       "newer CUDA toolchain (Triton's own) than the torch and driver in use"
         if "out of memory" in line.text and _NCCL_CUDA_OOM.search(line.text):
             return "gpu_oom", "NCCL's own line says a CUDA call ran out of GPU memory as it set up its buffers (its " \
                               "unhandled error is that allocation's failure)"

@@ -48,7 +48,15 @@ QUANT_PLATFORM = Advice(
      "(gptq for gptq_bitblas, for example)"), ("retrying unchanged",),
 )
 
+FP8_MOE_SCALES = Advice(
+    "The checkpoint's FP8 scales for its MoE layers are laid out (per channel, per block) in a way this vLLM's FP8 "
+    "MoE kernels do not take; they take per-tensor scales (later releases added per-channel, then per-block).",
+    ("a vLLM release that runs this checkpoint's FP8 scheme for MoE layers", "a per-tensor FP8 checkpoint of the "
+     "model, or another quantization of it"), ("changing memory settings", "retrying unchanged"),
+)
+
 QUANT_ADVICE: dict[str, Advice] = {
+    "fp8_moe_scales": FP8_MOE_SCALES,
     "quantization_mismatch": QUANT_MISMATCH,
     "unknown_method": UNKNOWN_QUANT,
     "platform": QUANT_PLATFORM,

@@ -152,6 +152,14 @@ NO_C_COMPILER = Advice(
      "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
 )
 
+C_HEADERS = Advice(
+    "Triton compiles a small C launcher for each kernel the first time it runs, and the C compiler found no header "
+    "it needs: Python.h (the Python development headers), or the compiler's and C library's own (an incomplete gcc "
+    "install), or cuda.h.",
+    ("install the headers where vLLM runs (apt-get install python3-dev build-essential, or the image's -devel "
+     "variant)",), ("changing vLLM's settings", "retrying unchanged"),
+)
+
 FLASH_ATTN_BUILD = Advice(
     "The flash-attention kernels in this install were built without some of their cases to save build time "
     "(FLASHATTENTION_DISABLE_UNEVEN_K: head sizes that are not multiples of 32; or local attention, or dropout), "
@@ -393,6 +401,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "vllm_not_installed": VLLM_NOT_INSTALLED,
     "cuda_toolkit_skew": CUDA_TOOLKIT_SKEW,
     "cann_function": CANN_FUNCTION,
+    "c_headers": C_HEADERS,
     "op_missing": OP_MISSING,
     "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,

@@ -76,6 +76,9 @@ NOT_RELAXABLE_DETAIL = {
     "download_resume": "the Hub refused to resume a partial download in the cache: delete it and download once",
     "spec_vocab": "the draft model's vocabulary differs from the target's: a draft of the same vocabulary",
     "moe_quant": "this vLLM has no MoE kernels for the checkpoint's quantization: another format or vLLM",
+    "fp8_moe_scales": "this vLLM's FP8 MoE kernels do not take the checkpoint's scale layout: another release or "
+                      "checkpoint",
+    "c_headers": "Triton's C launcher cannot be built: a header is missing (python3-dev, build-essential)",
     "op_missing": "vLLM's compiled extension lacks an op its Python code calls: one clean install or build",
     "quant_kernel_missing": "this build of vLLM has no kernel for the checkpoint's quantization: another format, or a "
                             "build that has it",

@@ -31,9 +31,11 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # XLA's TPU compiler out of a core's on-chip memory (vmem, smem) for one of vLLM's kernels: an out-of-memory both
     # real reports label gpu_oom (blind47/b47-010: smem at a 16k context; blind82/b82-001: vmem in the ragged paged
     # attention kernel's precompile), but not HBM's, so no memory setting of vLLM's frees it (rules._OOM reads hbm)
-    # (newer XLA codes it: "E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space vmem ...")
-    Rule("gpu_oom", re.compile(r"RESOURCE_EXHAUSTED: (?:XLA:TPU compile permanent error\. |E\d{4}: \w{1,60}Oom: )?"
-                               r"Ran out of memory in memory space (?P<space>[sv]mem)\b"), detail="tpu_onchip",
+    # (newer XLA codes it: "E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space vmem ..."; JAX raises
+    # it as a ValueError through tpu-inference: blind157/b157-012, the TPU image's precompile at 16 tokens)
+    Rule("gpu_oom", re.compile(r"(?:RESOURCE_EXHAUSTED: (?:XLA:TPU compile permanent error\. |E\d{4}: \w{1,60}Oom: )?"
+                               r"|ValueError: )Ran out of memory in memory space (?P<space>[sv]mem)\b"),
+         detail="tpu_onchip",
          source=SOURCES["tpu_onchip"]),
     # Kubernetes' scheduler placing no pod: no node has the GPUs the pod requests free (FailedScheduling, as `kubectl
     # describe pod` and `kubectl get events` print it: framework's FitError "0/N nodes are available: ..." over the

@@ -28,6 +28,13 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
     # kernels in this vLLM (AWQ MoE before 0.6; blind154/b154-018, DeepSeek-Coder-V2 AWQ on 0.5.3)
     Rule("quant_unsupported", re.compile(r"^\s{0,40}assert self\.quant_method is not None$"),
          detail="moe_quant", when=conditions.never_ready, source=SOURCES["moe_quant"]),
+    # vLLM's FP8 MoE methods refusing a checkpoint's scale layout (compressed_tensors_moe.py as 0.8.3 logs it: "only
+    # per-tensor scales"; quark_moe.py 0.11-0.34: "only per-tensor and per-channel" / "per-tensor, per-channel and
+    # per-block"): a channel- or block-scaled FP8 MoE checkpoint on a release whose MoE kernels do not take it
+    # (blind157/b157-006, Llama 4 Maverick FP8 on ROCm under V0)
+    Rule("quant_unsupported", re.compile(r"For FP8 Fused MoE layers, only per-tensor[\w ,-]{0,60} scales for weights "
+                                         r"and activations are supported"), LOADING, detail="fp8_moe_scales",
+         source=SOURCES["fp8_moe_scales"]),
     # --moe-backend naming a backend the checkpoint's MoE quantization has no kernels for: vLLM's MoE oracles map the
     # option per scheme (model_executor/layers/fused_moe/oracle/fp8.py, nvfp4.py, unquantized.py, w4a8.py, 0.20-0.34:
     # "moe_backend='triton' is not supported for NvFP4 MoE. Expected one of [...]"; blind151/b151-007)

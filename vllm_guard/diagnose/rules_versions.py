@@ -38,6 +38,10 @@ VERSION_RULES: tuple[Rule, ...] = (
          source=SOURCES["cpu_torch"]),
     Rule("version_mismatch", re.compile(r"no kernel image is available for execution on the device"),
          detail="gpu_arch", source=SOURCES["no_kernel_image"]),
+    # Triton's compiler asserting on a GPU it has no MMA version for (lib/Dialect/TritonGPU/Transforms/
+    # AccelerateMatmul.cpp getMMAVersionSafe): a Triton older than the GPU (blind157/b157-015, sm_120 under vLLM 0.9.2)
+    Rule("version_mismatch", re.compile(r"Assertion `false && \"computeCapability not supported\"' failed"),
+         detail="gpu_arch", source=SOURCES["triton_mma_version"]),
     # ROCm's twin: rocBLAS without a Tensile library for the GPU's gfx target (library/src/tensile_host.cpp;
     # blind47/b47-004: a Radeon 890M, gfx1150, under an image built for others)
     Rule("version_mismatch", re.compile(r"rocBLAS error: Cannot read \S{1,512}TensileLibrary\S{0,64}: .{0,80}?for GPU "
@@ -198,6 +202,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
     Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
          detail="no_c_compiler", when=conditions.never_ready, source=SOURCES["no_c_compiler"]),
+    # The same launcher's build finding a header missing: Python's (python3-dev), the compiler's own (an incomplete gcc:
+    # stddef.h; blind157/b157-013, a source build's profiling run), or CUDA's
+    Rule("version_mismatch", re.compile(r"fatal error: (?P<header>Python\.h|stddef\.h|stdlib\.h|cuda\.h): No such "
+                                        r"file or directory"), detail="c_headers", when=conditions.never_ready,
+         source=SOURCES["c_headers"]),
     # torch's custom-op schema inference (torch/_library/infer_schema.py, 2.4+) refusing the annotation of one of
     # vLLM's ops as vLLM registers them at import (utils direct_register_custom_op): the vLLM (or fork) was written
     # for another torch (blind32/b32-007: ROCm's fork under torch 2.6, 'Optional[list[int]]')
