@@ -128,6 +128,16 @@ def last_error_before_vllm(line: str, lines: list[LogLine], i: int, ctx: dict[st
                                                        for after in lines[i + 1:])
 
 
+# The shell's words for a command named vllm itself (bash "line 1: vllm: command not found", dash "1: vllm: not
+# found"), not one that ends in vllm ("my-vllm: command not found"), or Python's for the package
+_VLLM_ITSELF = re.compile(r"(?:^|: )vllm: (?:command )?not found$|No module named '?vllm'?\)?$")
+
+
+def vllm_itself_missing(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The shell or Python found no vLLM at all, and nothing after says it ran (last_error_before_vllm)."""
+    return bool(_VLLM_ITSELF.search(line)) and last_error_before_vllm(line, lines, i, ctx)
+
+
 def raised_or_last(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """Raised, or a record vLLM logged as a WARNING that no later error overrides: vLLM 0.11-0.34 ray_utils.py warns
     "The number of required NPUs exceeds ..." and waits for the placement group, where 0.4-0.6 raised those words;
