@@ -102,6 +102,14 @@ def logged_and_went_on(lines: int) -> str:
     return "\n".join(out + FAILURE) + "\n"
 
 
+def warned_then_failed(lines: int) -> str:
+    """One of vLLM's warnings a rule may read as the failure (0.11+'s Ray placement warning), repeated, then another
+    error: a condition that asks what follows each copy is quadratic (a review found 5,000 copies took 50 s)."""
+    warning = ("WARNING 05-01 10:00:01 [ray_utils.py:365] The number of required GPUs exceeds the total number of "
+               "available GPUs in the placement group.")
+    return "\n".join([warning] * lines + ["ValueError: something else happened"]) + "\n"
+
+
 def _median(runs: int, f: Callable[[], object]) -> float:
     times = []
     for _ in range(runs):
@@ -123,7 +131,8 @@ def main() -> None:
              ("100,000 lines that rules' conditions read, the KV failure last", conditioned_lines(100_000),
               "kv_cache_too_small"),
              ("100,000 lines of a failure vLLM goes on after, the KV failure last", logged_and_went_on(100_000),
-              "kv_cache_too_small"))
+              "kv_cache_too_small"),
+             ("100,000 copies of a warning a rule reads, another error last", warned_then_failed(100_000), "unknown"))
     for name, text, expected in cases:
         got = classify(text).cls
         assert got == expected, (name, got)

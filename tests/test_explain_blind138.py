@@ -270,7 +270,7 @@ def test_an_invalid_kernel_image_is_a_candidate(part: str, prefix: str) -> None:
 
 # The readings blind151-157's misses taught, each from its real log (and older logs they decided: b137-005).
 TAUGHT = [
-    ("blind151", "b151-001", "version_mismatch", "op_missing"),  # libvllm_ascend_kernels.so missing, then _C_ascend ops
+    ("blind151", "b151-001", "version_mismatch", "extension_abi"),  # libvllm_ascend_kernels.so missing: its ops missing
     ("blind151", "b151-002", "version_mismatch", "vllm_api"),  # vllm-ascend main over vLLM 0.11.2's CudagraphDispatcher
     ("blind151", "b151-003", "unsupported_architecture", "hybrid_kv_disabled"),  # Qwen3.6 under LMCache's connector
     ("blind151", "b151-004", "unsupported_architecture", "hybrid_kv_disabled"),  # the same, the wrapper's line cut off
@@ -283,7 +283,6 @@ TAUGHT = [
     ("blind153", "b153-015", "quant_unsupported", "quant_kernel_missing"),  # awq_dequantize on a Radeon
     ("blind153", "b153-019", "quant_unsupported", "quant_kernel_missing"),  # gptq_marlin_repack on the CPU build
     ("blind153", "b153-020", "usage_error", "spec_vocab"),  # a draft of another vocabulary
-    ("blind154", "b154-011", "version_mismatch", "python_package"),  # SafeTensorsInfo(... 'sharded')
     ("blind154", "b154-016", "model_access", "download_resume"),  # the Hub's 416
     ("blind154", "b154-018", "quant_unsupported", "moe_quant"),  # FusedMoE: assert self.quant_method is not None
     ("blind137", "b137-005", "version_mismatch", "op_missing"),  # '_vllm_fa2_C' without varlen_fwd
@@ -298,3 +297,75 @@ TAUGHT = [
 def test_what_blind151_to_blind157_taught(part: str, prefix: str, cls: str, detail: str | None) -> None:
     d = classify(blind_log(part, prefix))
     assert (d.cls, d.detail) == (cls, detail)
+
+
+# The second newcomer review's cases.
+
+C_WARNING = ("WARNING 08-30 10:00:00 _custom_ops.py:17] Failed to import from vllm._C with ImportError("
+             "'libcudart.so.12: cannot open shared object file: No such file or directory')\n")
+AWQ_OP = ("Traceback (most recent call last):\n"
+          '  File "/usr/lib/python3/site-packages/vllm/_custom_ops.py", line 229, in awq_dequantize\n'
+          "    return torch.ops._C.awq_dequantize(qweight, scales, zeros, split_k_iters, thx, thy)\n"
+          "AttributeError: '_OpNamespace' '_C' object has no attribute 'awq_dequantize'\n")
+
+
+def test_an_op_missing_after_the_extension_failed_to_load_is_the_extensions_failure() -> None:
+    assert classify(C_WARNING + AWQ_OP).detail == "extension_abi"
+    assert classify(AWQ_OP).detail == "quant_kernel_missing"
+
+
+@pytest.mark.parametrize(("op", "namespace"), [
+    ("moe_wna16_marlin_gemm", "_moe_C"), ("per_token_group_fp8_quant", "_C"), ("wvSplitKQ_int8", "_rocm_C"),
+])
+def test_quantization_kernels_in_any_extension(op: str, namespace: str) -> None:
+    line = f"AttributeError: '_OpNamespace' '{namespace}' object has no attribute '{op}'\n"
+    assert classify(line).detail == "quant_kernel_missing"
+
+
+def test_the_sparse_indexers_fp8_op_is_not_a_quantization_kernel() -> None:
+    line = "AttributeError: '_OpNamespace' '_C' object has no attribute 'fp8_paged_mqa_logits_cpu'\n"
+    assert classify(line).detail == "op_missing"
+
+
+PLACEMENT = ("WARNING 05-01 10:00:01 [ray_utils.py:365] The number of required GPUs exceeds the total number of "
+             "available GPUs in the placement group.\n")
+
+
+@pytest.mark.parametrize("text", [
+    # another log format, then the server came up
+    "2025-05-01 10:00:01 | WARNING | vllm.v1.executor.ray_utils | The number of required GPUs exceeds the total "
+    "number of available GPUs in the placement group.\n"
+    "INFO:     Application startup complete.\n",
+    # the start went on to load, then the host's OOM killer
+    PLACEMENT + "INFO 05-01 10:02:00 [default_loader.py:267] Loading weights took 120.50 seconds\nKilled\n",
+    # another failure after the warning
+    PLACEMENT + "Traceback (most recent call last):\n  File \"/x/vllm/worker.py\", line 3, in f\n    assert ok\n"
+                "AssertionError\n",
+])
+def test_the_placement_warning_does_not_decide_a_start_that_went_on(text: str) -> None:
+    assert classify(text).cls != "too_few_gpus"
+
+
+LINEAR_ASSERT = ('  File "/x/vllm/model_executor/layers/linear.py", line 205, in __init__\n'
+                 "    assert self.quant_method is not None\n"
+                 "AssertionError\n")
+
+
+def test_the_same_assert_in_a_linear_layer_is_not_the_moes() -> None:
+    assert classify(LINEAR_ASSERT).detail != "moe_quant"
+    prefixed = ("(EngineCore_DP0 pid=7) ERROR 05-01 10:02:00 [core.py:700]   File \"/x/vllm/model_executor/layers/"
+                "fused_moe/layer.py\", line 192, in __init__\n"
+                "(EngineCore_DP0 pid=7) ERROR 05-01 10:02:00 [core.py:700]     assert self.quant_method is not None\n"
+                "(EngineCore_DP0 pid=7) ERROR 05-01 10:02:00 [core.py:700] AssertionError\n")
+    assert classify(prefixed).detail == "moe_quant"
+
+
+def test_a_missing_header_of_a_packages_own_build_is_not_tritons() -> None:
+    text = ("  building 'yaml._yaml' extension\n"
+            "  ext/_yaml.c:4:10: fatal error: Python.h: No such file or directory\n"
+            "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.2\n"
+            "ERROR 05-01 10:02:00 [core.py:700] ValueError: To serve at least one request with the models's max seq "
+            "len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.50 "
+            "GiB). Based on the available memory, the estimated maximum model length is 77824. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    assert classify(text).cls == "kv_cache_too_small"

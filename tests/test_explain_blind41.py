@@ -28,7 +28,9 @@ def test_a_missing_compiled_op_is_read_by_what_it_is() -> None:
     # kernel as quant_unsupported: vLLM 0.5-0.6 say "Possibly you have built or installed an obsolete version of
     # vllm", and platform builds leave quantization kernels out. Both of these are labels in dispute.
     assert classify(blind_log("blind41", "b41-003")).detail == "quant_kernel_missing"  # cutlass_scaled_mm_supports_fp8
-    assert classify(blind_log("blind4", "b4-032")).detail == "op_missing"  # silu_and_mul, after _C failed to load
+    # silu_and_mul after a warning that _C did not load (macOS's "symbol not found in flat namespace", which the
+    # warning's reading leaves out): the op is not read, the warning decides
+    assert classify(blind_log("blind4", "b4-032")).cls == "unknown"
 
 
 def test_what_blind41_read_right_at_its_score() -> None:

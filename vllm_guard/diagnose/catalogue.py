@@ -95,7 +95,7 @@ SOURCES: dict[str, str] = {
     "ray_infeasible": "Ray's autoscaler (autoscaler/_private/autoscaler.py, its event summary): 'Error: No available "
                       "node types can fulfill resource request {..., 'GPU': 1.0}. Add suitable node types to this "
                       "cluster to resolve this issue.' (a bundle of vLLM's placement group no node can hold)",
-    "ray_required_gpus": "vLLM 0.4-0.11 (v1/)executor/ray_utils.py initialize_ray_cluster: 'The number of required "
+    "ray_required_gpus": "vLLM 0.4-0.34 (v1/)executor/ray_utils.py initialize_ray_cluster: 'The number of required "
                          "GPUs exceeds the total number of available GPUs in the placement group|cluster' (TPUs: TPU)",
     "ray_head_gpu": "vLLM v1/executor/ray_utils.py initialize_ray_cluster: 'Current node has no GPU available ... "
                     "vLLM engine cannot start without GPU' (vllm-ascend: NPU; TPUs: TPU)",

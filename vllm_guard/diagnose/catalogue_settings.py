@@ -112,10 +112,10 @@ SETTINGS_SOURCES: dict[str, str] = {
     "harmony_vocab_file": "openai-harmony (Rust, tiktoken_ext/public_encodings.rs load_tiktoken_vocab): 'HarmonyError: "
                           "invalid tiktoken vocab file: hash mismatch: computed=X, expected=Y' (TIKTOKEN_ENCODINGS_"
                           "BASE's file) or '... expected token and rank, could not split on ' ' at line N'",
-    "spec_vocab": "vLLM 0.4-0.6 spec_decode/spec_decode_worker.py _verify_vocab: 'assert all(vocab_sizes[0] == "
+    "spec_vocab": "vLLM 0.4.2-0.5.5 spec_decode/spec_decode_worker.py _vocab_size: 'assert all(vocab_sizes[0] == "
                   "vocab_size for vocab_size in vocab_sizes)' (a bare AssertionError)",
-    "moe_quant": "vLLM model_executor/layers/fused_moe/layer.py: 'assert self.quant_method is not None' (a bare "
-                 "AssertionError; FusedMoE.__init__ in 0.5, forward_impl in 0.11, reached by the profiling run)",
+    "moe_quant": "vLLM 0.5 model_executor/layers/fused_moe/layer.py FusedMoE.__init__: 'assert self.quant_method is "
+                 "not None' (a bare AssertionError)",
     "fp8_moe_scales": "vLLM compressed_tensors_moe.py (0.8.3's log): 'For FP8 Fused MoE layers, only per-tensor scales "
                       "for weights and activations are supported. Found ...'; quark_moe.py (0.11-0.34) with "
                       "per-channel (and per-block) added",

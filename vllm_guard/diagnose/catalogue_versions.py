@@ -12,7 +12,7 @@ VERSION_SOURCES: dict[str, str] = {
                          "compile (FlashInfer's, DeepGEMM's)",
     "hip_invalid_function": "PyTorch on ROCm, a HIP call's failure (c10/hip): 'RuntimeError: HIP error: invalid device "
                             "function' (hipErrorInvalidDeviceFunction: no code object for the GPU's gfx target) and "
-                            "'HIP error: invalid kernel file' (hipErrorInvalidImage)",
+                            "'HIP error: invalid kernel file' (hipErrorInvalidKernelFile)",
     "bisheng_target": "Triton-Ascend's BiSheng IR compiler (LLVM's option parser): \"bishengir-compile: for the "
                       "--target option: Cannot find option named 'X'!\"",
     "processor_api": "Python's AttributeError on a multimodal processor or feature extractor, raised where vLLM's "
@@ -38,8 +38,6 @@ VERSION_SOURCES: dict[str, str] = {
                          "module named 'vllm._C'' under 'from vllm._C import ops' in vLLM 0.2-0.4.0; 0.4.1-0.4.3's "
                          "_custom_ops.py: \"NameError: name 'vllm_ops' is not defined\"); 0.5-0.34 log it "
                          "as a warning (_custom_ops.py, platforms/*.py: 'Failed to import from vllm._C with ...')",
-    "hub_client_old": "huggingface_hub hf_api.py ModelInfo.__init__ (0.22 and older) on the Hub's answer of April "
-                      "2024: \"TypeError: SafeTensorsInfo.__init__() got an unexpected keyword argument 'sharded'\"",
     "xformers_build": "xFormers xformers/ops/fmha (its dispatcher's reasons under 'No operator found for "
                       "`memory_efficient_attention_forward`'): \"xFormers wasn't build with CUDA support\"",
     "triton_mma_version": "Triton lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp getMMAVersionSafe: "

@@ -9,6 +9,7 @@ from typing import Any
 
 from vllm_guard.diagnose import logread, progress
 from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready, skipped_plugin_lines
+from vllm_guard.diagnose.hang_log import TROUBLE
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 
@@ -138,11 +139,42 @@ def vllm_itself_missing(line: str, lines: list[LogLine], i: int, ctx: dict[str, 
     return bool(_VLLM_ITSELF.search(line)) and last_error_before_vllm(line, lines, i, ctx)
 
 
+# Any log format's level word before the message ("WARNING 05-01 ...", "| WARNING |", "- WARNING -")
+_WARNING_LEVEL = re.compile(r"\bWARNING\b")
+
+
+def _last_trouble(lines: list[LogLine]) -> int:
+    """The index of the log's last line that says something failed (hang_log.TROUBLE's words: an error, an
+    exception, a kill, a crash), -1 when none; found once per log."""
+    return next((k for k in range(len(lines) - 1, -1, -1) if TROUBLE.search(lines[k].text[:MAX_LINE_CHARS])), -1)
+
+
 def raised_or_last(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-    """Raised, or a record vLLM logged as a WARNING that no later error overrides: vLLM 0.11-0.34 ray_utils.py warns
-    "The number of required NPUs exceeds ..." and waits for the placement group, where 0.4-0.6 raised those words;
-    an error after the warning says more (blind4/b4-012: "Current node has no NPU available")."""
-    return not lines[i].text.startswith("WARNING ") or last_error(line, lines, i, ctx)
+    """The start never got ready, and the words were raised, or logged as a WARNING with nothing failing after it and
+    no later stage reached: vLLM 0.11-0.34 ray_utils.py warns "The number of required NPUs exceeds ..." and waits for
+    the placement group, where 0.4-0.6 raised those words; an error after the warning says more (blind4/b4-012:
+    "Current node has no NPU available"), and a start that went on to load survived it (a review). Log-wide facts are
+    found once per log: a paste of the warning repeated thousands of times stays linear."""
+    if ready(lines):
+        return False
+    text = lines[i].text
+    at = text.find("The number of required")
+    if not _WARNING_LEVEL.search(text[:at if at >= 0 else len(text)]):
+        return True
+    reached = per_log(lines, progress.progress)
+    quiet = per_log(lines, _last_trouble) <= i or per_log(lines, _stopped_at_last)
+    return quiet and reached.at[i] == reached.final
+
+
+# The last traceback's exception is a stop (Ctrl-C, a SIGTERM turned into SystemExit): a start stopped while it
+# waited, whose tracebacks say where it waited, not another failure (blind17/b17-002: the placement wait, then SIGTERM)
+_STOP = re.compile(r"^(?:\w{1,60}\.){0,4}(?:KeyboardInterrupt|SystemExit)\b")
+
+
+def _stopped_at_last(lines: list[LogLine]) -> bool:
+    last = next((tb for tb in reversed(per_log(lines, logread.tracebacks)) if tb.exception is not None), None)
+    return last is not None and last.exception is not None \
+        and bool(_STOP.match(logread.body(lines[last.exception].text)))
 
 
 def nothing_after(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
@@ -303,3 +335,34 @@ def raised_at_config_mapping(line: str, lines: list[LogLine], i: int, ctx: dict[
     """The KeyError comes from AutoConfig's look-up of the model type: its code line is among the few lines above
     (the frame's code, then Python 3.11+'s carets and the mapping's own `raise KeyError(key)` frame)."""
     return any(_CONFIG_MAPPING_LOOKUP in before.text for before in lines[max(0, i - 8):i])
+
+
+# vLLM's (or vllm-ascend's) warning that its compiled extension did not load: install.py reads it with its cause
+_EXTENSION_WARNING = re.compile(r"Failed to import (?:from vllm\._\w{0,20}C\b|vllm_ascend_C\b)")
+
+
+def _first_extension_warning(lines: list[LogLine]) -> int:
+    return next((k for k, line in enumerate(lines) if "Failed to import" in line.text
+                 and _EXTENSION_WARNING.search(line.text[:MAX_LINE_CHARS])), len(lines))
+
+
+def op_missing_alone(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """A compiled op missing decides only where no earlier warning says the extension itself did not load: then
+    every op is missing, and the warning's cause (install.py) is the reading, whichever op failed first (a review)."""
+    return not ready(lines) and per_log(lines, _first_extension_warning) > i
+
+
+def in_fused_moe(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """The assert's frame is FusedMoE's (model_executor/layers/fused_moe/): linear.py has the same code line, and an
+    assert there is not the MoE's (a review); and Python raised it (assertion_raised)."""
+    return any("fused_moe" in before.text for before in lines[max(0, i - 2):i]) \
+        and assertion_raised(line, lines, i, ctx) and not ready(lines)
+
+
+def near_triton(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """A compiler's missing header is Triton's launcher build only where Triton is named around it (its cuda.h,
+    its build.py, inductor's triton codegen), and it is the start's last failure: a package's optional C speed-up
+    failing during pip install is not (a review)."""
+    if not any("triton" in near.text.lower() for near in lines[max(0, i - 10):i + 30]):
+        return False
+    return last_error(line, lines, i, ctx) or went_no_further(line, lines, i, ctx)

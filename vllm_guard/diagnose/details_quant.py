@@ -15,10 +15,11 @@ MOE_BACKEND = Advice(
 )
 
 MOE_QUANT = Advice(
-    "The checkpoint's quantization method has no kernels for the model's MoE layers in this vLLM (AWQ MoE came in "
-    "0.6), so the fused-MoE layer was built without a method.",
-    ("a vLLM release that runs this quantization for MoE models", "a checkpoint in a format it runs for MoE (FP8, "
-     "GPTQ through Marlin)"), ("changing memory settings", "retrying unchanged"),
+    "The checkpoint's quantization method has no kernels for the model's MoE layers in this vLLM, so the fused-MoE "
+    "layer was built without a method (vLLM 0.5.5's FusedMoE takes FP8 and int8 experts only).",
+    ("a newer vLLM release, whose MoE layers take more methods (its quantization support table)",
+     "an FP8 checkpoint of the model, where this release must stay"),
+    ("changing memory settings", "retrying unchanged"),
 )
 
 QUANT_KERNEL_MISSING = Advice(
@@ -49,10 +50,11 @@ QUANT_PLATFORM = Advice(
 )
 
 FP8_MOE_SCALES = Advice(
-    "The checkpoint's FP8 scales for its MoE layers are laid out (per channel, per block) in a way this vLLM's FP8 "
-    "MoE kernels do not take; they take per-tensor scales (later releases added per-channel, then per-block).",
-    ("a vLLM release that runs this checkpoint's FP8 scheme for MoE layers", "a per-tensor FP8 checkpoint of the "
-     "model, or another quantization of it"), ("changing memory settings", "retrying unchanged"),
+    "The checkpoint's FP8 scales for its MoE layers are of a layout this vLLM's FP8 MoE method does not take: the "
+    "message says which layouts it takes and which it found. Early releases took per-tensor scales only; later ones "
+    "also per-channel and per-block, with weights and activations of the same layout.",
+    ("a checkpoint whose MoE scales are of a layout the message lists, weights and activations alike",
+     "a newer vLLM, where the message lists per-tensor only"), ("changing memory settings", "retrying unchanged"),
 )
 
 QUANT_ADVICE: dict[str, Advice] = {

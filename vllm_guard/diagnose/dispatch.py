@@ -62,7 +62,7 @@ _WORDS = (
     "KeyError: '", "is restricted", "vllm: ", "ImportError: lib", "OSError: lib", "toolkit headers are",
     "failed to start and listen", "moe_backend=", "one unified type", "Failed to find function", "name 'vllm_",
     "_OpNamespace", "Requested Range Not", "vocab_sizes", "build with CUDA support", "quant_method is not None",
-    "SafeTensorsInfo", "in memory space", "For FP8 Fused MoE", "computeCapability not", ": No such file or",
+    "in memory space", "For FP8 Fused MoE", "computeCapability not", ": No such file or",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
     "allocator is not available", "Available memory: 0, total memory",

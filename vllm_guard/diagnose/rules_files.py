@@ -141,7 +141,7 @@ FILE_RULES: tuple[Rule, ...] = (
     # Satisfiable for url"): a partial file in the cache as long as the file itself, often from several processes
     # downloading into one cache at once (blind154/b154-016, eight ROCm workers of a 405B model)
     Rule("model_access", re.compile(r"416 Client Error: Requested Range Not Satisfiable"), BEFORE_START,
-         detail="download_resume", source=SOURCES["download_resume"]),
+         detail="download_resume", when=conditions.never_ready, source=SOURCES["download_resume"]),
     # vLLM 0.32 weight_utils.py filter_duplicate_safetensors_files: the checkpoint's model.safetensors.index.json
     # names shards the folder does not hold (a download cut short: config.json and the index arrive first;
     # blind32/b32-001)

@@ -80,7 +80,8 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # is not vLLM's GPU bundle).
     Rule("too_few_gpus", re.compile(r"No available node types can fulfill resource requests? \{[^}]{0,500}?'GPU'"),
          BEFORE_START, when=conditions.never_ready, source=SOURCES["ray_infeasible"]),
-    # Ray (0.4-0.11): the placement group or the cluster has fewer GPUs than tensor x pipeline parallel; the device is
+    # Ray (0.4-0.34; a warning too from 0.11, where vLLM waits for the group): the placement group or the cluster has
+    # fewer GPUs than tensor x pipeline parallel; the device is
     # the platform's Ray resource (ray_utils.py device_str: "TPU" on TPUs; blind152/b152-007, a v5p-16 at TP 8)
     Rule("too_few_gpus", re.compile(r"The number of required (?P<device>GPU|TPU|NPU|HPU|XPU)s exceeds the total "
                                     r"number of available (?P=device)s in the (?P<where>placement group|cluster)"),

@@ -18,16 +18,19 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
     # omit AWQ's, Marlin's and CUTLASS's kernels: blind153/b153-015 on a Radeon, b153-019 on the CPU build,
     # blind103/b103-004 on MI300X), or an obsolete build, as vLLM 0.5-0.6's _custom_ops.py itself says ("Possibly you
     # have built or installed an obsolete version of vllm")
-    Rule("quant_unsupported", re.compile(r"'_OpNamespace' '_C\w{0,20}' object has no attribute '(?P<op>(?:awq_|gptq_|"
-                                         r"\w{0,12}marlin|cutlass_(?:scaled|fp4|w4a8|moe_mm)|machete_|ggml_|aqlm_|"
-                                         r"allspark_|(?:static|dynamic)_\w{0,20}scaled_|scaled_fp[48]|fp8_|fp4_|nvfp4|"
-                                         r"mxfp4|squeezellm)\w{0,100})'"),
-         detail="quant_kernel_missing", when=conditions.never_ready, source=SOURCES["op_missing"]),
-    # FusedMoE built for a quantization that gives it no method (fused_moe/layer.py: "assert self.quant_method is not
-    # None", a bare AssertionError; in __init__ in 0.5, in forward_impl in 0.11): the checkpoint's method has no MoE
-    # kernels in this vLLM (AWQ MoE before 0.6; blind154/b154-018, DeepSeek-Coder-V2 AWQ on 0.5.3)
-    Rule("quant_unsupported", re.compile(r"^\s{0,40}assert self\.quant_method is not None$"),
-         detail="moe_quant", when=conditions.never_ready, source=SOURCES["moe_quant"]),
+    # (a quantization kernel by its name: a scheme's or a number format's word anywhere in it, in any of vLLM's
+    # extensions, _C, _moe_C, _rocm_C; not the sparse indexer's fp8_paged_mqa_logits, an attention op)
+    Rule("quant_unsupported", re.compile(r"'_OpNamespace' '_\w{0,30}C\w{0,20}' object has no attribute "
+                                         r"'(?P<op>(?!\w{0,60}paged_mqa)\w{0,60}(?:awq|gptq|marlin|machete|ggml|aqlm|"
+                                         r"allspark|squeezellm|fp8|fp4|int8|int4|wna16|w4a8|w8a8|scaled_mm|_quant)"
+                                         r"\w{0,60})'"),
+         detail="quant_kernel_missing", when=conditions.op_missing_alone, source=SOURCES["op_missing"]),
+    # FusedMoE built for a quantization that gives it no method (fused_moe/layer.py FusedMoE.__init__ in 0.5: "assert
+    # self.quant_method is not None", a bare AssertionError; 0.11 puts the unquantized method in its place): the
+    # checkpoint's method has no MoE kernels in this vLLM (0.5.5's FusedMoE takes FP8 and int8 experts only;
+    # blind154/b154-018, DeepSeek-Coder-V2 AWQ on 0.5.3). linear.py has the same line: the frame decides.
+    Rule("quant_unsupported", re.compile(r"assert self\.quant_method is not None$"),
+         detail="moe_quant", when=conditions.in_fused_moe, source=SOURCES["moe_quant"]),
     # vLLM's FP8 MoE methods refusing a checkpoint's scale layout (compressed_tensors_moe.py as 0.8.3 logs it: "only
     # per-tensor scales"; quark_moe.py 0.11-0.34: "only per-tensor and per-channel" / "per-tensor, per-channel and
     # per-block"): a channel- or block-scaled FP8 MoE checkpoint on a release whose MoE kernels do not take it

@@ -179,7 +179,8 @@ SETTINGS_RULES: tuple[Rule, ...] = (
                                                 r"specs to one unified type"), KV_CACHE, detail="hybrid_kv_disabled",
          source=SOURCES["hybrid_kv_disabled"]),
     # V0's speculative decoding checking that the draft and the target share one vocabulary (spec_decode/
-    # spec_decode_worker.py _verify_vocab, 0.4-0.6): a bare AssertionError, so its code line decides (blind153/b153-020,
+    # spec_decode_worker.py, its _vocab_size property, 0.4.2-0.5.5 read): a bare AssertionError, so its code line
+    # decides (blind153/b153-020,
     # a GPTQ Qwen2.5-0.5B draft for a DeepSeek-R1 distill)
     Rule("usage_error", re.compile(r"assert all\(vocab_sizes\[0\] == vocab_size for vocab_size in vocab_sizes\)"),
          BEFORE_START, detail="spec_vocab", when=conditions.never_ready, source=SOURCES["spec_vocab"]),

@@ -177,12 +177,7 @@ VERSION_RULES: tuple[Rule, ...] = (
     # another source (blind137/b137-005: a fork installed over another build's compiled parts, '_vllm_fa2_C' without
     # varlen_fwd; blind4/b4-032: a macOS build whose _C failed to load, without silu_and_mul)
     Rule("version_mismatch", re.compile(r"'_OpNamespace' '_\w{0,30}C\w{0,20}' object has no attribute '\w{1,128}'"),
-         detail="op_missing", when=conditions.never_ready, source=SOURCES["op_missing"]),
-    # huggingface_hub 0.22 and older building ModelInfo from the Hub's answer after the Hub added a field to it
-    # (2024-04: "SafeTensorsInfo.__init__() got an unexpected keyword argument 'sharded'"; blind154/b154-011, vLLM
-    # 0.4.0): the installed huggingface_hub is too old for the Hub's API
-    Rule("version_mismatch", re.compile(r"SafeTensorsInfo\.__init__\(\) got an unexpected keyword argument"),
-         BEFORE_START, detail="python_package", source=SOURCES["hub_client_old"]),
+         detail="op_missing", when=conditions.op_missing_alone, source=SOURCES["op_missing"]),
     # vLLM itself not installed where the start ran: bash's and dash's words for a `vllm` not on PATH, Python's for
     # a package it cannot import (also as `python -m vllm.entrypoints...` reports it), in a Slurm job's environment
     # without the conda env vLLM went into (blind142/b142-004), a container or a Ray node without it
@@ -207,7 +202,7 @@ VERSION_RULES: tuple[Rule, ...] = (
     # The same launcher's build finding a header missing: Python's (python3-dev), the compiler's own (an incomplete gcc:
     # stddef.h; blind157/b157-013, a source build's profiling run), or CUDA's
     Rule("version_mismatch", re.compile(r"fatal error: (?P<header>Python\.h|stddef\.h|stdlib\.h|cuda\.h): No such "
-                                        r"file or directory"), detail="c_headers", when=conditions.never_ready,
+                                        r"file or directory"), detail="c_headers", when=conditions.near_triton,
          source=SOURCES["c_headers"]),
     # torch's custom-op schema inference (torch/_library/infer_schema.py, 2.4+) refusing the annotation of one of
     # vLLM's ops as vLLM registers them at import (utils direct_register_custom_op): the vLLM (or fork) was written
@@ -228,8 +223,8 @@ VERSION_RULES: tuple[Rule, ...] = (
          detail="flash_attn_build", when=conditions.never_ready, source=SOURCES["flash_attn_build"]),
     # ROCm's twin of CUDA's "no kernel image": hipErrorInvalidDeviceFunction, a kernel with no code object for the
     # GPU's gfx target (an image built for MI300's gfx942 on a Radeon; blind103/b103-002, blind80/b80-001..003), and
-    # hipErrorInvalidImage, a code object the GPU cannot load ("invalid kernel file": blind152/b152-002, gfx1151 under
-    # a build for other targets)
+    # hipErrorInvalidKernelFile, a kernel file the runtime could not load for the GPU ("invalid kernel file":
+    # blind152/b152-002, gfx1151 under a build for other targets)
     Rule("version_mismatch", re.compile(r"HIP error: invalid device function|HIP error: invalid kernel file"),
          detail="hip_gpu_arch",
          when=conditions.never_ready, source=SOURCES["hip_invalid_function"]),
