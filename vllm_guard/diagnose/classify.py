@@ -258,7 +258,10 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             if key in tried:
                 continue
             rules = rules_for(body)  # no rule word lives in vLLM's logging prefix: read the body only
-            if rules is None or not any(rule.when and rule.when not in conditions.LOG_WIDE for rule in rules):
+            # a rule that reads the lines around is asked again only where its own words are on the line: a word it
+            # shares with many lines ("error:") must not make a crash loop's every copy read again
+            if rules is None or not any(rule.when and rule.when not in conditions.LOG_WIDE
+                                        and rule.pattern.search(text) for rule in rules):
                 tried.add(key)
             if rules is None:
                 continue
