@@ -258,10 +258,7 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
             if key in tried:
                 continue
             rules = rules_for(body)  # no rule word lives in vLLM's logging prefix: read the body only
-            # a rule that reads the lines around is asked again only where its own words are on the line: a word it
-            # shares with many lines ("error:") must not make a crash loop's every copy read again
-            if rules is None or not any(rule.when and rule.when not in conditions.LOG_WIDE
-                                        and rule.pattern.search(text) for rule in rules):
+            if rules is None or _settled(rules, text):
                 tried.add(key)
             if rules is None:
                 continue
@@ -324,6 +321,13 @@ def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
                      signal, "no_error" if quiet else None, context=ctx,
                      confidence="none", stage_from=certainty.FRAMES if placed else certainty.PROGRESS,
                      hint=hint)
+
+
+def _settled(rules: tuple[Rule, ...], text: str) -> bool:
+    """Whether a text's reading is the same wherever it stands: no rule that reads the lines around matches its own
+    words in it (a word such a rule shares with many lines, "error:", must not make a crash loop's every copy read
+    again)."""
+    return not any(rule.when and rule.when not in conditions.LOG_WIDE and rule.pattern.search(text) for rule in rules)
 
 
 def _match(text: str, rules: tuple[Rule, ...], lines: list[LogLine], i: int, ctx: dict[str, Any],
