@@ -201,7 +201,7 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
         # a message re-wrapped over more lines (blind106/b106-001: vLLM's KV message at 70 columns over four): the
         # whole run, joined both ways, first, so that a rule reads the figures on its later lines
         run = [text, nxt.text]
-        while len(run) < WRAPPED_RUN_MAX and (more := logread.continuation(lines, i + len(run) - 1,
+        while len(run) < logread.WRAPPED_RUN_MAX and (more := logread.continuation(lines, i + len(run) - 1,
                                                                             WRAPPED_PREFIXED_MIN)) is not None:
             run.append(more.text)
         if len(run) > 2:
@@ -209,10 +209,6 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
         # a terminal cuts mid-word and keeps the space; a person re-wrapping a line drops it
         out += [f"{text} {nxt.text.lstrip()}", text + nxt.text]
     return out
-
-
-# The most lines one wrapped message is read across.
-WRAPPED_RUN_MAX = 6
 
 
 WORKER_ERROR = "Error in worker: "

@@ -198,13 +198,14 @@ def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> L
 
 
 # An exception's head, as a post quotes it indented ("  ValueError: ...")
-_QUOTED_HEAD = re.compile(r"(?:[\w.]{1,100}(?:Error|Exception)|AssertionError): \S")
-_QUOTED_RUN_MAX = 6  # lines: as classify.WRAPPED_RUN_MAX
+_QUOTED_HEAD = re.compile(r"[\w.]{1,100}(?:Error|Exception): \S")
+# The most lines one wrapped message is read across (classify's runs, and the head of an indented quote).
+WRAPPED_RUN_MAX = 6
 
 
 def _under_indented_head(lines: list[LogLine], i: int, indent: str) -> bool:
     """Line i, or one of the few lines above it at the same indent, is an exception's head at that indent."""
-    for k in range(i, max(-1, i - _QUOTED_RUN_MAX), -1):
+    for k in range(i, max(-1, i - WRAPPED_RUN_MAX), -1):
         text = lines[k].text
         if not text.startswith(indent) or text[len(indent):len(indent) + 1].isspace():
             return False
