@@ -238,8 +238,10 @@ def test_vllms_placement_warning_gives_way_to_the_error_after_it() -> None:
     error = ("ValueError: Current node has no NPU available. current_node_resource={'memory': 2.1e11}. vLLM engine "
              "cannot start without NPU.\n")
     assert classify(warning + error).detail == "ray_head_without_gpu"
-    # alone, the warning still says there are too few devices
-    assert classify(warning).cls == "too_few_gpus"
+    # alone, the warning still says there are too few devices, and the advice is the NPU's, not CUDA_VISIBLE_DEVICES
+    alone = classify(warning)
+    assert (alone.cls, alone.detail) == ("too_few_gpus", "ray_accelerators")
+    assert "ASCEND_RT_VISIBLE_DEVICES" in " ".join(advice_for(alone).helps)
 
 
 def test_a_missing_op_after_the_start_served_is_not_a_start_failure() -> None:
@@ -277,7 +279,7 @@ TAUGHT = [
     ("blind151", "b151-006", "version_mismatch", "cann_function"),  # "Failed to find function aclmdlRIC", interleaved
     ("blind151", "b151-007", "usage_error", "moe_backend"),  # --moe-backend triton for an NvFP4 checkpoint
     ("blind152", "b152-002", "version_mismatch", "hip_gpu_arch"),  # gfx1151: "HIP error: invalid kernel file"
-    ("blind152", "b152-007", "too_few_gpus", None),  # "The number of required TPUs exceeds ... in the placement group."
+    ("blind152", "b152-007", "too_few_gpus", "ray_accelerators"),  # "The number of required TPUs exceeds ..."
     ("blind152", "b152-008", "too_few_gpus", "ray_head_without_gpu"),  # "Current node has no TPU available."
     ("blind153", "b153-007", "version_mismatch", "extension_missing"),  # NameError: name 'vllm_cache_ops'
     ("blind153", "b153-015", "quant_unsupported", "quant_kernel_missing"),  # awq_dequantize on a Radeon

@@ -30,11 +30,21 @@ KILLED = Advice(
 
 # Advice for a reading within a class (Diagnosis.detail) that says more than the class's own.
 RAY_HEAD_WITHOUT_GPU = Advice(
-    "On Ray, vLLM's driver runs where `vllm serve` runs, and vLLM (ray_utils.py) wants a GPU on that node for its "
-    "first worker: this node has none that Ray can schedule.",
-    ("run `vllm serve` (or `vllm-guard serve`) on a node with a GPU, joined to the cluster",
-     "check `ray status`: the node's GPU may be held by another job"),
-    ("adding GPUs to the other nodes",),
+    "On Ray, vLLM's driver runs where `vllm serve` runs, and vLLM (ray_utils.py) wants a device on that node for its "
+    "first worker (a GPU, or the platform's: TPU, NPU): this node has none that Ray can schedule.",
+    ("run `vllm serve` (or `vllm-guard serve`) on a node with a device, joined to the cluster",
+     "check `ray status`: the node's device may be held by another job"),
+    ("adding devices to the other nodes",),
+)
+# Ray counts a platform's own resource (vLLM's ray_device_key): vLLM's TPU platform, vllm-ascend's NPU, Gaudi's HPU.
+RAY_ACCELERATORS = Advice(
+    "tensor x pipeline parallel needs more of this platform's devices than Ray's cluster or placement group has: "
+    "Ray counts them as the platform's own resource (TPU, NPU, HPU, XPU), not as GPUs.",
+    ("a smaller --tensor-parallel-size or --pipeline-parallel-size",
+     "`ray status` lists each node's devices; on a TPU slice each host offers only its own chips",
+     "the platform's visibility variable, which vLLM reads instead of CUDA_VISIBLE_DEVICES: TPU_VISIBLE_CHIPS, "
+     "ASCEND_RT_VISIBLE_DEVICES (vllm-ascend), HABANA_VISIBLE_MODULES (Gaudi), ZE_AFFINITY_MASK (XPU)"),
+    ("waiting longer for the placement group", "setting CUDA_VISIBLE_DEVICES"),
 )
 
 
@@ -357,6 +367,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **CONTAINER_ADVICE,
     **QUANT_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
+    "ray_accelerators": RAY_ACCELERATORS,
     "no_error": NO_ERROR,
     "exclusive": EXCLUSIVE_GPU, "model_dtype": MODEL_DTYPE,
     "pp_layers": PP_LAYERS, "batched_tokens": BATCHED_TOKENS, "mm_budget": MM_BUDGET, "tool_parser": TOOL_PARSER,

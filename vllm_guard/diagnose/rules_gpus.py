@@ -83,9 +83,15 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # Ray (0.4-0.34; a warning too from 0.11, where vLLM waits for the group): the placement group or the cluster has
     # fewer GPUs than tensor x pipeline parallel; the device is
     # the platform's Ray resource (ray_utils.py device_str: "TPU" on TPUs; blind152/b152-007, a v5p-16 at TP 8)
-    Rule("too_few_gpus", re.compile(r"The number of required (?P<device>GPU|TPU|NPU|HPU|XPU)s exceeds the total "
-                                    r"number of available (?P=device)s in the (?P<where>placement group|cluster)"),
+    Rule("too_few_gpus", re.compile(r"The number of required GPUs exceeds the total "
+                                    r"number of available GPUs in the (?:placement group|cluster)"),
          BEFORE_START, when=conditions.raised_or_last,
+         source=SOURCES["ray_required_gpus"]),
+    # The same on TPUs, Ascend NPUs, Gaudi and Intel GPUs: what helps is that platform's device count and its own
+    # visibility variable, not CUDA_VISIBLE_DEVICES.
+    Rule("too_few_gpus", re.compile(r"The number of required (?P<device>TPU|NPU|HPU|XPU)s exceeds the total "
+                                    r"number of available (?P=device)s in the (?:placement group|cluster)"),
+         BEFORE_START, detail="ray_accelerators", when=conditions.raised_or_last,
          source=SOURCES["ray_required_gpus"]),
     # Ray: vLLM's driver node (where `vllm serve` runs) must hold a GPU itself (ray_utils.py initialize_ray_cluster).
     # The head alone: the rest (the node's resources) is long and pastes hard-wrap it (blind4/b4-024); vllm-ascend
