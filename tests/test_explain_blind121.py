@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.details_versions import TRITON_CAPABILITY, VLLM_METADATA
+from vllm_guard.diagnose.details_build import TRITON_CAPABILITY
+from vllm_guard.diagnose.details_versions import VLLM_METADATA
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

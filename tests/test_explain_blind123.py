@@ -13,7 +13,7 @@ from __future__ import annotations
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.details_versions import TRITON_LIBCUDA
+from vllm_guard.diagnose.details_build import TRITON_LIBCUDA
 
 
 def test_triton_linking_its_helper_without_libcuda_so() -> None:

@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import DISK_QUOTA, NUMA_BIND, advice_for
-from vllm_guard.diagnose.details_versions import NO_C_COMPILER, NUMBA_NUMPY, PYTHON_PACKAGE
+from vllm_guard.diagnose.details_build import NO_C_COMPILER
+from vllm_guard.diagnose.details_versions import NUMBA_NUMPY, PYTHON_PACKAGE
 from vllm_guard.diagnose.knowledge import Advice
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import QUANT_CONFIG_MISSING, advice_for
-from vllm_guard.diagnose.details_versions import FLASH_ATTN_BUILD
+from vllm_guard.diagnose.details_build import FLASH_ATTN_BUILD
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 
 

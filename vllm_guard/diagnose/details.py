@@ -3,6 +3,7 @@ program written for another vLLM release), and the advice a diagnosis gets."""
 
 from __future__ import annotations
 
+from vllm_guard.diagnose.details_build import BUILD_ADVICE
 from vllm_guard.diagnose.details_containers import CONTAINER_ADVICE
 from vllm_guard.diagnose.details_files import FILE_ADVICE
 from vllm_guard.diagnose.details_network import NETWORK_ADVICE
@@ -365,6 +366,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **FILE_ADVICE,
     **NETWORK_ADVICE,
     **CONTAINER_ADVICE,
+    **BUILD_ADVICE,
     **QUANT_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "ray_accelerators": RAY_ACCELERATORS,

@@ -1,44 +1,10 @@
 """What helps for a reading of `version_mismatch` (a Diagnosis's detail): the installed pieces (vLLM, torch,
-a compiled extension, the driver, a plugin, a package) do not belong together. The rules are rules_versions.py."""
+the driver, a plugin, a package) do not belong together. Compiled code that does not fit (an extension, a kernel, a
+toolchain) is details_build.py. The rules are rules_versions.py."""
 
 from __future__ import annotations
 
 from vllm_guard.diagnose.knowledge import Advice
-
-EXTENSION_ABI = Advice(
-    "A compiled extension (vLLM's own, or flash-attn, xformers) was built for another torch or CUDA than the one "
-    "installed: the loader finds an undefined C++ symbol or a missing CUDA library.",
-    ("install vLLM in a fresh virtual environment and let it pin its torch (`pip install vllm==X`)",
-     "rebuild or remove a separately installed flash-attn or xformers (vLLM ships its own kernels)",
-     "a wheel built for the CUDA the driver and image have"), ("restarting", "changing vLLM's settings"),
-)
-
-GPU_ARCH = Advice(
-    "The installed torch or vLLM has no kernels for this GPU's compute capability (a new GPU under an older "
-    "wheel: Blackwell's sm_100/sm_120 needs CUDA 12.8 builds).",
-    ("a vLLM and torch built for this GPU (the CUDA 12.8+ wheels for Blackwell), in a fresh virtual environment",
-     "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the architectures the torch has"),
-    ("changing vLLM's settings", "restarting"),
-)
-
-NVCC_MISSING = Advice(
-    "FlashInfer compiles its kernels when first used and found no CUDA compiler (nvcc) and no CUDA toolkit at "
-    "/usr/local/cuda: the image has the CUDA runtime but not the toolkit.",
-    ("an image with the CUDA toolkit (a -devel image), or CUDA_HOME naming an installed toolkit",
-     "an attention backend and sampler that need no JIT, where the GPU runs one (VLLM_ATTENTION_BACKEND, "
-     "VLLM_USE_FLASHINFER_SAMPLER=0)"),
-    ("changing memory settings", "retrying unchanged"),
-)
-
-OP_MISSING = Advice(
-    "vLLM's compiled extension (or a plugin's) has no op that its Python code calls: the extension did not load (an "
-    "earlier warning 'Failed to import from vllm._C' says why), or it was built from another vLLM source than the "
-    "Python files beside it (a fork or source tree over another build's compiled parts, VLLM_USE_PRECOMPILED with "
-    "another commit's wheel).",
-    ("a clean install of one release (a fresh environment, `pip install vllm==X`), or a full build of the source "
-     "tree in use", "the earlier 'Failed to import from vllm._C' line, where there is one, for why it did not load"),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
 
 CANN_FUNCTION = Advice(
     "torch_npu called a function of Huawei's CANN (ACL) that the installed CANN does not have: the CANN toolkit is "
@@ -48,25 +14,6 @@ CANN_FUNCTION = Advice(
      "`cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info` for the installed one",
      "--enforce-eager skips graph capture, where the missing function is graph capture's"),
     ("changing memory settings", "retrying unchanged"),
-)
-
-CUDA_TOOLKIT_SKEW = Advice(
-    "A kernel compiled at start (FlashInfer's sampler or attention, DeepGEMM) found a CUDA compiler (nvcc) of another "
-    "CUDA release than the CUDA headers: pip installs nvidia-cuda-nvcc and nvidia-cuda-runtime as separate wheels, "
-    "and they drift apart (nvcc 13.3 over a 13.0 runtime), or CUDA_HOME names another toolkit than the one in use.",
-    ("pin nvidia-cuda-nvcc (and nvidia-cuda-cccl, -crt, nvidia-nvvm) to the CUDA major.minor of the "
-     "nvidia-cuda-runtime torch installed", "CUDA_HOME naming one whole toolkit of that release",
-     "clear FlashInfer's JIT cache (~/.cache/flashinfer) after the fix",
-     "VLLM_USE_FLASHINFER_SAMPLER=0 when the sampler is the only kernel compiled"),
-    ("changing memory settings", "retrying unchanged"),
-)
-
-HIP_GPU_ARCH = Advice(
-    "The installed torch or vLLM (or one of its kernels) has no code for this AMD GPU's gfx target: an image built for "
-    "another GPU (the rocm/vllm MI300 images hold gfx942 code; a Radeon is gfx11xx or gfx12xx).",
-    ("`rocminfo | grep gfx` names the GPU's target; use a vLLM and torch built for it (PYTORCH_ROCM_ARCH when "
-     "building)", "`python -c 'import torch; print(torch.cuda.get_arch_list())'` lists the targets the torch has"),
-    ("changing vLLM's settings", "restarting"),
 )
 
 DRIVER_TOO_OLD = Advice(
@@ -125,16 +72,6 @@ VLLM_MODULE = Advice(
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
-EXTENSION_MISSING = Advice(
-    "vLLM's compiled extension (vllm._C) is not where Python looked: a vLLM source folder run in place (Python "
-    "imports ./vllm from the current folder before the installed package), or a build from source that did not "
-    "compile it.",
-    ("start from another folder than a vLLM source tree", "a full build in the source tree (`pip install -e .`, "
-     "which compiles the extension and needs the CUDA toolkit; in 0.4-0.5 VLLM_USE_PRECOMPILED builds none)",
-     "a release wheel"),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
-
 VLLM_NOT_INSTALLED = Advice(
     "The environment the start ran in has no vLLM: the shell found no `vllm` command, or Python no `vllm` package. "
     "vLLM went into another virtual or conda environment than the one the job, unit, container or Ray node uses, "
@@ -142,39 +79,6 @@ VLLM_NOT_INSTALLED = Advice(
     ("activate the environment vLLM is installed in inside the job or unit itself (`source .../activate`, or the "
      "environment's own `.../bin/vllm` path)", "`python -c 'import vllm; print(vllm.__file__)'` with the same "
      "interpreter the start uses", "on a Ray cluster, the same vLLM on every node (or a runtime_env)"),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
-
-NO_C_COMPILER = Advice(
-    "Triton compiles a small C launcher for each kernel the first time it runs, with the system's C compiler, and "
-    "none was found: an image or environment without gcc.",
-    ("install a C compiler where vLLM runs (gcc: apt-get install build-essential, or the image's own)",
-     "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
-)
-
-C_HEADERS = Advice(
-    "Triton compiles a small C launcher for each kernel the first time it runs, and the C compiler found no header "
-    "it needs: Python.h (the Python development headers), or the compiler's and C library's own (an incomplete gcc "
-    "install), or cuda.h.",
-    ("install the headers where vLLM runs (apt-get install python3-dev build-essential, or the image's -devel "
-     "variant)",), ("changing vLLM's settings", "retrying unchanged"),
-)
-
-FLASH_ATTN_BUILD = Advice(
-    "The flash-attention kernels in this install were built without some of their cases to save build time "
-    "(FLASHATTENTION_DISABLE_UNEVEN_K: head sizes that are not multiples of 32; or local attention, or dropout), "
-    "and the model uses one: most often a vision or audio encoder with head size 80 (Qwen2.5-VL, Qwen3-Omni).",
-    ("for a multimodal encoder: --mm-encoder-attn-backend TORCH_SDPA (vLLM 0.11+)",
-     "for the language model: --attention-backend FLASHINFER or TRITON_ATTN (VLLM_ATTENTION_BACKEND before 0.11)",
-     "a vLLM wheel whose flash-attention has all head sizes, rather than a separately built flash-attn"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-
-BISHENG_TARGET = Advice(
-    "Triton-Ascend's compiler (bishengir-compile) does not know this NPU's target: the Triton-Ascend in this image or "
-    "environment is older than the chip.",
-    ("a vllm-ascend image (or Triton-Ascend release) that lists the chip, as its release notes say",
-     "`npu-smi info` names the chip the target must match"),
     ("changing vLLM's settings", "retrying unchanged"),
 )
 
@@ -194,16 +98,6 @@ REMOTE_CODE_PACKAGES = Advice(
      "runtime_env where Ray starts them)",
      "the model card's requirements, for the versions it was written against"),
     ("changing vLLM's settings", "retrying unchanged"),
-)
-
-TRITON_KERNELS = Advice(
-    "vLLM could not import OpenAI's triton_kernels package, which its MXFP4 and other FP4 mixture-of-experts paths "
-    "use (gpt-oss, DeepSeek's FP4 checkpoints): the package is missing, or its version is not the one this vLLM was "
-    "written for (triton_kernels 3.8 moved matmul_ogs to matmul). vLLM logs this and goes on, so the start fails here "
-    "only for a model that needs the kernels.",
-    ("the triton and triton_kernels versions against those this vLLM release pins (its requirements, or its "
-     "Docker image)", "a vLLM image built with the kernels, or a vLLM release that matches the installed Triton"),
-    ("changing memory settings", "retrying unchanged"),
 )
 
 MODULE_MISSING = Advice(
@@ -244,18 +138,6 @@ PACKAGE_REQUIRED = Advice(
     ("install what the message names, at the version it asks for, in vLLM's own environment (the image, the venv, "
      "a Ray actor's runtime_env)", "or a way that does not need it: the model in another format (Pixtral's "
      "Transformers format, mistral-community/pixtral-12b), another loader or backend"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-
-PTXAS_ARCH = Advice(
-    "The PTX assembler (ptxas) that compiles vLLM's Triton kernels, and torch.compile's, does not know this GPU's "
-    "architecture: Triton bundles its own ptxas, older than a GPU newer than its release (DGX Spark's GB10 is "
-    "sm_121a).",
-    ("TRITON_PTXAS_PATH naming a CUDA toolkit's ptxas that knows the architecture (`ptxas --help` lists its "
-     "--gpu-name values), such as /usr/local/cuda/bin/ptxas of a CUDA that supports the GPU; Triton 3.9 runs a "
-     "second bundled ptxas for Hopper and newer GPUs and reads TRITON_PTXAS_BLACKWELL_PATH for it instead",
-     "or a Triton (and vLLM) release made for the GPU",
-     "--enforce-eager avoids torch.compile's kernels, not vLLM's own Triton ones"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
@@ -321,16 +203,6 @@ DEEP_GEMM = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
-MLX_METALLIB = Advice(
-    "MLX could not load its Metal kernels library (mlx.metallib): there is none next to the library or in its bundle "
-    "(a source build that did not compile it, a package that left it out), or it was built for a newer macOS than "
-    "this Mac runs (Metal says 'deployment target ... not supported on this OS').",
-    ("a newer macOS, where Metal names a deployment target", "reinstall the plugin and mlx from wheels built for "
-     "this macOS (pip install --force-reinstall mlx)", "for a source build: build the metallib as the plugin's "
-     "instructions say"),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
-
 TORCH_NO_LIBUV = Advice(
     "PyTorch's TCPStore, which vLLM's distributed set-up starts, asked for its libuv backend (the default since torch "
     "2.4) in a torch built without libuv: the Windows wheels are. A native Windows build of vLLM runs with the torch "
@@ -348,49 +220,21 @@ VLLM_METADATA = Advice(
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 
-TRITON_CAPABILITY = Advice(
-    "PyTorch's Inductor, which vLLM compiles with, generates Triton kernels, and Triton takes GPUs of compute "
-    "capability 7.0 and later: this one is older (Pascal and before). --enforce-eager stops vLLM compiling the model, "
-    "but vLLM also compiles some functions of its own with Inductor (with tensor parallelism, MoE routing), so the "
-    "error may stay.",
-    ("a community build for these GPUs (for Pascal: vllm-pascal with its patched Triton)",
-     "a GPU of compute capability 7.0 or later",
-     "--enforce-eager on a single GPU without MoE, where nothing else vLLM runs is compiled"),
-    ("changing memory settings", "retrying unchanged"),
-)
-
-TRITON_LIBCUDA = Advice(
-    "Triton (and FlashInfer's JIT) compiles a small CUDA helper and links it with -lcuda, which finds only a file "
-    "named libcuda.so: the folder that holds the driver's libcuda.so.1 has no libcuda.so beside it, as in many "
-    "containers, where the driver mounts only libcuda.so.1.",
-    ("a libcuda.so link beside libcuda.so.1 (`ldconfig -p | grep libcuda` shows the folder; Triton's own advice is "
-     "that link)", "TRITON_LIBCUDA_PATH set to a folder that holds libcuda.so (one with that link, or the CUDA "
-     "toolkit's lib64/stubs)"),
-    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
-)
-
 VERSION_ADVICE: dict[str, Advice] = {
-    "triton_libcuda": TRITON_LIBCUDA,
-    "triton_capability": TRITON_CAPABILITY,
     "vllm_metadata": VLLM_METADATA,
     "torch_no_libuv": TORCH_NO_LIBUV,
-    "mlx_metallib": MLX_METALLIB,
     "deep_gemm": DEEP_GEMM,
     "torch_schema": TORCH_SCHEMA,
-    "sleep_allocator": SLEEP_ALLOCATOR, "nixl_missing": NIXL_MISSING, "nccl_graph": NCCL_GRAPH,
-    "libcuda_missing": LIBCUDA_MISSING, "ptxas_arch": PTXAS_ARCH,
-    "package_required": PACKAGE_REQUIRED, "glibc": GLIBC,
+    "sleep_allocator": SLEEP_ALLOCATOR,
+    "nixl_missing": NIXL_MISSING,
+    "nccl_graph": NCCL_GRAPH,
+    "libcuda_missing": LIBCUDA_MISSING,
+    "package_required": PACKAGE_REQUIRED,
+    "glibc": GLIBC,
     "package_missing": PACKAGE_MISSING,
     "module_missing": MODULE_MISSING,
-    "hip_gpu_arch": HIP_GPU_ARCH,
-    "nvcc_missing": NVCC_MISSING,
     "remote_code_packages": REMOTE_CODE_PACKAGES,
     "processor_api": PROCESSOR_API,
-    "bisheng_target": BISHENG_TARGET,
-    "triton_kernels": TRITON_KERNELS,
-    "flash_attn_build": FLASH_ATTN_BUILD,
-    "extension_abi": EXTENSION_ABI,
-    "gpu_arch": GPU_ARCH,
     "driver": DRIVER_TOO_OLD,
     "python_package": PYTHON_PACKAGE,
     "rope_format": ROPE_FORMAT,
@@ -399,10 +243,5 @@ VERSION_ADVICE: dict[str, Advice] = {
     "plugin_version": PLUGIN_VERSION,
     "vllm_module": VLLM_MODULE,
     "vllm_not_installed": VLLM_NOT_INSTALLED,
-    "cuda_toolkit_skew": CUDA_TOOLKIT_SKEW,
     "cann_function": CANN_FUNCTION,
-    "c_headers": C_HEADERS,
-    "op_missing": OP_MISSING,
-    "extension_missing": EXTENSION_MISSING,
-    "no_c_compiler": NO_C_COMPILER,
 }
