@@ -13,7 +13,8 @@ from __future__ import annotations
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify
 from vllm_guard.diagnose.details import advice_for
-from vllm_guard.diagnose.details_settings import CUSTOM_ALLREDUCE, HCCL_PORT
+from vllm_guard.diagnose.details_platforms import HCCL_PORT
+from vllm_guard.diagnose.details_settings import CUSTOM_ALLREDUCE
 from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 from vllm_guard.diagnose.markers import LOADING
 

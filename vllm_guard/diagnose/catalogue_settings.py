@@ -125,6 +125,10 @@ SETTINGS_SOURCES: dict[str, str] = {
                           "manager is disabled but failed to convert the KV cache specs to one unified type.' "
                           "(0.30-0.34 _promote_local_kv_cache_specs: 'Failed to promote local KV cache specs to one "
                           "unified type.')",
+    "ascend_graph_mode": "vllm-ascend 0.9.0rc1-0.10.2rc1 ascend_config.py check_ascend_config: 'ACL Graph does not "
+                         "support deepseek. Please try torchair graph mode ... Or set `enforce_eager=True`', "
+                         "'Torchair graph mode only works with deepseek model.' (0.10: 'with following model types:"
+                         "[...]'), \"Can't enable graph mode and eager mode at the same time.\"",
     "platform_start": "Google Cloud Run (gcloud run deploy): 'The user-provided container failed to start and listen "
                       "on the port defined provided by the PORT=N environment variable within the allocated "
                       "timeout.'",

@@ -95,8 +95,9 @@ def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
     """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
     ctx: dict[str, Any] = {}
     for line in (entry.text for entry in lines):
-        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
-        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line):
+        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines: an
+        # exception may name one as advice (vllm-ascend's "Or set `enforce_eager=True`", blind158/b158-003)
+        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or logread.raised(line):
             continue
         for pattern, key in _CONTEXT:
             m = pattern.search(line)
@@ -170,8 +171,6 @@ def last_failed(found: list[Start]) -> Start:
 def classify(text: str, *, exit_status: int | None = None) -> Diagnosis:
     """Classify the last failed start in a vLLM log; ``exit_status`` helps when the log alone cannot tell."""
     return last_failed(starts(text, exit_status=exit_status)).diagnosis
-
-
 
 
 def _classify_start(lines: list[LogLine], exit_status: int | None) -> tuple[Diagnosis, bool]:

@@ -7,6 +7,7 @@ from vllm_guard.diagnose.details_build import BUILD_ADVICE
 from vllm_guard.diagnose.details_containers import CONTAINER_ADVICE
 from vllm_guard.diagnose.details_files import FILE_ADVICE
 from vllm_guard.diagnose.details_network import NETWORK_ADVICE
+from vllm_guard.diagnose.details_platforms import PLATFORM_ADVICE
 from vllm_guard.diagnose.details_quant import QUANT_ADVICE
 from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
@@ -367,6 +368,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     **NETWORK_ADVICE,
     **CONTAINER_ADVICE,
     **BUILD_ADVICE,
+    **PLATFORM_ADVICE,
     **QUANT_ADVICE,
     "profiling_assertion": PROFILING_ASSERTION, "sigkill": KILLED, "ray_head_without_gpu": RAY_HEAD_WITHOUT_GPU,
     "ray_accelerators": RAY_ACCELERATORS,

@@ -68,15 +68,6 @@ CUSTOM_ALLREDUCE = Advice(
     ("changing vLLM's memory settings",),
 )
 
-HCCL_PORT = Advice(
-    "HCCL (Ascend's collectives) could not listen on its port: another process on the node holds it, most often "
-    "another vLLM instance started with the same base port (HCCL_IF_BASE_PORT, 60000 by default) or the same KV "
-    "connector port.",
-    ("a different HCCL_IF_BASE_PORT (and KV connector port) for each instance on the node",
-     "`ss -ltnp` to see who holds the port"),
-    ("retrying while the other instance runs",),
-)
-
 RAY_NODE_IP = Advice(
     "vLLM's Ray executor counts one IP address per node (the driver's and the workers') and got another count: fewer "
     "when nodes report one and the same address (VLLM_HOST_IP set alike on every node by a shared .env file or "
@@ -85,14 +76,6 @@ RAY_NODE_IP = Advice(
     ("on each node, VLLM_HOST_IP = the address Ray registered that node under (`ray list nodes` shows it; "
      "docs/ray.md), or unset where one value was set for all", "`ray start --node-ip-address` with that same address",
      "on every node, containers on the host's network (`--network host`)"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-
-AITER_MLA_HEADS = Advice(
-    "ROCm's AITER MLA attention kernel takes 16 or 128 attention heads per GPU, and the tensor-parallel size leaves "
-    "another count (DeepSeek's 128 heads over 4 GPUs: 32 each).",
-    ("a tensor-parallel size that leaves 16 or 128 heads per GPU (for 128 heads: 1 or 8), with data or pipeline "
-     "parallelism for the other GPUs", "VLLM_ROCM_USE_AITER_MLA=0: another MLA backend"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
@@ -131,24 +114,6 @@ BATCH_INVARIANT = Advice(
     "VLLM_BATCH_INVARIANT=1 asks for batch-invariant kernels, and this vLLM has none for this model's attention or "
     "for the attention backend it would use (the message names which).",
     ("unset VLLM_BATCH_INVARIANT", "where the message lists backends: --attention-backend one of them"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-
-MOE_ACT_PLATFORM = Advice(
-    "This model's MoE experts are not gated (is_act_and_mul=False, such as Nemotron-H's relu2 experts), and this "
-    "vLLM's fused-MoE layer runs such experts only on the platforms its message names.",
-    ("a GPU of a platform the message names", "a newer vLLM, whose list of platforms may include this one"),
-    ("changing vLLM's memory settings", "retrying unchanged"),
-)
-
-
-HPU_LAZY_COLLECTIVES = Advice(
-    "On Gaudi in lazy mode vLLM captures HPU graphs while it warms the model up, and with tensor parallelism the "
-    "collectives inside them need PT_HPU_ENABLE_LAZY_COLLECTIVES=true. vllm-gaudi sets it when it is unset (a false "
-    "set by hand keeps it off), and vLLM 0.6.6-0.9's own HPU path always set it; a fork or a script that starts "
-    "without it fails so.",
-    ("PT_HPU_ENABLE_LAZY_COLLECTIVES=true in vLLM's environment, every Ray worker's too (Ray's runtime_env)",
-     "or --enforce-eager, which captures no HPU graphs (slower decoding)"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
@@ -274,14 +239,6 @@ LORA_MOE = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
-ROCR_VISIBLE_DEVICES = Advice(
-    "Ray, which vLLM imports, refuses ROCR_VISIBLE_DEVICES without HIP_VISIBLE_DEVICES: Slurm sets the former on "
-    "ROCm clusters (srun --gpus, --gpu-bind).",
-    ("export HIP_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES and unset ROCR_VISIBLE_DEVICES before vLLM starts (in the job "
-     "script, or the container's entry point)",),
-    ("changing vLLM's settings", "retrying unchanged"),
-)
-
 KV_PAGE_SIZE = Advice(
     "The model's layers keep KV cache pages of sizes this vLLM cannot make one: it grows the smaller pages' block "
     "size to the largest page, which works only when that page is a multiple of each smaller one. A KV cache dtype or "
@@ -357,37 +314,14 @@ USAGE_CUT = Advice(
 
 SETTINGS_ADVICE: dict[str, Advice] = {
     "cutlass_capability": CUTLASS_CAPABILITY, "bnb_tp": BNB_TP, "engine_kwarg": ENGINE_KWARG, "usage_cut": USAGE_CUT,
-    "kv_page_size": KV_PAGE_SIZE, "kv_page_padding": KV_PAGE_PADDING,
-    "rocr_visible_devices": ROCR_VISIBLE_DEVICES,
-    "mrv2_unsupported": MRV2_UNSUPPORTED,
-    "lora_moe": LORA_MOE,
-    "eplb_unsupported": EPLB_UNSUPPORTED,
-    "mamba_blocks": MAMBA_BLOCKS,
-    "mamba_groups": MAMBA_GROUPS,
-    "lmcache_mamba": LMCACHE_MAMBA,
-    "pooling_checkpoint": POOLING_CHECKPOINT,
-    "transformers_no_tp": TRANSFORMERS_NO_TP,
-    "softcap_xformers": SOFTCAP_XFORMERS,
-    "env_choice": ENV_CHOICE,
-    "batch_invariant": BATCH_INVARIANT,
-    "moe_act_platform": MOE_ACT_PLATFORM, "encoder_attention": ENCODER_ATTENTION,
-    "engine_choice": ENGINE_CHOICE, "v1_unsupported": V1_UNSUPPORTED, "window_layers": WINDOW_LAYERS,
-    "hybrid_kv_disabled": HYBRID_KV_DISABLED,
-    "spec_vocab": SPEC_VOCAB,
-    "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES,
-
-    "lora_vocab": LORA_VOCAB,
-    "backend_name": BACKEND_NAME,
-    "cli_flags": CLI_FLAGS,
-    "aiter_mla_heads": AITER_MLA_HEADS,
-    "second_engine": SECOND_ENGINE,
-    "ray_node_ip": RAY_NODE_IP,
-    "custom_allreduce": CUSTOM_ALLREDUCE,
-    "hccl_port": HCCL_PORT,
-    "lora_model": LORA_MODEL,
-    "spec_config": SPEC_CONFIG,
-    "spec_cudagraph": SPEC_CUDAGRAPH,
-    "rope_type": ROPE_TYPE,
-    "rope_newer": ROPE_NEWER,
-    "permission": PERMISSION,
+    "kv_page_size": KV_PAGE_SIZE, "kv_page_padding": KV_PAGE_PADDING, "mrv2_unsupported": MRV2_UNSUPPORTED,
+    "lora_moe": LORA_MOE, "eplb_unsupported": EPLB_UNSUPPORTED, "mamba_blocks": MAMBA_BLOCKS,
+    "mamba_groups": MAMBA_GROUPS, "lmcache_mamba": LMCACHE_MAMBA, "pooling_checkpoint": POOLING_CHECKPOINT,
+    "transformers_no_tp": TRANSFORMERS_NO_TP, "softcap_xformers": SOFTCAP_XFORMERS, "env_choice": ENV_CHOICE,
+    "batch_invariant": BATCH_INVARIANT, "encoder_attention": ENCODER_ATTENTION, "engine_choice": ENGINE_CHOICE,
+    "v1_unsupported": V1_UNSUPPORTED, "window_layers": WINDOW_LAYERS, "hybrid_kv_disabled": HYBRID_KV_DISABLED,
+    "spec_vocab": SPEC_VOCAB, "lora_vocab": LORA_VOCAB, "backend_name": BACKEND_NAME, "cli_flags": CLI_FLAGS,
+    "second_engine": SECOND_ENGINE, "ray_node_ip": RAY_NODE_IP, "custom_allreduce": CUSTOM_ALLREDUCE,
+    "lora_model": LORA_MODEL, "spec_config": SPEC_CONFIG, "spec_cudagraph": SPEC_CUDAGRAPH, "rope_type": ROPE_TYPE,
+    "rope_newer": ROPE_NEWER, "permission": PERMISSION,
 }

@@ -73,6 +73,11 @@ class Stop:
     reason: str
 
 
+# Readings where eager mode starts what graph capture cannot: why, and what else helps
+_EAGER_RUNS = {
+    "nccl_graph": ("this NCCL or driver cannot be captured in a CUDA graph", "a newer NCCL or driver"),
+    "acl_graph": ("vllm-ascend's ACL graph mode does not run DeepSeek models", "torchair graph mode"),
+}
 
 
 def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_supported: bool | None = None,
@@ -122,14 +127,14 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
             return Stop(NOT_RELAXABLE_DETAIL["mamba_blocks"])
         return Step("max-num-seqs", int(blocks), f"vLLM counted {blocks} Mamba cache blocks, one per decode "
                     "sequence: max-num-seqs no higher")
-    # NCCL that cannot be captured in a CUDA graph (an NCCL built for CUDA before 11.3, a driver before R465): eager
-    # mode captures none, a slower start that serves; the library or driver is the fix the advice names
-    if d.detail == "nccl_graph" and not s.enforce_eager:
+    # Graph capture that cannot run here, where eager mode captures none and starts slower but serves: NCCL built
+    # for CUDA before 11.3 or a driver before R465 (the library or driver is the fix the advice names), and
+    # vllm-ascend 0.9-0.10's ACL graph mode with a DeepSeek model (its own message's advice: enforce_eager=True)
+    if d.detail in _EAGER_RUNS and not s.enforce_eager:
+        why, otherwise = _EAGER_RUNS[d.detail]
         if limits.allow_enforce_eager:
-            return Step("enforce-eager", True, "this NCCL or driver cannot be captured in a CUDA graph: run without "
-                        "CUDA graphs")
-        return Stop("this NCCL or driver cannot be captured in a CUDA graph, and ladder.allow-enforce-eager is false: "
-                    "a newer NCCL or driver, or allow eager mode")
+            return Step("enforce-eager", True, f"{why}: run without graphs")
+        return Stop(f"{why}, and ladder.allow-enforce-eager is false: {otherwise}, or allow eager mode")
     if d.cls == "max_len_exceeds_model" and n.get("derived_max_len"):
         return Step("max-model-len", n["derived_max_len"], "the model's own maximum length")
     if d.cls == "quant_unsupported" and d.detail == "kv_cache_dtype" and (guard_set_kv_dtype or

@@ -235,6 +235,11 @@ _EXCEPTION_HEAD = re.compile(r"^(?:[A-Za-z_][\w]{0,100}\.){0,8}[A-Za-z_]\w{0,100
 MAX_FRAMES = 400
 
 
+def raised(text: str) -> bool:
+    """An exception's own line (`NotImplementedError: ...`), whose message may quote a setting as advice."""
+    return _EXCEPTION_HEAD.match(body(text)) is not None and ": " in text
+
+
 def body(text: str) -> str:
     """A line without vLLM's logging prefix."""
     if text[:1] in "IWEDC":
@@ -304,6 +309,9 @@ _BANNER = re.compile(r"vLLM (?:API )?server version \S{1,64}")
 _GUARD_REPORT = re.compile(r"^vllm-guard check \S{1,4096} on \S")
 _GUARD_ATTEMPT = re.compile(r"^vllm-guard: attempt \d{1,4}/\d{1,4}\b.{0,400}: starting vLLM$")
 _PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete|Started server process")
+# A warning record's "Error" is not the start's own (vLLM 0.9's "Failed to import from vllm._C with ImportError(...)",
+# logged before the banner on every platform without the extension: blind158/b158-003, vllm-ascend)
+_WARNING_PROGRESS = re.compile(r"Loading|KV cache|startup complete|Started server process")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
 
 
@@ -347,5 +355,6 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
             seen_content = progressed = False
         else:
             seen_content = True
-            progressed = progressed or banner or _PROGRESS.search(text) is not None
+            seen = (_WARNING_PROGRESS if text.startswith("WARNING") else _PROGRESS).search(text)
+            progressed = progressed or banner or seen is not None
     return [(a, b) for a, b in zip(bounds, [*bounds[1:], len(lines)], strict=True)]

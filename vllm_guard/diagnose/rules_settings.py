@@ -193,6 +193,15 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"EngineArgs\.__init__\(\) got an unexpected keyword argument "
                                    r"'(?P<keyword>\w{0,64}-[\w-]{1,64})'"), BEFORE_START, detail="engine_kwarg",
          source=SOURCES["engine_kwarg"]),
+    # vllm-ascend 0.9.0rc1-0.10.2rc1 (ascend_config.py check_ascend_config) picks a graph mode per model: its ACL graph
+    # mode, the default without eager mode, refuses DeepSeek models, and its own advice is torchair graph mode or eager
+    # mode (blind158/b158-003, vllm-ascend #1456)
+    Rule("usage_error", re.compile(r"ACL Graph does not support deepseek\."), BEFORE_START, detail="acl_graph",
+         source=SOURCES["ascend_graph_mode"]),
+    # the same check's torchair graph mode: DeepSeek models alone (0.9.x), the types it lists (0.10), never eager
+    Rule("usage_error", re.compile(r"Torchair graph mode only works with (?:deepseek model|following model types)|"
+                                   r"Can't enable graph mode and eager mode at the same time"), BEFORE_START,
+         detail="torchair_graph", source=SOURCES["ascend_graph_mode"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
     Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),

@@ -1,0 +1,60 @@
+"""`explain` on blind158 and blind159 (tests/data/real-logs), issue 26's sets found by vLLM's ordinary start-up lines
+rather than by their error's words, after their one scoring.
+
+blind158, mirrored issues found through the code index, scored once at 1c93199: 4 of 5, no confident error.
+blind159, issue threads' excerpts, scored once at 315afb6: 9 of 9, all labelled `unknown`. blind158's miss taught:
+vllm-ascend's refusal of a graph mode for a model (its ACL graph mode and DeepSeek), an exception's advice read as a
+setting of the start (`enforce_eager=True` in the message), and a warning's `ImportError` taken for a start of its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify, starts
+from vllm_guard.diagnose.ladder import Limits, Settings, Step, Stop, next_step, settings_from_log
+
+
+def test_vllm_ascends_acl_graph_refusing_deepseek_is_a_setting_and_eager_mode_starts() -> None:
+    d = classify(blind_log("blind158", "b158-003"))  # vllm-ascend 0.9.1, DeepSeek-R1 w8a8 at TP 16
+    assert (d.cls, d.detail, d.confidence) == ("usage_error", "acl_graph", "high")
+    # the message's own advice ("Or set `enforce_eager=True`") is not the start's setting
+    settings = settings_from_log(d)
+    assert settings.enforce_eager is False
+    step = next_step(d, settings)
+    assert isinstance(step, Step) and (step.param, step.value) == ("enforce-eager", True)
+
+
+def test_acl_graph_when_eager_mode_is_not_allowed_or_already_on() -> None:
+    d = classify("NotImplementedError: ACL Graph does not support deepseek. Please try torchair graph mode to serve "
+                 "deepseek models on vllm-ascend. Or set `enforce_eager=True` to use eager mode.\n")
+    refused = next_step(d, Settings(), Limits(allow_enforce_eager=False))
+    assert isinstance(refused, Stop) and "allow-enforce-eager is false" in refused.reason
+    eager = next_step(d, Settings(enforce_eager=True))
+    assert isinstance(eager, Stop) and "torchair" in eager.reason
+
+
+@pytest.mark.parametrize("message", [
+    # vllm-ascend 0.9.x ascend_config.py check_ascend_config
+    "NotImplementedError: Torchair graph mode only works with deepseek model.",
+    # 0.10.x
+    "NotImplementedError: Torchair graph mode only works with following model types:['deepseek', 'pangu', 'qwen'].",
+    "RuntimeError: Can't enable graph mode and eager mode at the same time. Please set `enforce_eager=False` if you "
+    "attempt to enable NPU graph mode.",
+])
+def test_vllm_ascends_torchair_graph_refusals(message: str) -> None:
+    d = classify(message + "\n")
+    assert (d.cls, d.detail) == ("usage_error", "torchair_graph")
+    assert isinstance(next_step(d, settings_from_log(d)), Stop)  # not eager mode: the refusal names it or forbids it
+
+
+def test_a_warning_naming_an_import_error_before_the_banner_is_not_a_start_of_its_own() -> None:
+    # vLLM 0.5-0.9 log that _C did not load before their API server's banner, on every platform without it
+    for part, prefix in (("blind158", "b158-003"), ("blind38", "b38-010"), ("blind9", "b9-034")):
+        assert len(starts(blind_log(part, prefix))) == 1, prefix
+    # an error record before the banner still ends a start
+    text = ("INFO 05-16 23:53:24 [api_server.py:1043] vLLM API server version 0.8.5\n"
+            "ERROR 05-16 23:53:30 [engine.py:448] RuntimeError: boom\n"
+            "INFO 05-16 23:54:24 [api_server.py:1043] vLLM API server version 0.8.5\n")
+    assert len(starts(text)) == 2
