@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import blind_log
 from vllm_guard.diagnose.classify import classify, starts
+from vllm_guard.diagnose.hang import activity_of
 from vllm_guard.diagnose.ladder import Limits, Settings, Step, Stop, next_step, settings_from_log
 
 
@@ -58,3 +59,22 @@ def test_a_warning_naming_an_import_error_before_the_banner_is_not_a_start_of_it
             "ERROR 05-16 23:53:30 [engine.py:448] RuntimeError: boom\n"
             "INFO 05-16 23:54:24 [api_server.py:1043] vLLM API server version 0.8.5\n")
     assert len(starts(text)) == 2
+
+
+P2P = "INFO 06-26 16:16:40 [custom_all_reduce_utils.py:232] reading GPU P2P access cache from /root/.cache/vllm/gpu_p2p"
+
+
+@pytest.mark.parametrize("last", [
+    # vLLM 0.9's config check on a platform without the kernel (blind158/b158-003, vllm-ascend), logged at config time
+    "INFO 06-26 16:16:36 [config.py:1980] Disabled the custom all-reduce kernel because it is not supported on current "
+    "platform.",
+    # custom_all_reduce.py (0.5-0.33) after its P2P test: the set-up is skipped, the start goes on
+    "WARNING 06-26 16:16:41 [custom_all_reduce.py:283] Custom allreduce is disabled because your platform lacks GPU "
+    "P2P capability or P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+])
+def test_a_log_that_stops_after_custom_all_reduce_is_turned_off_is_no_hang_there(last: str) -> None:
+    assert activity_of(last) is None
+    d = classify(P2P + "\n" + last + "\n")
+    assert d.cls == "unknown"
+    # the P2P check itself, where the log stops, is still the stage a hang names
+    assert (classify(P2P + "\n").cls, classify(P2P + "\n").stage) == ("startup_hang", "custom_allreduce")

@@ -117,10 +117,16 @@ _SETTINGS_LINE = re.compile(r"engine (?:\(v[\w.+-]{1,40}\) )?with config: |non-d
 _SETTINGS_WORDS = ("with config: ", "non-default args: ", "args: Namespace(", "EngineArgs(model=")
 
 
+# vLLM saying its custom all-reduce will not be set up (config/parallel.py "Disabled the custom all-reduce kernel
+# because it is not supported on current platform", custom_all_reduce.py "Custom allreduce is disabled because ...",
+# 0.5-0.33): the line names the stage, and its header the file, but the start goes on past it
+AR_OFF = re.compile(r"Custom (?:allreduce|collectives) (?:is|are) disabled|Disabled the custom all-reduce")
+
+
 def activity_of(text: str) -> str | None:
     """What a progress line says the start is doing (download, weights_loading, ...), if it says."""
     text = text[:MAX_LINE_CHARS]
-    if any(word in text for word in _SETTINGS_WORDS) and _SETTINGS_LINE.search(text):
+    if (any(word in text for word in _SETTINGS_WORDS) and _SETTINGS_LINE.search(text)) or AR_OFF.search(text):
         return None
     found = None
     for name, pattern in _ACTIVITY:

@@ -12,7 +12,15 @@ from typing import Any
 from vllm_guard.diagnose import certainty
 from vllm_guard.diagnose.catalogue_support import HANG_SOURCES
 from vllm_guard.diagnose.diagnosis import Diagnosis, skipped_plugin_lines
-from vllm_guard.diagnose.hang import EVIDENCE_CHARS, HANG_STAGES, UNKNOWN, WaitingLine, activity_of, waiting_line
+from vllm_guard.diagnose.hang import (
+    AR_OFF,
+    EVIDENCE_CHARS,
+    HANG_STAGES,
+    UNKNOWN,
+    WaitingLine,
+    activity_of,
+    waiting_line,
+)
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
 
 _DP_RANK = re.compile(r"_DP(\d{1,5})\b")
@@ -66,6 +74,8 @@ def _stage_before(lines: Sequence[LogLine], head: str = "") -> tuple[str, str] |
     """The stage the last few lines name (the latest first), with the line that names it."""
     texts = [line.text for line in lines[-STOP_LINES:]] + ([head] if head else [])
     for text in reversed(texts):
+        if AR_OFF.search(text[:MAX_LINE_CHARS]):
+            return None  # the custom all-reduce set-up the lines before name is skipped: the start went past it
         stage = None if _DONE.search(text[:MAX_LINE_CHARS]) or _ONE_RANK.search(text[:MAX_LINE_CHARS]) \
             else activity_of(text)
         if stage is not None:
