@@ -78,3 +78,27 @@ def test_a_log_that_stops_after_custom_all_reduce_is_turned_off_is_no_hang_there
     assert d.cls == "unknown"
     # the P2P check itself, where the log stops, is still the stage a hang names
     assert (classify(P2P + "\n").cls, classify(P2P + "\n").stage) == ("startup_hang", "custom_allreduce")
+
+
+@pytest.mark.parametrize(("prefix", "said"), [
+    ("b160-002", "InputBatch.__init__() got an unexpected keyword argument 'block_size'"),  # built as self.x = X(
+    ("b160-005", "DeepseekV2Attention.forward() got an unexpected keyword argument 'kv_cache'"),  # through torch
+    ("b160-008", "'ParallelConfig' object has no attribute 'expert_parallel_size'"),  # pytest's E-line
+])
+def test_vllm_ascend_written_for_another_vllm(prefix: str, said: str) -> None:
+    d = classify(blind_log("blind160", prefix))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "vllm_api", "medium")
+    assert said in " ".join(d.evidence)
+
+
+def test_a_module_call_refused_in_vllms_own_model_code_or_a_models_config_is_not_a_plugins_release() -> None:
+    torch_frames = (
+        '  File "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1747, in _call_impl\n'
+        "    return forward_call(*args, **kwargs)\n")
+    own = ('  File "/usr/lib/python3.10/site-packages/vllm/model_executor/models/foo.py", line 9, in forward\n'
+           "    hidden_states = self.self_attn(\n" + torch_frames +
+           "TypeError: FooAttention.forward() got an unexpected keyword argument 'kv_cache'\n")
+    assert classify(own).detail != "vllm_api"
+    # the model's own config (transformers' class) lacking a field is the model's, not vLLM's release
+    hf = "AttributeError: 'InternVLChatConfig' object has no attribute 'hidden_size'\n"
+    assert classify(hf).detail != "vllm_api"

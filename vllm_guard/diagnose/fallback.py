@@ -171,19 +171,29 @@ _SUBPROCESS_IMPORT = re.compile(r"(?:ModuleNotFoundError|ImportError): \S")
 # vLLM's own objects and entry points, as the programs that drive it call them.
 # The OpenAI server's classes and functions too: BentoML and Ray Serve build vLLM's server from them
 # (entrypoints/openai/serving_*.py, api_server.py init_app_state and build_app).
+# And VllmConfig's parts (config/*.py), which a platform plugin reads for its own set-up (blind160/b160-008:
+# vllm-ascend reading ParallelConfig.expert_parallel_size, a field vLLM main had dropped).
 _VLLM_CLASSES = ("LLMEngine", "AsyncLLMEngine", "AsyncLLM", "MQLLMEngine", "LLM", "EngineCoreClient", "GPUModelRunner",
                  "ModelConfig", "VllmConfig", "EngineArgs", "AsyncEngineArgs", "SamplingParams", "OpenAIServingChat",
                  "OpenAIServingCompletion", "OpenAIServingModels", "OpenAIServingEmbedding",
-                 "OpenAIServingTokenization")
+                 "OpenAIServingTokenization", "CacheConfig", "ParallelConfig", "SchedulerConfig", "DeviceConfig",
+                 "LoadConfig", "LoRAConfig", "SpeculativeConfig", "CompilationConfig", "KVTransferConfig",
+                 "ObservabilityConfig", "StructuredOutputsConfig")
 _VLLM_OBJECT = re.compile(rf"AttributeError: '(?:{'|'.join(_VLLM_CLASSES)})' object has no attribute '\w{{1,128}}'")
 # Python 3.10+ names the function by its qualified name ("AsyncEngineArgs.__init__()"), 3.9 and before by its own.
 _UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?(?P<func>\w{1,128})\(\) got an unexpected "
                                  r"keyword argument '\w{1,128}'")
-# A call that builds a class by its bare name, as a code line of a traceback shows it ("    NewRequestData(").
-_BARE_CLASS_CALL = re.compile(r"^\s{0,40}(?:\w{1,64} = )?[A-Z]\w{0,80}\($")
+# A call that builds a class by its bare name, as a code line of a traceback shows it ("    NewRequestData(",
+# "    self.input_batch = InputBatch(").
+_BARE_CLASS_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64} = )?[A-Z]\w{0,80}\($")
 # A call of a method of an object the caller holds ("    self.aclgraph_dispatcher.dispatch(num_tokens=..."): the
-# method's name is the TypeError's
+# method's name is the TypeError's; a call of a module it holds ("    hidden_states = self.self_attn(") is a call of
+# the module's forward
 _HELD_METHOD_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64} = )?self\.\w{1,64}\.(?P<method>\w{1,128})\(")
+_HELD_MODULE_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64}(?:, [\w.]{1,64}){0,4} = )?self\.\w{1,64}\($")
+# torch's own frames between a module's call and its forward (torch/nn/modules/module.py _wrapped_call_impl and
+# _call_impl, with their source lines)
+_TORCH_CALL = re.compile(r"torch[/\\]nn[/\\]modules[/\\]module\.py|^\s{0,40}return (?:self\._call_impl|forward_call)\(")
 # A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
 _VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/"
                         r"|OpenAIServing\w{0,40}\(|init_app_state\(")
@@ -212,11 +222,15 @@ def _vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     # Or calling a method of a vLLM object it holds, by a keyword this vLLM's method does not take (blind151/b151-002:
     # vllm-ascend main's model runner calling 0.11.2's CudagraphDispatcher.dispatch(num_tokens=...)).
     owner = (m.group("owner") or "").rsplit(".", 1)[-1]
-    above = lines[max(0, i - 3):i]
+    # vllm-ascend's decoder layer calling vLLM's attention module with V0's kv_cache (blind160/b160-005): the frames
+    # between are torch's
+    above = [line for line in lines[max(0, i - 9):i] if not _TORCH_CALL.search(logread.body(line.text))][-3:]
     calls = [logread.body(line.text) for line in above]
+    func = m.group("func")
     return (bool(owner[:1].isupper() and any(PLUGIN_PACKAGE.search(line.text) for line in above)
                  and any(_BARE_CLASS_CALL.search(c) or ((h := _HELD_METHOD_CALL.search(c)) is not None
-                                                        and h.group("method") == m.group("func")) for c in calls))
+                                                        and h.group("method") == func)
+                         or (func == "forward" and _HELD_MODULE_CALL.search(c)) for c in calls))
             and not ready(lines))
 
 
