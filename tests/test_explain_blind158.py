@@ -5,6 +5,11 @@ blind158, mirrored issues found through the code index, scored once at 1c93199: 
 blind159, issue threads' excerpts, scored once at 315afb6: 9 of 9, all labelled `unknown`. blind158's miss taught:
 vllm-ascend's refusal of a graph mode for a model (its ACL graph mode and DeepSeek), an exception's advice read as a
 setting of the start (`enforce_eager=True` in the message), and a warning's `ImportError` taken for a start of its own.
+
+blind160, whole vllm-ascend issue bodies from an archive, scored once at 44c377d: 3 of 8, no confident error; it taught
+a platform plugin written for another vLLM in three more shapes. blind161, whole texts committed by programs that
+start vLLM (RL, evaluation, serving layers), scored once at 6b34a3b: 11 of 14, no confident error; it taught NCCL's own
+failed connect and lm-evaluation-harness's guarded import.
 """
 
 from __future__ import annotations
@@ -102,3 +107,19 @@ def test_a_module_call_refused_in_vllms_own_model_code_or_a_models_config_is_not
     # the model's own config (transformers' class) lacking a field is the model's, not vLLM's release
     hf = "AttributeError: 'InternVLChatConfig' object has no attribute 'hidden_size'\n"
     assert classify(hf).detail != "vllm_api"
+
+
+@pytest.mark.parametrize(("part", "prefix"), [("blind161", "b161-005"), ("blind8", "b8-010"), ("blind9", "b9-035")])
+def test_a_harness_whose_guarded_vllm_import_failed_is_a_candidate_install_fault(part: str, prefix: str) -> None:
+    # lm-evaluation-harness and lmms-eval import vLLM in try/except: only "name 'LLM' is not defined" is left; its
+    # real reports are labelled version_mismatch and unknown, so the install is named as the candidate
+    d = classify(blind_log(part, prefix))
+    assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch"
+
+
+def test_nccls_own_failed_connect_is_the_network() -> None:
+    d = classify(blind_log("blind161", "b161-013"))  # an OpenRLHF vLLM actor's relayed NCCL error, one line
+    assert (d.cls, d.detail) == ("network", "nccl")
+    # NCCL 2.19+ misc/socket.cc's other give-up
+    timed_out = "node1:77:88 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: exceeded timeouts (2)\n"
+    assert classify(timed_out).cls == "network"

@@ -108,7 +108,7 @@ SOURCES: dict[str, str] = {
                   "invalid'",
     "ray_version": "Ray _private/utils.py check_version_info: 'Version mismatch: The cluster was started with ...'",
     "nccl": "PyTorch ProcessGroupNCCL.cpp watchdog ('Watchdog caught collective operation timeout'), NCCL "
-            "('ncclRemoteError', 'NET/Socket : Connect')",
+            "('ncclRemoteError', 'NET/Socket : Connect', 2.19+ 'socketStartConnect: Connect to ADDR failed')",
     "nccl_unhandled": "vLLM 0.4-0.33 distributed/device_communicators/pynccl_wrapper.py NCCL_CHECK: 'NCCL error: "
                       "unhandled system error' / 'unhandled cuda error'; PyTorch c10d NCCLUtils: 'NCCL error in: "
                       "FILE:N, unhandled system error, NCCL version X'; NCCL's own trace of the result, with "

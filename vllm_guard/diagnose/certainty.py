@@ -176,6 +176,12 @@ _NO_PARAMETER = re.compile(r"There is no module or parameter\b")
 _NVML_ASSERT = re.compile(r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \S{0,300}CUDACachingAllocator\.cpp")
 # NCCL's WARN or "Last error:" line naming CUDA's out-of-memory (enqueue.cc, alloc.h: "Cuda failure 'out of memory'")
 _NCCL_CUDA_OOM = re.compile(r"Cuda failure '?out of memory")
+# vLLM's own names undefined where a program first uses them: lm-evaluation-harness (models/vllm_causallms.py) and
+# lmms-eval import vLLM in a `try: ... except ModuleNotFoundError: pass`, so a failed import (vLLM, ray, a module of
+# another vLLM release) shows only here. Labelled version_mismatch (blind161/b161-005) and unknown (blind8/b8-010,
+# blind9/b9-035, with version_mismatch second), and a script that forgot its import says the same: a candidate.
+_VLLM_NAME_UNDEFINED = re.compile(r"NameError: name '(?:LLM|SamplingParams|LLMEngine|AsyncLLMEngine|EngineArgs|"
+                                  r"AsyncEngineArgs)' is not defined")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -207,6 +213,11 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             # unknown (failures/056): a candidate, not a class
             return "version_mismatch", "the driver could not load a compiled kernel: built for another GPU, or by a " \
                                        "newer CUDA toolchain (Triton's own) than the torch and driver in use"
+        if "is not defined" in line.text and _VLLM_NAME_UNDEFINED.search(line.text):
+            return "version_mismatch", "vLLM's own name is undefined where the program first uses it: the program " \
+                                       "(lm-evaluation-harness, lmms-eval) imported vLLM inside try/except and went " \
+                                       "on when the import failed; `python -c 'from vllm import LLM'` in that " \
+                                       "environment shows what is missing (lm-evaluation-harness imports ray there too)"
         if "out of memory" in line.text and _NCCL_CUDA_OOM.search(line.text):
             return "gpu_oom", "NCCL's own line says a CUDA call ran out of GPU memory as it set up its buffers (its " \
                               "unhandled error is that allocation's failure)"

@@ -27,9 +27,12 @@ NETWORK_RULES: tuple[Rule, ...] = (
     Rule("network", re.compile(r"NCCL WARN Duplicate GPU detected ?: rank \d{1,6} and rank \d{1,6} both on CUDA "
                                r"device"),
          BEFORE_START, detail="nccl_duplicate_gpu", when=conditions.never_ready, source=SOURCES["nccl_duplicate_gpu"]),
-    # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages).
+    # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages). NCCL
+    # 2.19+'s misc/socket.cc says its failed connect "socketStartConnect: Connect to ADDR failed : REASON" (also as an
+    # exception's "Last error:"; blind161/b161-013, an OpenRLHF vLLM actor) or "socketStartConnect: exceeded timeouts".
     Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
-                               r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"),
+                               r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"
+                               r"|socketStartConnect: (?:Connect to \S{1,300} failed|exceeded timeouts)"),
          detail="nccl", source=SOURCES["nccl"]),
     # (not "Connection closed by peer" or "reset by peer": pair.cc's words when the peer process went away, most
     # often because it failed first; blind114/b114-008, a rank whose Neuron compile failed)
