@@ -123,3 +123,10 @@ def test_nccls_own_failed_connect_is_the_network() -> None:
     # NCCL 2.19+ misc/socket.cc's other give-up
     timed_out = "node1:77:88 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: exceeded timeouts (2)\n"
     assert classify(timed_out).cls == "network"
+
+
+@pytest.mark.parametrize(("part", "prefix"), [("blind163", "b163-006"), ("blind143", "b143-003"), ("blind4", "b4-032")])
+def test_macos_refusing_vllms_extension_names_the_build_as_the_candidate(part: str, prefix: str) -> None:
+    # "symbol not found in flat namespace" for vllm/_C.abi3.so, then a missing op: labelled two ways, so a candidate
+    d = classify(blind_log(part, prefix))
+    assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch"

@@ -182,6 +182,11 @@ _NCCL_CUDA_OOM = re.compile(r"Cuda failure '?out of memory")
 # blind9/b9-035, with version_mismatch second), and a script that forgot its import says the same: a candidate.
 _VLLM_NAME_UNDEFINED = re.compile(r"NameError: name '(?:LLM|SamplingParams|LLMEngine|AsyncLLMEngine|EngineArgs|"
                                   r"AsyncEngineArgs)' is not defined")
+# macOS's loader refusing vLLM's extension of a local build ("Failed to import from vllm._C with ImportError(
+# \"dlopen(.../_C.abi3.so, 0x0002): symbol not found in flat namespace '___kmpc_dispatch_deinit'\")", an OpenMP or
+# torch symbol the build linked against): its ops are then missing. Labelled version_mismatch (blind143/b143-003,
+# blind163/b163-006) and unknown (blind4/b4-032, version_mismatch second): a candidate.
+_MACOS_C = re.compile(r"Failed to import from vllm\._C with ImportError\(.{0,1000}?symbol not found in flat namespace")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -218,6 +223,10 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
                                        "(lm-evaluation-harness, lmms-eval) imported vLLM inside try/except and went " \
                                        "on when the import failed; `python -c 'from vllm import LLM'` in that " \
                                        "environment shows what is missing (lm-evaluation-harness imports ray there too)"
+        if "flat namespace" in line.text and _MACOS_C.search(line.text):
+            return "version_mismatch", "macOS's loader could not load vLLM's compiled extension (a symbol the build " \
+                                       "linked against, OpenMP's or torch's, is not in the libraries loaded), so its " \
+                                       "ops are missing: a build against the installed torch and OpenMP"
         if "out of memory" in line.text and _NCCL_CUDA_OOM.search(line.text):
             return "gpu_oom", "NCCL's own line says a CUDA call ran out of GPU memory as it set up its buffers (its " \
                               "unhandled error is that allocation's failure)"
