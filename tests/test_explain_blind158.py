@@ -130,3 +130,26 @@ def test_macos_refusing_vllms_extension_names_the_build_as_the_candidate(part: s
     # "symbol not found in flat namespace" for vllm/_C.abi3.so, then a missing op: labelled two ways, so a candidate
     d = classify(blind_log(part, prefix))
     assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch"
+
+
+def test_what_blind162_taught() -> None:
+    # vllm-ascend's CI model runner calling vLLM main's get_attn_backend: a plugin's frame, from a source checkout
+    d = classify(blind_log("blind162", "b162-002"))
+    assert (d.cls, d.detail, d.confidence) == ("version_mismatch", "vllm_api", "medium")
+    # CANN's opbase finding no kernel binaries for aclnnSwiGlu: the kernels package is missing
+    d = classify(blind_log("blind162", "b162-009"))
+    assert (d.cls, d.detail) == ("version_mismatch", "cann_kernels")
+
+
+@pytest.mark.parametrize(("part", "prefix"), [("blind162", "b162-013"), ("blind162", "b162-014"),
+                                              ("blind11", "b11-022"), ("blind50", "b50-007")])
+def test_cann_failing_to_set_up_the_chip_names_the_toolkit_as_the_candidate(part: str, prefix: str) -> None:
+    # "init runtime platform info failed, SocVersion = Ascend910B2": labelled version_mismatch and unknown
+    d = classify(blind_log(part, prefix))
+    assert d.cls == "unknown" and d.hint is not None and d.hint[0] == "version_mismatch"
+
+
+def test_a_users_own_script_with_multiple_values_is_not_an_install_fault() -> None:
+    text = ('Traceback (most recent call last):\n  File "/home/me/run.py", line 9, in <module>\n    go(1, a=2)\n'
+            "TypeError: go() got multiple values for argument 'a'\n")
+    assert classify(text).cls == "unknown"

@@ -157,6 +157,9 @@ VERSION_SOURCES: dict[str, str] = {
     "cann_function": "torch_npu's ACL interface loading a CANN function the installed CANN lacks: 'RuntimeError: "
                      "Failed to find function aclmdlRICaptureBegin' with 'ERR00008 PTA resource not found' (ACL graph "
                      "capture under vllm-ascend)",
+    "cann_kernels": "CANN's opbase (aclnn's NnopbaseCollecter, as torch_npu relays it: 'call aclnnX failed, detail:"
+                    "EZ1001: ... Get path and read binary_info_config.json failed, please check if the opp_kernel "
+                    "package is installed!')",
     "transformers_model_type": "transformers models/auto/configuration_auto.py AutoConfig.from_pretrained (4.3x-5.x): "
                                "'KeyError' from CONFIG_MAPPING[config_dict[\"model_type\"]], re-raised as 'The "
                                "checkpoint you are trying to load has model type `X` but Transformers does not "

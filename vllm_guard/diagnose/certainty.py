@@ -187,6 +187,11 @@ _VLLM_NAME_UNDEFINED = re.compile(r"NameError: name '(?:LLM|SamplingParams|LLMEn
 # torch symbol the build linked against): its ops are then missing. Labelled version_mismatch (blind143/b143-003,
 # blind163/b163-006) and unknown (blind4/b4-032, version_mismatch second): a candidate.
 _MACOS_C = re.compile(r"Failed to import from vllm\._C with ImportError\(.{0,1000}?symbol not found in flat namespace")
+# CANN failing to set up its platform for the chip as torch_npu sets the device (GE's "[Init][PlatformInfo]init
+# runtime platform info failed, SocVersion = Ascend910B2", under AclSetCompileopt's error 500001): a CANN toolkit in
+# the image that does not support the chip or fit the host's driver, or its environment not sourced. Labelled
+# version_mismatch (blind162/b162-013, b162-014) and unknown (blind11/b11-022, blind50/b50-007): a candidate.
+_CANN_PLATFORM = re.compile(r"init runtime platform info failed, SocVersion = \w{1,40}")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -227,6 +232,10 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
             return "version_mismatch", "macOS's loader could not load vLLM's compiled extension (a symbol the build " \
                                        "linked against, OpenMP's or torch's, is not in the libraries loaded), so its " \
                                        "ops are missing: a build against the installed torch and OpenMP"
+        if "platform info failed" in line.text and _CANN_PLATFORM.search(line.text):
+            return "version_mismatch", "CANN could not set up its platform information for this chip: the CANN " \
+                                       "toolkit in the image does not support the chip or does not fit the host's " \
+                                       "NPU driver, or its environment (set_env.sh) is not sourced"
         if "out of memory" in line.text and _NCCL_CUDA_OOM.search(line.text):
             return "gpu_oom", "NCCL's own line says a CUDA call ran out of GPU memory as it set up its buffers (its " \
                               "unhandled error is that allocation's failure)"

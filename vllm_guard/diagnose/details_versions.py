@@ -16,6 +16,15 @@ CANN_FUNCTION = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+CANN_KERNELS = Advice(
+    "CANN's operator library found no kernel binaries for an operator torch_npu called: the CANN kernels package for "
+    "this chip (Ascend-cann-kernels) is not installed, or ASCEND_OPP_PATH does not lead to it.",
+    ("install the kernels package of the same CANN version for this chip, or use vllm-ascend's image that ships it",
+     "`source /usr/local/Ascend/ascend-toolkit/set_env.sh` in the environment vLLM starts in (it sets "
+     "ASCEND_OPP_PATH)"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 DRIVER_TOO_OLD = Advice(
     "The NVIDIA driver is older than the CUDA runtime that torch and vLLM were built with.",
     ("a newer NVIDIA driver (nvidia-smi shows the CUDA version it supports)",
@@ -221,6 +230,7 @@ VLLM_METADATA = Advice(
 )
 
 VERSION_ADVICE: dict[str, Advice] = {
+    "cann_kernels": CANN_KERNELS,
     "vllm_metadata": VLLM_METADATA,
     "torch_no_libuv": TORCH_NO_LIBUV,
     "deep_gemm": DEEP_GEMM,

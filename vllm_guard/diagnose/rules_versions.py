@@ -270,6 +270,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     # paste interleaves the name with another line: "aclmdlRIC")
     Rule("version_mismatch", re.compile(r"Failed to find function (?P<function>acl\w{1,80})"),
          detail="cann_function", when=conditions.never_ready, source=SOURCES["cann_function"]),
+    # CANN's operator library finding no kernel binaries for an aclnn op (opbase's NnopbaseCollecter): the kernels
+    # package (Ascend-cann-kernels for this chip) is not installed, or ASCEND_OPP_PATH does not lead to it
+    # (blind162/b162-009: torch_npu.npu_swiglu in vllm-ascend 0.7.3's profile run, "call aclnnSwiGlu failed")
+    Rule("version_mismatch", re.compile(r"Get path and read binary_info_config\.json failed, please check if the "
+                                        r"opp_kernel package is installed"),
+         detail="cann_kernels", when=conditions.never_ready, source=SOURCES["cann_kernels"]),
     # xFormers' operator dispatch listing why no kernel fits, and the reason is its own build (xformers/ops/fmha:
     # "xFormers wasn't build with CUDA support", its spelling): an xformers wheel for another torch or CUDA, which
     # cannot load its compiled part (blind156/b156-005, xformers under vLLM 0.6.4's profiling run on a V100)
