@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import blind_log
+from tests.conftest import DATA, blind_log
 from vllm_guard.diagnose.classify import classify, starts
 from vllm_guard.diagnose.hang import activity_of
 from vllm_guard.diagnose.ladder import Limits, Settings, Step, Stop, next_step, settings_from_log
@@ -153,3 +153,76 @@ def test_a_users_own_script_with_multiple_values_is_not_an_install_fault() -> No
     text = ('Traceback (most recent call last):\n  File "/home/me/run.py", line 9, in <module>\n    go(1, a=2)\n'
             "TypeError: go() got multiple values for argument 'a'\n")
     assert classify(text).cls == "unknown"
+
+
+# --- a newcomer review's findings on this session's readings, each reproduced first ---
+
+_PLUGIN_FRAME = ('  File "/usr/local/python3.11.13/lib/python3.11/site-packages/vllm_ascend/models/deepseek_v2.py", '
+                 "line 496, in forward\n")
+_TORCH_FRAMES = ('  File "/usr/local/python3.11.13/lib/python3.11/site-packages/torch/nn/modules/module.py", '
+                 "line 1773, in _wrapped_call_impl\n    return self._call_impl(*args, **kwargs)\n"
+                 "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+                 '  File "/usr/local/python3.11.13/lib/python3.11/site-packages/torch/nn/modules/module.py", '
+                 "line 1784, in _call_impl\n    return forward_call(*args, **kwargs)\n"
+                 "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n")
+_REFUSED = "TypeError: DeepseekV2Attention.forward() got an unexpected keyword argument 'kv_cache'\n"
+
+
+@pytest.mark.parametrize("call", [
+    "    hidden_states = self.self_attn(\n                    ^^^^^^^^^^^^^^^\n",  # Python 3.11+'s carets
+    "    hidden_states = self.self_attn(positions, hidden_states, kv_cache=kv_cache)\n",  # a call on one line
+])
+def test_a_plugin_calling_vllms_module_through_torch_frames_with_carets(call: str) -> None:
+    d = classify(_PLUGIN_FRAME + call + _TORCH_FRAMES + _REFUSED)
+    assert (d.cls, d.detail) == ("version_mismatch", "vllm_api")
+
+
+def test_a_wrapped_exception_naming_a_setting_is_not_the_starts_setting() -> None:
+    config = ("INFO 06-26 16:16:49 [core.py:1] Initializing a V1 LLM engine (v0.9.1) with config: model='/data/ds', "
+              "enforce_eager=False, kv_cache_dtype=auto\n")
+    wrapped = ("NotImplementedError: ACL Graph does not support deepseek. Please try torchair graph mode to serve "
+               "deepseek models on vllm-ascend. Or set `en\nforce_eager=True` to use eager mode.\n")
+    for message in (wrapped, wrapped.replace("Or set `en\nforce", "\nOr set `enforce")):
+        d = classify(config + message)
+        assert settings_from_log(d).enforce_eager is False
+        step = next_step(d, settings_from_log(d))
+        assert isinstance(step, Step) and step.param == "enforce-eager"
+
+
+def test_macos_extension_warning_is_the_last_lead_and_none_in_a_served_start() -> None:
+    warning = ('WARNING 04-02 14:54:22 [_custom_ops.py:21] Failed to import from vllm._C with ImportError("dlopen(/x/'
+               "vllm/_C.abi3.so, 0x0002): symbol not found in flat namespace '___kmpc_dispatch_deinit'\")\n")
+    served = next((DATA / "real-logs" / "startups").glob("*.log")).read_text()
+    assert classify(warning + served).hint is None
+    weights = ('  File "/x/vllm/model_executor/models/qwen2.py", line 420, in load_weights\n'
+               "    param = params_dict[name]\nKeyError: 'model.layers.0.mlp.experts.0.gate_proj.weight'\n")
+    d = classify(warning + "Traceback (most recent call last):\n" + weights)
+    assert d.hint is not None and d.hint[0] == "model_access"
+
+
+@pytest.mark.parametrize("gave_up", [
+    "socketStartConnect: exceeded retries (20000)", "socketPollConnect: exceeded retries (20000)",
+    "socketPollConnect: exceeded timeouts (10)",
+    "socketPollConnect: Connect to 10.0.0.2<43123> returned 113(No route to host) errno 115(Operation now in progress)",
+])
+def test_nccls_other_give_ups_on_a_connect(gave_up: str) -> None:
+    assert classify(f"node1:77:88 [0] misc/socket.cc:484 NCCL WARN {gave_up}\n").cls == "network"
+    assert classify(f"RuntimeError: NCCL error: remote process exited\nLast error:\n{gave_up}\n").cls == "network"
+
+
+def test_an_attempt_that_died_before_its_banner_with_warnings_only_is_a_start_of_its_own() -> None:
+    c_warning = ("WARNING 03-01 10:00:00 [_custom_ops.py:21] Failed to import from vllm._C with ImportError('libcuda"
+                 ".so.1: cannot open shared object file')\n")
+    banner = "INFO 03-01 10:00:05 [api_server.py:1043] vLLM API server version 0.8.5\n"
+    ray = "WARNING 03-01 10:00:01 [ray_utils.py:1] Failed to connect to Ray: ConnectionError\n"
+    assert len(starts(c_warning + ray + c_warning + banner)) == 2
+    assert len(starts(c_warning + banner)) == 1
+
+
+def test_intels_xpus_are_rays_gpus_and_the_torchair_stop_names_no_eager_mode() -> None:
+    # vLLM's XPU platform: ray_device_key "GPU", so no "required XPUs" message exists to read as another platform's
+    gpus = "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group."
+    assert classify(gpus + "\n").detail != "ray_accelerators"
+    d = classify("NotImplementedError: Torchair graph mode only works with deepseek model.\n")
+    stop = next_step(d, settings_from_log(d))
+    assert isinstance(stop, Stop) and "no\n--enforce-eager" not in stop.reason and "off" in stop.reason

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from vllm_guard.diagnose import logread
+from vllm_guard.diagnose.diagnosis import ready
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.markers import CUDA_GRAPH, KV_CACHE, LOADING, PROFILING
 
@@ -228,10 +229,6 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
                                        "(lm-evaluation-harness, lmms-eval) imported vLLM inside try/except and went " \
                                        "on when the import failed; `python -c 'from vllm import LLM'` in that " \
                                        "environment shows what is missing (lm-evaluation-harness imports ray there too)"
-        if "flat namespace" in line.text and _MACOS_C.search(line.text):
-            return "version_mismatch", "macOS's loader could not load vLLM's compiled extension (a symbol the build " \
-                                       "linked against, OpenMP's or torch's, is not in the libraries loaded), so its " \
-                                       "ops are missing: a build against the installed torch and OpenMP"
         if "platform info failed" in line.text and _CANN_PLATFORM.search(line.text):
             return "version_mismatch", "CANN could not set up its platform information for this chip: the CANN " \
                                        "toolkit in the image does not support the chip or does not fit the host's " \
@@ -260,6 +257,11 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
                                    "(a head for another task, such as a classifier's 'score', a checkpoint in " \
                                    "another layout or quantization format, or a model variant newer than this " \
                                    "vLLM or transformers)"
+    # a warning vLLM logs at import and may go on after: the last lead, and none in a start that got ready
+    if any("flat namespace" in line.text and _MACOS_C.search(line.text) for line in lines) and not ready(lines):
+        return "version_mismatch", "macOS's loader could not load vLLM's compiled extension (a symbol the build " \
+                                   "linked against, OpenMP's or torch's, is not in the libraries loaded), so its ops " \
+                                   "are missing: a build against the installed torch and OpenMP"
     cut = [tb for tb in tbs if tb.exception is None and tb.frames]
     if cut:
         stage = stage_of_frames(cut[-1].frames)

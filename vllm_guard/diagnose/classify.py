@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from vllm_guard.diagnose import (
     certainty,
     conditions,
+    context,
     fallback,
     guard_report,
     hang_log,
@@ -49,26 +50,6 @@ UNKNOWN_STAGE = "unknown"  # a stage the log does not show (a bare CUDA OOM past
 def clean_lines(text: str) -> list[tuple[str, str]]:
     """(process, line) pairs: prefixes, colours and progress-bar redraws removed."""
     return [(line.proc, line.text) for line in logread.read(text)]
-_CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_num", "gpu_memory_utilization",
-                                 "enforce_eager", "kv_cache_dtype", "Enforce eager", "Starting vLLM server"))
-
-# Settings the log itself reveals, used for the next step and for port_in_use.
-_CONTEXT = (
-    (re.compile(r"'port': (\d+)"), "port"),
-    (re.compile(r"Starting vLLM server on https?://[^:\s]{1,255}:(\d+)"), "port"),
-    (re.compile(r"Using max model len (\d+)"), "max_model_len"),
-    (re.compile(r"max_seq_len=(\d+)"), "max_model_len"),
-    (re.compile(r"max_num_batched_tokens=(\d+)"), "max_num_batched_tokens"),
-    (re.compile(r"'max_num_seqs': (\d+)"), "max_num_seqs"),
-    (re.compile(r"'gpu_memory_utilization': ([\d.]+)"), "gpu_memory_utilization"),
-    # V0's worker (0.6.4-0.10 worker.py determine_num_available_blocks): "... total_gpu_memory (44.34GiB) x
-    # gpu_memory_utilization (0.90) = 39.91GiB"
-    (re.compile(r"x gpu_memory_utilization \(([\d.]+)\)"), "gpu_memory_utilization"),
-    (re.compile(r"enforce_eager=(True|False)"), "enforce_eager"),
-    (re.compile(r"kv_cache_dtype=(\w+)"), "kv_cache_dtype"),
-    (re.compile(r"'kv_cache_dtype': '(\w+)'"), "kv_cache_dtype"),
-    (re.compile(r"Enforce eager set"), "enforce_eager"),
-)
 # (PyCharm's "exit code 137 (interrupted by signal 9: SIGKILL)" and Databricks' "The Python process exited with exit
 # code 137 (SIGKILL)" (blind98/b98-002) name the signal; a bare 137 is not read as one: a served start's container
 # stopped by Docker, or another container's, writes it too)
@@ -89,31 +70,6 @@ _HOST_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?:\d+|\()|Failed wi
 _RAY_OOM = re.compile(r"memory used=(?P<worker_rss_gb>[\d.]{1,20})GB\) was running was "
                       r"(?P<node_used_gb>[\d.]{1,20})GB / (?P<node_total_gb>[\d.]{1,20})GB")
 _KILLED = re.compile(r"Kill(?:ed)? process (?:\d+ )?\((?P<process>[^)]{1,64})\)")
-
-
-def _read_context(lines: Iterable[LogLine]) -> dict[str, Any]:
-    """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
-    ctx: dict[str, Any] = {}
-    for line in (entry.text for entry in lines):
-        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines: an
-        # exception may name one as advice (vllm-ascend's "Or set `enforce_eager=True`", blind158/b158-003)
-        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or logread.raised(line):
-            continue
-        for pattern, key in _CONTEXT:
-            m = pattern.search(line)
-            if not m:
-                continue
-            value: Any
-            if key == "enforce_eager":
-                value = m.group(1) != "False" if m.groups() else True
-            elif key == "kv_cache_dtype":
-                value = m.group(1)
-            elif key == "gpu_memory_utilization":
-                value = float(m.group(1))
-            else:
-                value = int(m.group(1))
-            ctx[key] = value
-    return ctx
 
 
 def _signal_of(exit_status: int | None) -> int | None:
@@ -217,7 +173,7 @@ _WORKER_QUOTE = re.compile(r"Worker failed with error '(.{1,2000}?)(?:', please 
 
 
 def _diagnose(lines: list[LogLine], exit_status: int | None) -> Diagnosis:
-    ctx = _read_context(lines)
+    ctx = context.read(lines)
     reached = progress.progress(lines)
     final_stage = reached.final
     own = functools.cache(lambda: own_pids(lines))  # read only when an OOM names another process

@@ -38,14 +38,15 @@ RAY_HEAD_WITHOUT_GPU = Advice(
      "check `ray status`: the node's device may be held by another job"),
     ("adding devices to the other nodes",),
 )
-# Ray counts a platform's own resource (vLLM's ray_device_key): vLLM's TPU platform, vllm-ascend's NPU, Gaudi's HPU.
+# Ray counts a platform's own resource (vLLM's ray_device_key): vLLM's TPU platform, vllm-ascend's NPU, Gaudi's HPU
+# (Intel's XPU platform says GPU).
 RAY_ACCELERATORS = Advice(
     "tensor x pipeline parallel needs more of this platform's devices than Ray's cluster or placement group has: "
-    "Ray counts them as the platform's own resource (TPU, NPU, HPU, XPU), not as GPUs.",
+    "Ray counts them as the platform's own resource (TPU, NPU, HPU), not as GPUs.",
     ("a smaller --tensor-parallel-size or --pipeline-parallel-size",
      "`ray status` lists each node's devices; on a TPU slice each host offers only its own chips",
      "the platform's visibility variable, which vLLM reads instead of CUDA_VISIBLE_DEVICES: TPU_VISIBLE_CHIPS, "
-     "ASCEND_RT_VISIBLE_DEVICES (vllm-ascend), HABANA_VISIBLE_MODULES (Gaudi), ZE_AFFINITY_MASK (XPU)"),
+     "ASCEND_RT_VISIBLE_DEVICES (vllm-ascend), HABANA_VISIBLE_MODULES (Gaudi)"),
     ("waiting longer for the placement group", "setting CUDA_VISIBLE_DEVICES"),
 )
 

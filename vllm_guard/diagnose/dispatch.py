@@ -58,7 +58,7 @@ _WORDS = (
     "MiniCPMV only supports", "only supported for multimodal", "checkpoint is very new", "nvidia-container-cli",
     "not initialized from checkpoint", "rtSetDevice", "invalid choice: 'vllm-serve'",
     "device < num_gpus", "with CUDA capability sm_", "Torchair graph mode only", "enable graph mode and eager",
-    "socketStartConnect", "opp_kernel package",
+    "socketStartConnect", "socketPollConnect", "opp_kernel package",
     "is already used by a Transformers config", "memory reserved for KV Cache",
     "KeyError: '", "is restricted", "vllm: ", "ImportError: lib", "OSError: lib", "toolkit headers are",
     "failed to start and listen", "moe_backend=", "one unified type", "Failed to find function", "name 'vllm_",

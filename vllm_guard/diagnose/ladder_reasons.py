@@ -77,7 +77,8 @@ NOT_RELAXABLE_DETAIL = {
     "acl_graph": "vllm-ascend's ACL graph mode does not run DeepSeek models, and the start is already eager: "
                  "torchair graph mode (additional-config) or another vllm-ascend release",
     "torchair_graph": "vllm-ascend's torchair graph mode runs only the model types it lists, never with eager mode: "
-                      "the profile's additional-config or --enforce-eager",
+                      "torchair_graph_config off in the profile's additional-config for other models, or no "
+                      "--enforce-eager with it",
     "spec_vocab": "the draft model's vocabulary differs from the target's: a draft of the same vocabulary",
     "moe_quant": "this vLLM has no MoE kernels for the checkpoint's quantization: another format or vLLM",
     "fp8_moe_scales": "this vLLM's FP8 MoE kernels do not take the checkpoint's scale layout: another release or "

@@ -309,9 +309,11 @@ _BANNER = re.compile(r"vLLM (?:API )?server version \S{1,64}")
 _GUARD_REPORT = re.compile(r"^vllm-guard check \S{1,4096} on \S")
 _GUARD_ATTEMPT = re.compile(r"^vllm-guard: attempt \d{1,4}/\d{1,4}\b.{0,400}: starting vLLM$")
 _PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete|Started server process")
-# A warning record's "Error" is not the start's own (vLLM 0.9's "Failed to import from vllm._C with ImportError(...)",
-# logged before the banner on every platform without the extension: blind158/b158-003, vllm-ascend)
-_WARNING_PROGRESS = re.compile(r"Loading|KV cache|startup complete|Started server process")
+# vLLM's warning that a compiled extension did not load ("Failed to import from vllm._C with ImportError(...)",
+# _custom_ops.py 0.4-0.33), logged before the banner on every platform without it: its "Error" is not a start's own
+# (blind158/b158-003, vllm-ascend). Other warnings naming an error still count (a review: an attempt that died
+# before its banner leaving only warnings is a start of its own).
+_IMPORT_WARNING = "Failed to import from vllm."
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
 
 
@@ -355,6 +357,6 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
             seen_content = progressed = False
         else:
             seen_content = True
-            seen = (_WARNING_PROGRESS if text.startswith("WARNING") else _PROGRESS).search(text)
+            seen = None if _IMPORT_WARNING in text else _PROGRESS.search(text)
             progressed = progressed or banner or seen is not None
     return [(a, b) for a, b in zip(bounds, [*bounds[1:], len(lines)], strict=True)]

@@ -87,9 +87,9 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
                                     r"number of available GPUs in the (?:placement group|cluster)"),
          BEFORE_START, when=conditions.raised_or_last,
          source=SOURCES["ray_required_gpus"]),
-    # The same on TPUs, Ascend NPUs, Gaudi and Intel GPUs: what helps is that platform's device count and its own
-    # visibility variable, not CUDA_VISIBLE_DEVICES.
-    Rule("too_few_gpus", re.compile(r"The number of required (?P<device>TPU|NPU|HPU|XPU)s exceeds the total "
+    # The same on TPUs, Ascend NPUs and Gaudi: what helps is that platform's device count and its own visibility
+    # variable, not CUDA_VISIBLE_DEVICES (Intel's XPU platform counts its GPUs as Ray's "GPU": xpu.py ray_device_key)
+    Rule("too_few_gpus", re.compile(r"The number of required (?P<device>TPU|NPU|HPU)s exceeds the total "
                                     r"number of available (?P=device)s in the (?:placement group|cluster)"),
          BEFORE_START, detail="ray_accelerators", when=conditions.raised_or_last,
          source=SOURCES["ray_required_gpus"]),

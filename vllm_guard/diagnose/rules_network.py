@@ -28,11 +28,14 @@ NETWORK_RULES: tuple[Rule, ...] = (
                                r"device"),
          BEFORE_START, detail="nccl_duplicate_gpu", when=conditions.never_ready, source=SOURCES["nccl_duplicate_gpu"]),
     # NCCL and Gloo across nodes: the wrong interface or IP, or a firewall (vllm #7815; torch's messages). NCCL
-    # 2.19+'s misc/socket.cc says its failed connect "socketStartConnect: Connect to ADDR failed : REASON" (also as an
-    # exception's "Last error:"; blind161/b161-013, an OpenRLHF vLLM actor) or "socketStartConnect: exceeded timeouts".
+    # 2.19+'s misc/socket.cc gives up on a connect as "socketStartConnect: Connect to ADDR failed : REASON" (also as an
+    # exception's "Last error:"; blind161/b161-013, an OpenRLHF vLLM actor), "socketPollConnect: Connect to ADDR
+    # returned N(...)", or "socket{Start,Poll}Connect: exceeded retries (N)" (refused: a closed port, a firewall) and
+    # "exceeded timeouts (N)".
     Rule("network", re.compile(r"Watchdog caught collective operation timeout|ncclRemoteError|remote process exited "
                                r"or there was a network error|NCCL WARN (?:NET|Net)/Socket ?: ?[Cc]onnect"
-                               r"|socketStartConnect: (?:Connect to \S{1,300} failed|exceeded timeouts)"),
+                               r"|socketStartConnect: (?:Connect to \S{1,300} failed|exceeded (?:retries|timeouts))"
+                               r"|socketPollConnect: (?:Connect to \S{1,300} returned|exceeded (?:retries|timeouts))"),
          detail="nccl", source=SOURCES["nccl"]),
     # (not "Connection closed by peer" or "reset by peer": pair.cc's words when the peer process went away, most
     # often because it failed first; blind114/b114-008, a rank whose Neuron compile failed)

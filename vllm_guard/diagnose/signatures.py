@@ -33,10 +33,11 @@ _BARE_CLASS_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64} = )?[A-Z]\w{0,80}\($")
 # method's name is the TypeError's; a call of a module it holds ("    hidden_states = self.self_attn(") is a call of
 # the module's forward
 _HELD_METHOD_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64} = )?self\.\w{1,64}\.(?P<method>\w{1,128})\(")
-_HELD_MODULE_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64}(?:, [\w.]{1,64}){0,4} = )?self\.\w{1,64}\($")
+_HELD_MODULE_CALL = re.compile(r"^\s{0,40}(?:[\w.]{1,64}(?:, [\w.]{1,64}){0,4} = )?self\.\w{1,64}\(")
 # torch's own frames between a module's call and its forward (torch/nn/modules/module.py _wrapped_call_impl and
-# _call_impl, with their source lines)
-_TORCH_CALL = re.compile(r"torch[/\\]nn[/\\]modules[/\\]module\.py|^\s{0,40}return (?:self\._call_impl|forward_call)\(")
+# _call_impl, with their source lines), and the carets Python 3.11+ draws under a frame's source line
+_TORCH_CALL = re.compile(r"torch[/\\]nn[/\\]modules[/\\]module\.py|^\s{0,40}return (?:self\._call_impl|forward_call)\("
+                         r"|^\s{0,200}[\^~]{1,400}\s{0,20}$")
 # A call into vLLM on the lines just above the TypeError (the traceback's last frame, or the paste's quote of it).
 _VLLM_CALL = re.compile(r"EngineArgs\(|\bLLM\(|LLMEngine\(|from_engine_args\(|build_async_engine_client|/vllm/"
                         r"|OpenAIServing\w{0,40}\(|init_app_state\(")

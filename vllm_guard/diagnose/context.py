@@ -1,0 +1,62 @@
+"""Pure: the settings a vLLM log reveals (its config and args dumps, the worker's memory line), which the ladder's
+next step starts from and port_in_use names."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vllm_guard.diagnose import logread, progress
+from vllm_guard.diagnose.logread import LogLine
+
+_CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_num", "gpu_memory_utilization",
+                                 "enforce_eager", "kv_cache_dtype", "Enforce eager", "Starting vLLM server"))
+
+# Settings the log itself reveals, used for the next step and for port_in_use.
+_CONTEXT = (
+    (re.compile(r"'port': (\d+)"), "port"),
+    (re.compile(r"Starting vLLM server on https?://[^:\s]{1,255}:(\d+)"), "port"),
+    (re.compile(r"Using max model len (\d+)"), "max_model_len"),
+    (re.compile(r"max_seq_len=(\d+)"), "max_model_len"),
+    (re.compile(r"max_num_batched_tokens=(\d+)"), "max_num_batched_tokens"),
+    (re.compile(r"'max_num_seqs': (\d+)"), "max_num_seqs"),
+    (re.compile(r"'gpu_memory_utilization': ([\d.]+)"), "gpu_memory_utilization"),
+    # V0's worker (0.6.4-0.10 worker.py determine_num_available_blocks): "... total_gpu_memory (44.34GiB) x
+    # gpu_memory_utilization (0.90) = 39.91GiB"
+    (re.compile(r"x gpu_memory_utilization \(([\d.]+)\)"), "gpu_memory_utilization"),
+    # (not `enforce_eager=True` in backticks: an exception's advice, however a paste wrapped it; blind158/b158-003)
+    (re.compile(r"(?<!`)enforce_eager=(True|False)(?!`)"), "enforce_eager"),
+    (re.compile(r"kv_cache_dtype=(\w+)"), "kv_cache_dtype"),
+    (re.compile(r"'kv_cache_dtype': '(\w+)'"), "kv_cache_dtype"),
+    (re.compile(r"Enforce eager set"), "enforce_eager"),
+)
+
+
+def read(lines: list[LogLine]) -> dict[str, Any]:
+    """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
+    ctx: dict[str, Any] = {}
+    advice = -1  # the last line of an exception's message, however a terminal wrapped it
+    for i, line in enumerate(entry.text for entry in lines):
+        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines: an
+        # exception may name one as advice (vllm-ascend's "Or set `enforce_eager=True`", blind158/b158-003)
+        if i > advice and ("Error" in line or "Exception" in line) and logread.raised(line):
+            advice = i
+            while logread.continuation(lines, advice) is not None:
+                advice += 1
+        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or i <= advice:
+            continue
+        for pattern, key in _CONTEXT:
+            m = pattern.search(line)
+            if not m:
+                continue
+            value: Any
+            if key == "enforce_eager":
+                value = m.group(1) != "False" if m.groups() else True
+            elif key == "kv_cache_dtype":
+                value = m.group(1)
+            elif key == "gpu_memory_utilization":
+                value = float(m.group(1))
+            else:
+                value = int(m.group(1))
+            ctx[key] = value
+    return ctx
