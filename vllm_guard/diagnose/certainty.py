@@ -200,7 +200,9 @@ _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAP
 
 def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, str] | None:
     """The best candidate for a log that names no failure with confidence, or None when there is none."""
+    macos = False
     for line in lines:
+        macos = macos or ("flat namespace" in line.text and _MACOS_C.search(line.text) is not None)
         if "OOM killer" in line.text and _RAY_MAYBE_OOM.search(line.text):
             return "host_oom", "Ray says a worker died and names the OOM killer first among the possible causes"
         if "/dev/shm has only" in line.text:
@@ -258,7 +260,7 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
                                    "another layout or quantization format, or a model variant newer than this " \
                                    "vLLM or transformers)"
     # a warning vLLM logs at import and may go on after: the last lead, and none in a start that got ready
-    if any("flat namespace" in line.text and _MACOS_C.search(line.text) for line in lines) and not ready(lines):
+    if macos and not ready(lines):
         return "version_mismatch", "macOS's loader could not load vLLM's compiled extension (a symbol the build " \
                                    "linked against, OpenMP's or torch's, is not in the libraries loaded), so its ops " \
                                    "are missing: a build against the installed torch and OpenMP"

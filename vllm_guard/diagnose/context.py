@@ -32,18 +32,26 @@ _CONTEXT = (
 )
 
 
+def _in_raised(lines: list[LogLine], i: int) -> bool:
+    """Line i is an exception's own line, or one a terminal wrapped its message onto: its words are the message's
+    (vllm-ascend's "Or set `enforce_eager=True`", blind158/b158-003), not the start's settings. Asked only of the
+    few lines that name a setting, so a crash loop's every line is not read back."""
+    j = i
+    for _ in range(logread.WRAPPED_RUN_MAX):
+        if logread.raised(lines[j].text):
+            return True
+        if j == 0 or logread.continuation(lines, j - 1) is None:
+            return False
+        j -= 1
+    return False
+
+
 def read(lines: list[LogLine]) -> dict[str, Any]:
     """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
     ctx: dict[str, Any] = {}
-    advice = -1  # the last line of an exception's message, however a terminal wrapped it
     for i, line in enumerate(entry.text for entry in lines):
-        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines: an
-        # exception may name one as advice (vllm-ascend's "Or set `enforce_eager=True`", blind158/b158-003)
-        if i > advice and ("Error" in line or "Exception" in line) and logread.raised(line):
-            advice = i
-            while logread.continuation(lines, advice) is not None:
-                advice += 1
-        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or i <= advice:
+        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
+        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or _in_raised(lines, i):
             continue
         for pattern, key in _CONTEXT:
             m = pattern.search(line)

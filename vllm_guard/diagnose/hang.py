@@ -126,7 +126,8 @@ AR_OFF = re.compile(r"Custom (?:allreduce|collectives) (?:is|are) disabled|Disab
 def activity_of(text: str) -> str | None:
     """What a progress line says the start is doing (download, weights_loading, ...), if it says."""
     text = text[:MAX_LINE_CHARS]
-    if (any(word in text for word in _SETTINGS_WORDS) and _SETTINGS_LINE.search(text)) or AR_OFF.search(text):
+    if (any(word in text for word in _SETTINGS_WORDS) and _SETTINGS_LINE.search(text)) \
+            or ("isabled" in text and AR_OFF.search(text)):
         return None
     found = None
     for name, pattern in _ACTIVITY:

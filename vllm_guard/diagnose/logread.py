@@ -357,6 +357,5 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
             seen_content = progressed = False
         else:
             seen_content = True
-            seen = None if _IMPORT_WARNING in text else _PROGRESS.search(text)
-            progressed = progressed or banner or seen is not None
+            progressed = progressed or banner or (_IMPORT_WARNING not in text and _PROGRESS.search(text) is not None)
     return [(a, b) for a, b in zip(bounds, [*bounds[1:], len(lines)], strict=True)]
