@@ -220,3 +220,23 @@ def test_intels_xpus_are_rays_gpus_and_the_torchair_stop_names_no_eager_mode() -
     stop = next_step(d, settings_from_log(d))
     # the review's finding: the reason offered "or --enforce-eager" as a fix, where eager mode is the conflict
     assert isinstance(stop, Stop) and "or --enforce-eager" not in stop.reason and "off" in stop.reason
+
+
+@pytest.mark.parametrize("warning", [
+    # a terminal's wrap inside vLLM's _C warning (the review's case: the rest begins "Error(" with no header)
+    "WARNING 03-01 10:00:00 [_custom_ops.py:21] Failed to import from vllm._C with Import\n"
+    "Error('libcuda.so.1: cannot open shared object file: No such file or directory')\n",
+    # ... wrapped over three lines
+    "WARNING 03-01 10:00:00 [_custom_ops.py:21] Failed to import from vllm._C with ModuleNotFou\n"
+    "ndError(\"No module named 'vllm._C'\n\")\n",
+    # vllm-ascend's own (device_allocator/camem.py), an ERROR record in 0.7.3-0.8.x, whole and wrapped
+    "ERROR 03-01 10:00:00 [camem.py:63] Failed to import vllm_ascend_C:No module named 'vllm_ascend.vllm_ascend_C'\n",
+    "ERROR 03-01 10:00:00 [camem.py:63] Failed to import vllm_ascend_C:libascend_hal.so: cannot open shared obje\n"
+    "ct file: No such file or directory\n",
+])
+def test_an_import_warning_before_the_banner_wrapped_or_vllm_ascends_is_part_of_the_one_start(warning: str) -> None:
+    banner = "INFO 03-01 10:00:05 [api_server.py:1043] vLLM API server version 0.8.5\n"
+    assert len(starts(warning + banner)) == 1
+    # a record after the wrapped rest still counts: a start that died with it, then another, are two
+    error = "ERROR 03-01 10:00:02 [core.py:1] EngineCore failed to start.\n"
+    assert len(starts(warning + error + banner)) == 2

@@ -312,8 +312,11 @@ _PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete
 # vLLM's warning that a compiled extension did not load ("Failed to import from vllm._C with ImportError(...)",
 # _custom_ops.py 0.4-0.33), logged before the banner on every platform without it: its "Error" is not a start's own
 # (blind158/b158-003, vllm-ascend). Other warnings naming an error still count (a review: an attempt that died
-# before its banner leaving only warnings is a start of its own).
-_IMPORT_WARNING = "Failed to import from vllm."
+# before its banner leaving only warnings is a start of its own). vllm-ascend's own (device_allocator/camem.py,
+# 0.9-0.13: "Failed to import vllm_ascend_C:%s. Sleep mode will be disabled.") is the same. A terminal may wrap
+# either, and the rest ("Error('libcuda.so.1: ...')") has no record header of its own: it is the warning's too.
+_IMPORT_WARNINGS = ("Failed to import from vllm.", "Failed to import vllm_ascend_C:")
+_LEVELS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
 
 
@@ -329,6 +332,8 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
     seen_content = False  # the current start has lines past its boundary lines
     progressed = False  # ... and a banner, an error or a stage of its own: a banner now is a new start
     pids: dict[str, str] = {}
+    warning_rest = 0  # how many more unheaded lines may be an import warning's wrapped rest
+    warning_proc = ""
     for i, line in enumerate(lines):
         boundary = False
         text = line.text
@@ -357,5 +362,12 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
             seen_content = progressed = False
         else:
             seen_content = True
-            progressed = progressed or banner or (_IMPORT_WARNING not in text and _PROGRESS.search(text) is not None)
+            if "Failed to import " in text and any(w in text for w in _IMPORT_WARNINGS):
+                warning_rest, warning_proc = WRAPPED_RUN_MAX, line.proc
+            elif warning_rest and line.proc == warning_proc and not text.startswith(_LEVELS):
+                warning_rest -= 1
+            else:
+                warning_rest = 0
+                progressed = progressed or _PROGRESS.search(text) is not None
+            progressed = progressed or banner
     return [(a, b) for a, b in zip(bounds, [*bounds[1:], len(lines)], strict=True)]
