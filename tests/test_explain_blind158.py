@@ -240,3 +240,30 @@ def test_an_import_warning_before_the_banner_wrapped_or_vllm_ascends_is_part_of_
     # a record after the wrapped rest still counts: a start that died with it, then another, are two
     error = "ERROR 03-01 10:00:02 [core.py:1] EngineCore failed to start.\n"
     assert len(starts(warning + error + banner)) == 2
+
+
+def test_v0s_advice_to_run_eager_logged_on_every_graph_capture_is_not_the_starts_setting() -> None:
+    # blind3/b3-038: V0's model_runner (0.4-0.10) logs this on every start that captures CUDA graphs, then the
+    # capture ran out of memory; reading 'enforce_eager=True' from it made the ladder stop "already eager"
+    d = classify(blind_log("blind3", "b3-038"))
+    assert settings_from_log(d).enforce_eager is False
+    step = next_step(d, settings_from_log(d))
+    assert isinstance(step, Step) and step.param == "enforce-eager"
+
+
+@pytest.mark.parametrize(("line", "settings"), [
+    # 0.8+'s args as vLLM read them, logged before a config check refuses the start
+    ("INFO 11-02 15:01:42 [utils.py:233] non-default args: {'model': 'm', 'max_model_len': 8192, "
+     "'enforce_eager': True}", {"max_model_len": 8192, "enforce_eager": True}),
+    ("INFO 05-26 18:53:37 [api_server.py:1044] args: Namespace(subparser='serve', max_model_len=None, "
+     "enforce_eager=True)", {"enforce_eager": True}),
+    # advice naming the setting, in an exception's own words however it is laid out (a review's forms)
+    ("  NotImplementedError: graph mode is not supported here; set enforce_eager=True", {}),
+    ("E   NotImplementedError: graph mode is not supported here; set enforce_eager=True", {}),
+    ("ray.exceptions.RayTaskError(NotImplementedError): set enforce_eager=True", {}),
+])
+def test_settings_are_read_from_vllms_own_dumps_of_them_only(line: str, settings: dict[str, object]) -> None:
+    got = settings_from_log(classify(line + "\n"))
+    assert {k: getattr(got, k) for k in settings} == settings
+    if not settings:
+        assert got.enforce_eager is False

@@ -9,8 +9,9 @@ from typing import Any
 from vllm_guard.diagnose import logread, progress
 from vllm_guard.diagnose.logread import LogLine
 
-_CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_num", "gpu_memory_utilization",
-                                 "enforce_eager", "kv_cache_dtype", "Enforce eager", "Starting vLLM server"))
+_CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_model_len", "max_num",
+                                 "gpu_memory_utilization", "enforce_eager", "kv_cache_dtype", "Enforce eager",
+                                 "Starting vLLM server"))
 
 # Settings the log itself reveals, used for the next step and for port_in_use.
 _CONTEXT = (
@@ -18,14 +19,20 @@ _CONTEXT = (
     (re.compile(r"Starting vLLM server on https?://[^:\s]{1,255}:(\d+)"), "port"),
     (re.compile(r"Using max model len (\d+)"), "max_model_len"),
     (re.compile(r"max_seq_len=(\d+)"), "max_model_len"),
+    # 0.8+'s "non-default args: {..., 'max_model_len': 8192}", logged before a config check can refuse the start
+    (re.compile(r"'max_model_len': (\d+)"), "max_model_len"),
     (re.compile(r"max_num_batched_tokens=(\d+)"), "max_num_batched_tokens"),
     (re.compile(r"'max_num_seqs': (\d+)"), "max_num_seqs"),
     (re.compile(r"'gpu_memory_utilization': ([\d.]+)"), "gpu_memory_utilization"),
     # V0's worker (0.6.4-0.10 worker.py determine_num_available_blocks): "... total_gpu_memory (44.34GiB) x
     # gpu_memory_utilization (0.90) = 39.91GiB"
     (re.compile(r"x gpu_memory_utilization \(([\d.]+)\)"), "gpu_memory_utilization"),
-    # (not `enforce_eager=True` in backticks: an exception's advice, however a paste wrapped it; blind158/b158-003)
-    (re.compile(r"(?<!`)enforce_eager=(True|False)(?!`)"), "enforce_eager"),
+    # Only as an item of the engine's config, its Namespace or its args ("..., enforce_eager=False, ...",
+    # "'enforce_eager': True"), never as advice: V0's model_runner (0.4-0.10) logs "To run the model in eager mode,
+    # set 'enforce_eager=True' ..." on every start that captures CUDA graphs, so a graph-capture OOM read "already
+    # eager" (blind3/b3-038); vllm-ascend's "Or set `enforce_eager=True`" (blind158/b158-003) is an exception's.
+    (re.compile(r"(?:^|[(,] ?)enforce_eager=(True|False)\b"), "enforce_eager"),
+    (re.compile(r"'enforce_eager': (True|False)\b"), "enforce_eager"),
     (re.compile(r"kv_cache_dtype=(\w+)"), "kv_cache_dtype"),
     (re.compile(r"'kv_cache_dtype': '(\w+)'"), "kv_cache_dtype"),
     (re.compile(r"Enforce eager set"), "enforce_eager"),
