@@ -313,10 +313,9 @@ _PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete
 # _custom_ops.py 0.4-0.33), logged before the banner on every platform without it: its "Error" is not a start's own
 # (blind158/b158-003, vllm-ascend). Other warnings naming an error still count (a review: an attempt that died
 # before its banner leaving only warnings is a start of its own). vllm-ascend's own (device_allocator/camem.py,
-# 0.9-0.13: "Failed to import vllm_ascend_C:%s. Sleep mode will be disabled.") is the same. A terminal may wrap
+# an ERROR record in 0.7.3-0.8.x: "Failed to import vllm_ascend_C:%s") is the same. A terminal may wrap
 # either, and the rest ("Error('libcuda.so.1: ...')") has no record header of its own: it is the warning's too.
 _IMPORT_WARNINGS = ("Failed to import from vllm.", "Failed to import vllm_ascend_C:")
-_LEVELS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
 
 
