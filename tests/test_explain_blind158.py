@@ -267,3 +267,30 @@ def test_settings_are_read_from_vllms_own_dumps_of_them_only(line: str, settings
     assert {k: getattr(got, k) for k in settings} == settings
     if not settings:
         assert got.enforce_eager is False
+
+
+def test_a_pasted_command_line_is_the_starts_settings_until_vllm_dumps_its_own() -> None:
+    # blind8/b8-020: the command, then vLLM's error; it ran eager, so eager mode is no step to offer
+    d = classify(blind_log("blind8", "b8-020"))
+    assert settings_from_log(d).enforce_eager is True
+    assert settings_from_log(d).max_model_len == 4096
+    step = next_step(d, settings_from_log(d))
+    assert not (isinstance(step, Step) and step.param == "enforce-eager")
+
+
+@pytest.mark.parametrize(("command", "settings"), [
+    ("root@host:/workspace# python3 -m vllm.entrypoints.openai.api_server \\\n  --model /m --max-model-len 32k \\\n"
+     "  --port 8001 --kv-cache-dtype fp8", {"port": 8001, "max_model_len": 32000, "kv_cache_dtype": "fp8"}),
+    ("$ vllm serve m --max-num-seqs=8 --gpu-memory-utilization 0.85",
+     {"max_num_seqs": 8, "gpu_memory_utilization": 0.85}),
+    # what the shell or vLLM's parser cannot read is no setting: an unclosed quote, a --config file not at hand
+    ("vllm serve m --max-model-len 4096 --chat-template '{{ x }}", {}),
+    ("vllm serve m --max-model-len 4096 --config serve.yaml", {}),
+    # argparse's own refusal names the program: no command
+    ("vllm serve: error: argument --max-model-len: invalid parse_human_int value: 'x'", {}),
+])
+def test_a_pasted_command_line_read_as_vllms_parser_reads_it(command: str, settings: dict[str, object]) -> None:
+    assert classify(command + "\n").context == settings
+    # vLLM's resolved value, later in the log, wins
+    dump = "INFO 01-01 10:00:00 [core.py:1] Initializing a V1 LLM engine (v0.9.1) with config: max_seq_len=2048, x\n"
+    assert classify(command + "\n" + dump).context.get("max_model_len") == 2048

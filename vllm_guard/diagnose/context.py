@@ -4,14 +4,26 @@ next step starts from and port_in_use names."""
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from vllm_guard.diagnose import logread, progress
 from vllm_guard.diagnose.logread import LogLine
+from vllm_guard.options.argv import namespace as argv_namespace
+from vllm_guard.options.argv import parse_command_line
+from vllm_guard.options.table import choose_table
 
 _CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_model_len", "max_num",
                                  "gpu_memory_utilization", "enforce_eager", "kv_cache_dtype", "Enforce eager",
-                                 "Starting vLLM server"))
+                                 "Starting vLLM server", "vllm serve", "vllm.entrypoints"))
+
+# The command a paste shows ("$ vllm serve MODEL --enforce-eager", a shell's prompt or none, continued with "\"):
+# the start's settings as they were given, read as vLLM's parser reads them. vLLM's own dumps of its config come
+# later in a log and win (the last mention). blind8/b8-020: the command and its error, pasted; it ran eager.
+_COMMAND = re.compile(r"(?:^|[$#>] )(?:vllm serve|python3? -m vllm\.entrypoints\.(?:openai\.)?api_server)(?= |$)")
+_COMMAND_SETTINGS = ("port", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
+                     "enforce_eager", "kv_cache_dtype")
+_COMMAND_LINES_MAX = 100
 
 # Settings the log itself reveals, used for the next step and for port_in_use.
 _CONTEXT = (
@@ -53,12 +65,31 @@ def _in_raised(lines: list[LogLine], i: int) -> bool:
     return False
 
 
+def _command(lines: list[LogLine], i: int, start: int) -> dict[str, Any]:
+    """The settings of the command line at line i (from ``start``), with the lines a trailing backslash joins to it;
+    none where the shell or vLLM's parser could not read it (an unclosed quote, an option vLLM refuses)."""
+    parts = [lines[i].text[start:]]
+    while parts[-1].endswith("\\") and i + len(parts) < len(lines) and len(parts) < _COMMAND_LINES_MAX:
+        parts[-1] = parts[-1][:-1]
+        parts.append(lines[i + len(parts)].text)
+    try:
+        command = parse_command_line(shlex.split(" ".join(parts)), choose_table(None, "a log").table,
+                                     allow_unknown=True)
+    except ValueError:  # shlex's unclosed quote; ArgvProblem, what vLLM's parser refuses
+        return {}
+    given = argv_namespace(command)
+    return {key: given[key] for key in _COMMAND_SETTINGS if given.get(key) is not None}
+
+
 def read(lines: list[LogLine]) -> dict[str, Any]:
     """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
     ctx: dict[str, Any] = {}
     for i, line in enumerate(entry.text for entry in lines):
         # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
         if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or _in_raised(lines, i):
+            continue
+        if "vllm" in line and (command := _COMMAND.search(line)) is not None:
+            ctx.update(_command(lines, i, command.end()))
             continue
         for pattern, key in _CONTEXT:
             m = pattern.search(line)
