@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import DATA, blind_log
 from vllm_guard.diagnose.classify import classify, starts
+from vllm_guard.diagnose.details import advice_for
 from vllm_guard.diagnose.hang import activity_of
 from vllm_guard.diagnose.ladder import Limits, Settings, Step, Stop, next_step, settings_from_log
 
@@ -294,3 +295,17 @@ def test_a_pasted_command_line_read_as_vllms_parser_reads_it(command: str, setti
     # vLLM's resolved value, later in the log, wins
     dump = "INFO 01-01 10:00:00 [core.py:1] Initializing a V1 LLM engine (v0.9.1) with config: max_seq_len=2048, x\n"
     assert classify(command + "\n" + dump).context.get("max_model_len") == 2048
+
+
+def test_advice_to_set_what_the_start_already_set_is_marked_as_made() -> None:
+    # blind8/b8-020 ran --enforce-eager: "what helps" still lists eager mode, marked, not as a fresh change
+    eager = [item for item in advice_for(classify(blind_log("blind8", "b8-020"))).helps if "--enforce-eager" in item]
+    assert eager == ["--enforce-eager (no CUDA-graph memory; this start already ran eager)"]
+    dump = "INFO 01-01 10:00:00 [core.py:1] Initializing an LLM engine with config: x, kv_cache_dtype=fp8_e5m2, y\n"
+    kv = classify(dump + "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens "
+                  "that can be stored in KV cache (8192). Try increasing `gpu_memory_utilization` or decreasing "
+                  "`max_model_len` when initializing the engine.\n")
+    marked = [item for item in advice_for(kv).helps if item.startswith("--kv-cache-dtype fp8")]
+    assert marked and all(item.endswith("this start's KV cache was already fp8)") for item in marked)
+    assert not any("already" in item for item in advice_for(classify(
+        "ValueError: No available memory for the cache blocks.\n")).helps)

@@ -12,7 +12,7 @@ from vllm_guard.diagnose.details_quant import QUANT_ADVICE
 from vllm_guard.diagnose.details_settings import SETTINGS_ADVICE
 from vllm_guard.diagnose.details_versions import VERSION_ADVICE
 from vllm_guard.diagnose.diagnosis import Diagnosis
-from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, NO_ERROR, Advice
+from vllm_guard.diagnose.knowledge import ADVICE, HANG_ADVICE, NO_ERROR, Advice, as_started
 
 PROFILING_ASSERTION = Advice(
     "vLLM's memory profiler saw free memory grow during profiling: another process on the same GPU released "
@@ -396,5 +396,5 @@ DETAIL_ADVICE: dict[str, Advice] = {
 def advice_for(d: Diagnosis) -> Advice:
     """The advice for a more specific reading within the class when there is one (a bare SIGKILL)."""
     if d.cls == "startup_hang" and d.stage in HANG_ADVICE:
-        return HANG_ADVICE[d.stage]
-    return DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls])
+        return as_started(HANG_ADVICE[d.stage], d.context)
+    return as_started(DETAIL_ADVICE.get(d.detail or "", ADVICE[d.cls]), d.context)

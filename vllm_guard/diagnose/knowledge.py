@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -10,6 +12,29 @@ class Advice:
     explanation: str
     helps: tuple[str, ...]
     does_not_help: tuple[str, ...] = ()
+
+
+# Settings the failed start already ran with, as its log shows them (context.read): advice to set one again is
+# marked, not dropped, so the reader sees both (blind8/b8-020 ran --enforce-eager and was told eager mode helps).
+_ALREADY: tuple[tuple[str, str, str, str], ...] = (
+    # (the advice's leading flag, the setting, the value that means it is set, the mark)
+    ("--enforce-eager", "enforce_eager", "True", "this start already ran eager"),
+    ("--kv-cache-dtype fp8", "kv_cache_dtype", "fp8", "this start's KV cache was already fp8"),
+)
+
+
+def as_started(advice: Advice, settings: Mapping[str, Any]) -> Advice:
+    """The advice, with each change the start had already made marked as made."""
+    marks = [(flag, mark) for flag, key, value, mark in _ALREADY if str(settings.get(key, "")).startswith(value)]
+    if not marks:
+        return advice
+    helps = tuple(next((_marked(item, mark) for flag, mark in marks if item.startswith(flag)), item)
+                  for item in advice.helps)
+    return advice if helps == advice.helps else replace(advice, helps=helps)
+
+
+def _marked(item: str, mark: str) -> str:
+    return f"{item[:-1]}; {mark})" if item.endswith(")") else f"{item} ({mark})"
 
 
 ADVICE: dict[str, Advice] = {
