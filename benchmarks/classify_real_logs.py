@@ -155,7 +155,7 @@ SCORED_ONCE = {
     "blind161": "11 of 14", "blind162": "10 of 15", "blind163": "4 of 6",
     "blind164": "1 of 1", "blind165": "11 of 14", "blind166": "2 of 2",
     "blind167": "10 of 10",
-    "blind168": "1 of 1",
+    "blind168": "1 of 1", "blind169": "10 of 20",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
