@@ -18,7 +18,6 @@ import pytest
 
 from tests.conftest import DATA, blind_log
 from vllm_guard.diagnose.classify import classify, starts
-from vllm_guard.diagnose.details import advice_for
 from vllm_guard.diagnose.hang import activity_of
 from vllm_guard.diagnose.ladder import Limits, Settings, Step, Stop, next_step, settings_from_log
 
@@ -221,91 +220,3 @@ def test_intels_xpus_are_rays_gpus_and_the_torchair_stop_names_no_eager_mode() -
     stop = next_step(d, settings_from_log(d))
     # the review's finding: the reason offered "or --enforce-eager" as a fix, where eager mode is the conflict
     assert isinstance(stop, Stop) and "or --enforce-eager" not in stop.reason and "off" in stop.reason
-
-
-@pytest.mark.parametrize("warning", [
-    # a terminal's wrap inside vLLM's _C warning (the review's case: the rest begins "Error(" with no header)
-    "WARNING 03-01 10:00:00 [_custom_ops.py:21] Failed to import from vllm._C with Import\n"
-    "Error('libcuda.so.1: cannot open shared object file: No such file or directory')\n",
-    # ... wrapped over three lines
-    "WARNING 03-01 10:00:00 [_custom_ops.py:21] Failed to import from vllm._C with ModuleNotFou\n"
-    "ndError(\"No module named 'vllm._C'\n\")\n",
-    # vllm-ascend's own (device_allocator/camem.py), an ERROR record in 0.7.3-0.8.x, whole and wrapped
-    "ERROR 03-01 10:00:00 [camem.py:63] Failed to import vllm_ascend_C:No module named 'vllm_ascend.vllm_ascend_C'\n",
-    "ERROR 03-01 10:00:00 [camem.py:63] Failed to import vllm_ascend_C:libascend_hal.so: cannot open shared obje\n"
-    "ct file: No such file or directory\n",
-])
-def test_an_import_warning_before_the_banner_wrapped_or_vllm_ascends_is_part_of_the_one_start(warning: str) -> None:
-    banner = "INFO 03-01 10:00:05 [api_server.py:1043] vLLM API server version 0.8.5\n"
-    assert len(starts(warning + banner)) == 1
-    # a record after the wrapped rest still counts: a start that died with it, then another, are two
-    error = "ERROR 03-01 10:00:02 [core.py:1] EngineCore failed to start.\n"
-    assert len(starts(warning + error + banner)) == 2
-
-
-def test_v0s_advice_to_run_eager_logged_on_every_graph_capture_is_not_the_starts_setting() -> None:
-    # blind3/b3-038: V0's model_runner (0.4-0.10) logs this on every start that captures CUDA graphs, then the
-    # capture ran out of memory; reading 'enforce_eager=True' from it made the ladder stop "already eager"
-    d = classify(blind_log("blind3", "b3-038"))
-    assert settings_from_log(d).enforce_eager is False
-    step = next_step(d, settings_from_log(d))
-    assert isinstance(step, Step) and step.param == "enforce-eager"
-
-
-@pytest.mark.parametrize(("line", "settings"), [
-    # 0.8+'s args as vLLM read them, logged before a config check refuses the start
-    ("INFO 11-02 15:01:42 [utils.py:233] non-default args: {'model': 'm', 'max_model_len': 8192, "
-     "'enforce_eager': True}", {"max_model_len": 8192, "enforce_eager": True}),
-    ("INFO 05-26 18:53:37 [api_server.py:1044] args: Namespace(subparser='serve', max_model_len=None, "
-     "enforce_eager=True)", {"enforce_eager": True}),
-    # advice naming the setting, in an exception's own words however it is laid out (a review's forms)
-    ("  NotImplementedError: graph mode is not supported here; set enforce_eager=True", {}),
-    ("E   NotImplementedError: graph mode is not supported here; set enforce_eager=True", {}),
-    ("ray.exceptions.RayTaskError(NotImplementedError): set enforce_eager=True", {}),
-])
-def test_settings_are_read_from_vllms_own_dumps_of_them_only(line: str, settings: dict[str, object]) -> None:
-    got = settings_from_log(classify(line + "\n"))
-    assert {k: getattr(got, k) for k in settings} == settings
-    if not settings:
-        assert got.enforce_eager is False
-
-
-def test_a_pasted_command_line_is_the_starts_settings_until_vllm_dumps_its_own() -> None:
-    # blind8/b8-020: the command, then vLLM's error; it ran eager, so eager mode is no step to offer
-    d = classify(blind_log("blind8", "b8-020"))
-    assert settings_from_log(d).enforce_eager is True
-    assert settings_from_log(d).max_model_len == 4096
-    step = next_step(d, settings_from_log(d))
-    assert not (isinstance(step, Step) and step.param == "enforce-eager")
-
-
-@pytest.mark.parametrize(("command", "settings"), [
-    ("root@host:/workspace# python3 -m vllm.entrypoints.openai.api_server \\\n  --model /m --max-model-len 32k \\\n"
-     "  --port 8001 --kv-cache-dtype fp8", {"port": 8001, "max_model_len": 32000, "kv_cache_dtype": "fp8"}),
-    ("$ vllm serve m --max-num-seqs=8 --gpu-memory-utilization 0.85",
-     {"max_num_seqs": 8, "gpu_memory_utilization": 0.85}),
-    # what the shell or vLLM's parser cannot read is no setting: an unclosed quote, a --config file not at hand
-    ("vllm serve m --max-model-len 4096 --chat-template '{{ x }}", {}),
-    ("vllm serve m --max-model-len 4096 --config serve.yaml", {}),
-    # argparse's own refusal names the program: no command
-    ("vllm serve: error: argument --max-model-len: invalid parse_human_int value: 'x'", {}),
-])
-def test_a_pasted_command_line_read_as_vllms_parser_reads_it(command: str, settings: dict[str, object]) -> None:
-    assert classify(command + "\n").context == settings
-    # vLLM's resolved value, later in the log, wins
-    dump = "INFO 01-01 10:00:00 [core.py:1] Initializing a V1 LLM engine (v0.9.1) with config: max_seq_len=2048, x\n"
-    assert classify(command + "\n" + dump).context.get("max_model_len") == 2048
-
-
-def test_advice_to_set_what_the_start_already_set_is_marked_as_made() -> None:
-    # blind8/b8-020 ran --enforce-eager: "what helps" still lists eager mode, marked, not as a fresh change
-    eager = [item for item in advice_for(classify(blind_log("blind8", "b8-020"))).helps if "--enforce-eager" in item]
-    assert eager == ["--enforce-eager (no CUDA-graph memory; this start already ran eager)"]
-    dump = "INFO 01-01 10:00:00 [core.py:1] Initializing an LLM engine with config: x, kv_cache_dtype=fp8_e5m2, y\n"
-    kv = classify(dump + "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens "
-                  "that can be stored in KV cache (8192). Try increasing `gpu_memory_utilization` or decreasing "
-                  "`max_model_len` when initializing the engine.\n")
-    marked = [item for item in advice_for(kv).helps if item.startswith("--kv-cache-dtype fp8")]
-    assert marked and all(item.endswith("this start's KV cache was already fp8)") for item in marked)
-    assert not any("already" in item for item in advice_for(classify(
-        "ValueError: No available memory for the cache blocks.\n")).helps)

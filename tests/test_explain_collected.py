@@ -301,18 +301,24 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # vllm-ascend's quant description, a KeyError raised in its is_layer_skipped_ascend, read
                           # quant_unsupported (medium); the collector labelled it unknown and named quant_unsupported
                           # as a second reading
-                          "b165-004-unknown.log"}
+                          "b165-004-unknown.log",
+                          # blind169's one, recorded at its score: torch_npu's "Cannot re-initialize NPU in forked
+                          # subprocess" read as PyTorch's fork refusal (usage_error, fork_cuda), labelled unknown with
+                          # usage_error as the collector's second reading; and, after the score, transformers'
+                          # "We couldn't connect to 'https://huggingface.co' to load the files" read as the Hub out
+                          # of reach (network, hub) as its singular wording was, labelled model_access as b140-011 is
+                          "b169-008-unknown.log", "b169-002-model_access.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (2192, with blind2-167): no
-    fewer right than measured after the rules blind57's to blind167's misses taught (1956, 89.2%; issue 26's bar of
+    """After the blind parts were scored once (README.md there), all the real failures (2213, with blind2-169): no
+    fewer right than measured after the rules blind57's to blind169's misses taught (1973, 89.2%; issue 26's bar of
     95% and one confident error is not met since blind5), no confident error beyond the known ones, and a success
     never gets a failure class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 2192
-    assert sum(r.right for r in failures) >= 1956, wrong
+    assert len(failures) >= 2213
+    assert sum(r.right for r in failures) >= 1973, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

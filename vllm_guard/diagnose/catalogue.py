@@ -39,7 +39,8 @@ SOURCES: dict[str, str] = {
     "torch_oom": "PyTorch's CUDA caching allocator: 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
                  "...' (2.1+; torch.cuda.OutOfMemoryError before), HIP on ROCm, the XPU allocator's 'XPU out of "
                  "memory. Tried to allocate' (Intel GPUs), torch_npu's 'NPU out of memory. Tried to allocate' (Ascend, "
-                 "vllm-ascend), CUBLAS_STATUS_ALLOC_FAILED, XLA's 'RESOURCE_EXHAUSTED: Out of memory while trying to "
+                 "vllm-ascend), Habana's 'FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::N' (Gaudi), "
+                 "CUBLAS_STATUS_ALLOC_FAILED, XLA's 'RESOURCE_EXHAUSTED: Out of memory while trying to "
                  "allocate', 'Error loading program: Attempting to reserve' and 'CompileTimeHbmOom' (TPU)",
     "shm_vllm": "vLLM distributed/device_communicators/shm_broadcast.py: 'Insufficient space in /dev/shm: N MiB "
                 "required, M MiB free.' (0.27-0.30), 'Insufficient space in /dev/shm for X: ...' (0.33-0.34)",
@@ -209,7 +210,8 @@ SOURCES: dict[str, str] = {
     "hub_unreachable": "huggingface_hub utils/_http.py OfflineModeIsEnabled ('Cannot reach URL: offline mode is "
                        "enabled', 0.20+), file_download.py LocalEntryNotFoundError ('... cannot find the requested "
                        "files in the local cache ...'), snapshot_download ('outgoing traffic has been disabled'); "
-                       "transformers utils/hub.py cached_file ('We couldn't connect to ... to load this file'); "
+                       "transformers utils/hub.py cached_file ('We couldn't connect to ... to load this file'; "
+                       "cached_files, in later releases and 5.x: '... to load the files'); "
                        "urllib3's 'HTTPSConnectionPool(host=huggingface.co ...): Max retries exceeded'",
     "hub_config_missing": "huggingface_hub 404 for the model's config.json ('404 Client Error: Not Found for url: "
                           ".../resolve/REV/config.json', 1.x: \"Client error '404 Not Found' for url '...'\", "
@@ -265,7 +267,8 @@ SOURCES: dict[str, str] = {
     "device_ordinal": "the CUDA runtime (HIP alike) under torch.cuda.set_device: 'CUDA error: invalid device ordinal' "
                       "(cudaErrorInvalidDevice: a GPU index past the devices CUDA_VISIBLE_DEVICES lets it see); "
                       "PyTorch's 'device >= 0 && device < num_gpus INTERNAL ASSERT FAILED' (CUDAContext.cpp); "
-                      "Ascend's CANN runtime: 'rtSetDevice execute failed, reason=[device id error]'",
+                      "Ascend's CANN runtime: 'rtSetDevice execute failed, reason=[device id error]', and a later "
+                      "CANN's 'Invalid_Argument(EE1001): ... Failed to set visible device. The invalid device is N'",
     "transformers_files": "transformers 4.3x-4.5x, files not found at the id or path given: configuration_utils.py "
                           "'Can't load the configuration of 'X'', utils/hub.py cached_file 'Incorrect "
                           "path_or_model_id: 'X'. Please provide either the path to a local folder or the repo_id of a "
@@ -277,6 +280,9 @@ SOURCES: dict[str, str] = {
     "tcpstore_bind": "PyTorch 2.2+ c10d socket.cpp (TCPStore's server socket): 'The server socket has failed to "
                      "listen on any local network address. port: P, useIpv6: 0, code: -98, name: EADDRINUSE'; before "
                      "2.2: 'has failed to bind to [::]:P (errno: 98 - Address already in use)'",
+    "zmq_bind": "pyzmq 22+ zmq/sugar/socket.py Socket.bind, which adds the address to libzmq's EADDRINUSE: "
+                "'ZMQError: Address already in use (addr='tcp://H:P')' (vLLM's data-parallel and handshake sockets, "
+                "KV connectors' such as Mooncake's and P2pNccl's)",
     "mmap_enomem": "PyTorch c10 MapAllocator.cpp (safetensors' safe_open maps each shard): 'unable to mmap N bytes "
                    "from file <F>: Cannot allocate memory (12)' (ENOMEM: host memory, a container's limit or "
                    "vm.overcommit_memory refused the mapping)",

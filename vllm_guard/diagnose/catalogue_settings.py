@@ -129,6 +129,12 @@ SETTINGS_SOURCES: dict[str, str] = {
                          "support deepseek. Please try torchair graph mode ... Or set `enforce_eager=True`', "
                          "'Torchair graph mode only works with deepseek model.' (0.10: 'with following model types:"
                          "[...]'), \"Can't enable graph mode and eager mode at the same time.\"",
+    "npu_task_queue": "torch_npu NPUGraph.cpp NPUGraph::capture_begin: TORCH_CHECK 'Do not support "
+                      "TASK_QUEUE_ENABLE = 2 during NPU graph capture' (the torch_npu of a 2026 log adds ', please "
+                      "export TASK_QUEUE_ENABLE=1/0.'; vllm-ascend 0.13+ wraps it: 'NPUModelRunner init failed, error "
+                      "is ...')",
+    "spyre_warmup": "vllm-spyre 0.3.1-0.9.x platform.py (its warmup shapes check): 'Warmup shape [B, P, N] results in "
+                    "a maximum sequence length of S which is longer that what the model supports (M)'",
     "platform_start": "Google Cloud Run (gcloud run deploy): 'The user-provided container failed to start and listen "
                       "on the port defined provided by the PORT=N environment variable within the allocated "
                       "timeout.'",

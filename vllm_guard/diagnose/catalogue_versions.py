@@ -160,6 +160,9 @@ VERSION_SOURCES: dict[str, str] = {
     "cann_kernels": "CANN's opbase (aclnn's NnopbaseCollecter, as torch_npu relays it: 'call aclnnX failed, detail:"
                     "EZ1001: ... Get path and read binary_info_config.json failed, please check if the opp_kernel "
                     "package is installed!')",
+    "gaudi_build": "vllm-gaudi extension/environment.py (its build check, before #1351) through validation.py regex: "
+                   "\"build: 'X' doesn't match pattern '^\\d+\\.\\d+\\.\\d+\\.\\d+$'! You can override detected build "
+                   "by specifying VLLM_BUILD env variable\"",
     "transformers_model_type": "transformers models/auto/configuration_auto.py AutoConfig.from_pretrained (4.3x-5.x): "
                                "'KeyError' from CONFIG_MAPPING[config_dict[\"model_type\"]], re-raised as 'The "
                                "checkpoint you are trying to load has model type `X` but Transformers does not "

@@ -157,13 +157,6 @@ QUANT_BLOCK = Advice(
     ("retrying unchanged", "changing vLLM's memory settings"),
 )
 
-INTERNAL_PORT = Advice(
-    "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
-    "(vLLM's, or the framework's that drives it). vLLM picks a free port and binds it later, so another job on the "
-    "host can take it in between; or MASTER_PORT / VLLM_PORT names a port in use.",
-    ("start once more (a race picks another port)", "VLLM_PORT (or the framework's MASTER_PORT) set to a free range "
-     "per job on a shared host"), ("changing --port: the API port was not the one taken",),
-)
 MMAP_ENOMEM = Advice(
     "The host refused to map a weight shard into memory (ENOMEM): not enough free RAM, a container's memory limit "
     "below the shard, or vm.overcommit_memory=2 counting the mapping against a commit limit.",
@@ -380,7 +373,7 @@ DETAIL_ADVICE: dict[str, Advice] = {
     "pp_unsupported": PP_UNSUPPORTED, "lora_rank": LORA_RANK,
     "inspection_failed": INSPECTION_FAILED, "quant_group": QUANT_SHAPE, "marlin_tile": MARLIN_TILE,
     "config_check": CONFIG_CHECK,
-    "internal_port": INTERNAL_PORT, "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
+    "mmap_enomem": MMAP_ENOMEM, "not_multimodal": NOT_MULTIMODAL,
     "no_kernel": NO_KERNEL, "before_graphs": BEFORE_GRAPHS,
     "omni_stage": OMNI_STAGE, "flex_attention": FLEX_ATTENTION, "dp_placement": DP_PLACEMENT,
     "flashinfer_moe_model": FLASHINFER_MOE_MODEL,

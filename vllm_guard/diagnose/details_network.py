@@ -106,7 +106,17 @@ NCCL_DUPLICATE_GPU = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+INTERNAL_PORT = Advice(
+    "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
+    "(vLLM's, or the framework's that drives it), or a ZMQ socket of vLLM's or of a KV connector's (data parallel, "
+    "Mooncake, P2P NCCL). vLLM picks a free port and binds it later, so another job on the host can take it in "
+    "between; or MASTER_PORT / VLLM_PORT, or a port in the connector's config, names a port in use.",
+    ("start once more (a race picks another port)", "VLLM_PORT (or the framework's MASTER_PORT) set to a free range "
+     "per job on a shared host", "a KV connector's ports (kv_port and the like) outside the range its transport "
+     "picks from, and apart per instance"), ("changing --port: the API port was not the one taken",),
+)
 NETWORK_ADVICE: dict[str, Advice] = {
+    "internal_port": INTERNAL_PORT,
     "bind_address": BIND_ADDRESS,
     "nccl_duplicate_gpu": NCCL_DUPLICATE_GPU,
     "harmony_vocab": HARMONY_VOCAB,

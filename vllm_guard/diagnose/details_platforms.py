@@ -65,8 +65,26 @@ TORCHAIR_GRAPH = Advice(
     ("changing memory settings", "retrying unchanged"),
 )
 
+NPU_TASK_QUEUE = Advice(
+    "torch_npu refuses to capture an NPU graph while TASK_QUEUE_ENABLE=2 (its second-level task queue), and "
+    "vllm-ascend captures graphs unless eager mode is set; its message names the fix.",
+    ("TASK_QUEUE_ENABLE=1 (or 0) in the environment: the profile's [env] table",
+     "--enforce-eager, where graphs are not wanted (no capture, slower decoding)"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
+SPYRE_WARMUP = Advice(
+    "vllm-spyre (0.3.1-0.9.x) compiles the model for the warmup shapes in VLLM_SPYRE_WARMUP_PROMPT_LENS, "
+    "VLLM_SPYRE_WARMUP_NEW_TOKENS and VLLM_SPYRE_WARMUP_BATCH_SIZES, and refuses a shape whose prompt length plus "
+    "new tokens is longer than --max-model-len.",
+    ("warmup prompt lengths plus new tokens no longer than --max-model-len",
+     "a higher --max-model-len, up to the model's own maximum"),
+    ("changing memory settings", "retrying unchanged"),
+)
+
 PLATFORM_ADVICE: dict[str, Advice] = {
     "rocr_visible_devices": ROCR_VISIBLE_DEVICES, "moe_act_platform": MOE_ACT_PLATFORM, "acl_graph": ACL_GRAPH,
     "torchair_graph": TORCHAIR_GRAPH, "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES, "aiter_mla_heads": AITER_MLA_HEADS,
-    "hccl_port": HCCL_PORT,
+    "hccl_port": HCCL_PORT, "npu_task_queue": NPU_TASK_QUEUE,
+    "spyre_warmup": SPYRE_WARMUP,
 }

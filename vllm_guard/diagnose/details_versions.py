@@ -229,7 +229,15 @@ VLLM_METADATA = Advice(
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 
+GAUDI_BUILD = Advice(
+    "vllm-gaudi reads the installed Habana software's build from habana-torch-plugin's version and checks it is four "
+    "numbers (1.23.0.0); a PEP 440 version such as 1.23.0.post1 failed that check before vllm-gaudi #1351 (2026-04).",
+    ("VLLM_BUILD set to the build in four numbers (1.23.0.0), the check's own hint", "a vllm-gaudi with #1351"),
+    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "gaudi_build": GAUDI_BUILD,
     "cann_kernels": CANN_KERNELS,
     "vllm_metadata": VLLM_METADATA,
     "torch_no_libuv": TORCH_NO_LIBUV,

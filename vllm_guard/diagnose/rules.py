@@ -28,6 +28,10 @@ SIGKILL, SIGBUS = 9, 7
 _OOM = re.compile(
     r"(?:Error|ERROR)\b.{0,300}?(?:CUDA|HIP|XPU|NPU) out of memory"
     r"|CUBLAS_STATUS_ALLOC_FAILED"
+    # Habana's PyTorch bridge on Gaudi (vllm-gaudi, HabanaAI's fork): its device allocator's failure, the HPU's OOM
+    # ("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::134217728 (128)MB";
+    # blind169/b169-019, at model.to("hpu") in load_model)
+    r"|MODULE:PT_DEVMEM Allocation failed for size"
     # XLA (vLLM's TPU backends, JAX or torch_xla): a buffer or a compiled program's reservation that does not fit in
     # HBM ("XLA:TPU compile permanent error. Ran out of memory in memory space hbm", error code 1000; "Attempting to
     # allocate 3.98G. That was not possible"; blind23/b23-003's "Error loading program: Attempting to reserve"), and

@@ -137,7 +137,9 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
                                     # PyTorch's own check of the index (ATen/cuda/CUDAContext.cpp, 2.x)
                                     r"|device >= 0 && device < num_gpus INTERNAL ASSERT FAILED"
                                     # Ascend's CANN runtime for the same (vllm-ascend, torch_npu's set_device)
-                                    r"|rtSetDevice execute failed, reason=\[device id error\]"), BEFORE_START,
+                                    r"|rtSetDevice execute failed, reason=\[device id error\]"
+                                    # ... and CANN 8.x's wording of it (blind169/b169-007: NPU 1 with one visible)
+                                    r"|Failed to set visible device\. The invalid device is \d"), BEFORE_START,
          source=SOURCES["device_ordinal"]),
 )
 

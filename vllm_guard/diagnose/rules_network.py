@@ -166,7 +166,8 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # the files are cached (vllm #3719: HF_HUB_OFFLINE=1 and an id, not a path).
     Rule("network", re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled"
                                r"|cannot find the requested files in the (?:local|disk) cache"
-                               r"|We couldn't connect to '?https?://[^\s']{1,200}'? to load this file"
+                               # transformers' cached_file (one file) and, later and in 5.x, cached_files ("the files")
+                               r"|We couldn't connect to '?https?://[^\s']{1,200}'? to load (?:this file|the files)"
                                # the host quoted as an exception's repr inside another's prints \'huggingface.co\'
                                r"|HTTPSConnectionPool\(host=\\?'(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|"
                                r"hf-mirror\.com)\\?'.{0,300}?Max retries exceeded"), BEFORE_START, detail="hub",
@@ -196,6 +197,14 @@ NETWORK_RULES: tuple[Rule, ...] = (
                                    r"address already in use)|has failed to bind to \S{1,300} \(errno: 98 - Address "
                                    r"already in use\)"), BEFORE_START, detail="internal_port",
          source=SOURCES["tcpstore_bind"]),
+    # A ZMQ socket's bind on a port in use: vLLM's own (data parallel, the engine handshake) or a KV connector's on
+    # a port its config fixes (blind169/b169-004: Mooncake's kv_port inside the range Ascend's transport picks from).
+    # Not the API's, which uvicorn binds. pyzmq names the address; a connect never fails so. The stage is the start's:
+    # vLLM and the connectors bind at several points of it.
+    Rule("port_in_use", re.compile(r"ZMQError: Address already in use(?: \(addr='tcp://[^']{0,300}?:(?P<port>\d{1,5})"
+                                   r"'\))?"),
+         detail="internal_port", numbers=lambda m: numbers_of(m, "port"), when=conditions.never_ready,
+         source=SOURCES["zmq_bind"]),
     # HCCL (Ascend's collectives, under vllm-ascend) that cannot listen on its port: another process on the node holds
     # it, most often a second instance with the same HCCL_IF_BASE_PORT or KV connector port (blind50/b50-006,
     # b50-008)

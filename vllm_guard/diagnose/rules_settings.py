@@ -202,6 +202,15 @@ SETTINGS_RULES: tuple[Rule, ...] = (
     Rule("usage_error", re.compile(r"Torchair graph mode only works with (?:deepseek model|following model types)|"
                                    r"Can't enable graph mode and eager mode at the same time"), BEFORE_START,
          detail="torchair_graph", source=SOURCES["ascend_graph_mode"]),
+    # torch_npu's graph capture refusing its second-level task queue (TASK_QUEUE_ENABLE=2), which vllm-ascend's
+    # graphs meet unless eager mode is set (blind169/b169-006, PaddleOCR-VL on vllm-ascend 0.17)
+    Rule("usage_error", re.compile(r"Do not support TASK_QUEUE_ENABLE = 2 during NPU graph capture"),
+         detail="npu_task_queue", source=SOURCES["npu_task_queue"]),
+    # vllm-spyre's warmup shapes, each compiled for at start, longer than --max-model-len (blind169/b169-013, the
+    # message before vllm-spyre #244 formatted its figures, braces and all)
+    Rule("usage_error", re.compile(r"Warmup shape \[.{1,200}?\] results in a maximum sequence length of \S{1,40} "
+                                   r"which is longer that what the model"), BEFORE_START, detail="spyre_warmup",
+         source=SOURCES["spyre_warmup"]),
     # VLLM_ATTENTION_BACKEND naming no backend (vLLM 0.10-0.11 attention/selector.py _cached_get_attn_backend:
     # "Invalid attention backend: 'X'. Valid backends are: [...]"; blind64/b64-004, set to an empty string)
     Rule("usage_error", re.compile(r"Invalid attention backend: '(?P<backend>[^']{0,64})'\. Valid backends are"),

@@ -330,4 +330,8 @@ VERSION_RULES: tuple[Rule, ...] = (
     # (0x00020008) that is not supported on this OS"; blind114/b114-004, vllm-swift)
     Rule("version_mismatch", re.compile(r"Failed to load the default metallib|Failed to load device library from <"),
          BEFORE_START, detail="mlx_metallib", when=conditions.never_ready, source=SOURCES["mlx_metallib"]),
+    # vllm-gaudi's check of the Habana build it detected, which took four numbers only (blind169/b169-018: a
+    # habana-torch-plugin of version 1.23.0.post1)
+    Rule("version_mismatch", re.compile(r"\bbuild: '(?P<build>[^']{0,64})' doesn't match pattern '\^\\d"),
+         BEFORE_START, detail="gaudi_build", source=SOURCES["gaudi_build"]),
 )

@@ -19,8 +19,8 @@ def _shown_number(key: str, value: Any) -> str:
         if value >= 10 and float(value).is_integer():
             return f"{int(value) // 10}.{int(value) % 10}"
         return f"{value:.1f}"
-    if key.endswith("pid") and isinstance(value, int):
-        return str(value)  # a process id is a name, not a quantity: no thousands separators
+    if key.endswith(("pid", "port")) and isinstance(value, int):
+        return str(value)  # a process id or a port is a name, not a quantity: no thousands separators
     return fmt(value)
 
 
