@@ -151,3 +151,16 @@ def test_advice_to_set_what_the_start_already_set_is_marked_as_made() -> None:
     assert marked and all(item.endswith("this start's KV cache was already fp8)") for item in marked)
     assert not any("already" in item for item in advice_for(classify(
         "ValueError: No available memory for the cache blocks.\n")).helps)
+
+
+@pytest.mark.parametrize(("text", "candidate"), [
+    # blind169/b169-003: vllm-ascend reading the language model's layers at the top of an audio model's config
+    ("AttributeError: 'Qwen2AudioConfig' object has no attribute 'num_hidden_layers'\n", "unsupported_architecture"),
+    ("AttributeError: 'InternVLChatConfig' object has no attribute 'hidden_size'\n", "unsupported_architecture"),
+    # vLLM's own config classes are another release's fields, never the model's
+    ("AttributeError: 'CacheConfig' object has no attribute 'x'\n", None),
+])
+def test_a_models_config_without_a_language_models_setting_is_a_candidate(text: str, candidate: str | None) -> None:
+    d = classify(text)
+    assert d.cls != "unsupported_architecture"  # labelled both ways: a candidate, not a class
+    assert (d.hint[0] if d.hint else None) == candidate

@@ -193,6 +193,18 @@ _MACOS_C = re.compile(r"Failed to import from vllm\._C with ImportError\(.{0,100
 # the image that does not support the chip or fit the host's driver, or its environment not sourced. Labelled
 # version_mismatch (blind162/b162-013, b162-014) and unknown (blind11/b11-022, blind50/b50-007): a candidate.
 _CANN_PLATFORM = re.compile(r"init runtime platform info failed, SocVersion = \w{1,40}")
+# A model's configuration (transformers' class for it, not one of vLLM's own config classes) without a language
+# model's setting read at its top ("'Qwen2AudioConfig' object has no attribute 'num_hidden_layers'"): multimodal
+# wrappers keep them in a sub-config (text_config, llm_config), so code that does not handle the model reads past it
+# (vLLM's, a platform plugin's: vllm-ascend's update_aclgraph_sizes in blind169/b169-003). Labelled
+# unsupported_architecture (b169-003, blind155/b155-010) and unknown (blind8/b8-026, blind14/b14-003,
+# blind162/b162-010, blind165/b165-013, b165-014): a candidate.
+_MODEL_CONFIG_ATTRIBUTE = re.compile(r"AttributeError: '(?P<config>\w{1,100}Config)' object has no attribute "
+                                     r"'(?P<attribute>\w{1,100})'")
+# VllmConfig and its parts (config/*.py): vLLM's own, whose missing field is another release's (signatures.py)
+VLLM_CONFIG_CLASSES = ("ModelConfig", "VllmConfig", "CacheConfig", "ParallelConfig", "SchedulerConfig",
+                       "DeviceConfig", "LoadConfig", "LoRAConfig", "SpeculativeConfig", "CompilationConfig",
+                       "KVTransferConfig", "ObservabilityConfig", "StructuredOutputsConfig")
 # Where a traceback that the paste cut off was, and what most often fails there.
 _CUT_IN = {PROFILING: "oom_profiling", KV_CACHE: "kv_cache_too_small", CUDA_GRAPH: "oom_cudagraph",
            LOADING: "oom_loading"}
@@ -259,6 +271,12 @@ def hint_for(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[str, s
                                    "(a head for another task, such as a classifier's 'score', a checkpoint in " \
                                    "another layout or quantization format, or a model variant newer than this " \
                                    "vLLM or transformers)"
+        if "Config' object has no attribute" in line.text and (m := _MODEL_CONFIG_ATTRIBUTE.search(line.text)) \
+                and m.group("config") not in VLLM_CONFIG_CLASSES:
+            return "unsupported_architecture", f"the model's configuration ({m.group('config')}) has no " \
+                f"'{m.group('attribute')}' at its top, where code that does not handle this model reads it (a " \
+                "multimodal model keeps its language model's settings in a sub-config): a vLLM, platform plugin or " \
+                "program release that supports the model"
     # a warning vLLM logs at import and may go on after: the last lead, and none in a start that got ready
     if macos and not ready(lines):
         return "version_mismatch", "macOS's loader could not load vLLM's compiled extension (a symbol the build " \

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from vllm_guard.diagnose import logread
+from vllm_guard.diagnose.certainty import VLLM_CONFIG_CLASSES
 from vllm_guard.diagnose.diagnosis import ready
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.diagnose.missing_modules import IN_VLLM, INSTALLED, PLUGIN_PACKAGE
@@ -17,11 +18,9 @@ from vllm_guard.diagnose.missing_modules import IN_VLLM, INSTALLED, PLUGIN_PACKA
 # And VllmConfig's parts (config/*.py), which a platform plugin reads for its own set-up (blind160/b160-008:
 # vllm-ascend reading ParallelConfig.expert_parallel_size, a field vLLM main had dropped).
 _VLLM_CLASSES = ("LLMEngine", "AsyncLLMEngine", "AsyncLLM", "MQLLMEngine", "LLM", "EngineCoreClient", "GPUModelRunner",
-                 "ModelConfig", "VllmConfig", "EngineArgs", "AsyncEngineArgs", "SamplingParams", "OpenAIServingChat",
-                 "OpenAIServingCompletion", "OpenAIServingModels", "OpenAIServingEmbedding",
-                 "OpenAIServingTokenization", "CacheConfig", "ParallelConfig", "SchedulerConfig", "DeviceConfig",
-                 "LoadConfig", "LoRAConfig", "SpeculativeConfig", "CompilationConfig", "KVTransferConfig",
-                 "ObservabilityConfig", "StructuredOutputsConfig")
+                 "EngineArgs", "AsyncEngineArgs", "SamplingParams", "OpenAIServingChat", "OpenAIServingCompletion",
+                 "OpenAIServingModels", "OpenAIServingEmbedding", "OpenAIServingTokenization",
+                 *VLLM_CONFIG_CLASSES)
 _VLLM_OBJECT = re.compile(rf"AttributeError: '(?:{'|'.join(_VLLM_CLASSES)})' object has no attribute '\w{{1,128}}'")
 # Python 3.10+ names the function by its qualified name ("AsyncEngineArgs.__init__()"), 3.9 and before by its own.
 _UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?(?P<func>\w{1,128})\(\) got an unexpected "
