@@ -163,3 +163,21 @@ def test_profile_value_type_errors(key: str, value: object) -> None:
     assert found is not None
     with pytest.raises(ValueProblem):
         coerce_profile_value(found[0], value)
+
+
+def test_json_nested_past_pythons_limit_is_a_refusal_not_a_crash() -> None:
+    # json.loads raises RecursionError, not JSONDecodeError, on 50,000 open brackets (a review's case)
+    with pytest.raises(ArgvProblem, match="expected JSON"):
+        parse_argv(["--compilation-config", "[" * 50_000], T)
+    assert parse_argv(["--compilation-config.x", "[" * 50_000], T)[0].value == "[" * 50_000  # a dotted key's string
+
+
+@pytest.mark.parametrize("argv", [
+    ["--speculative-config.method", "ngram", "--speculative-config.method.x", "2"],
+    ["--compilation-config.a+", "x", "--compilation-config.a.b", "1"],
+])
+def test_a_dotted_key_under_a_value_is_refused_where_the_namespace_is_built(argv: list[str]) -> None:
+    from vllm_guard.options.argv import CommandLine, namespace
+
+    with pytest.raises(ArgvProblem, match="was given a value before"):
+        namespace(CommandLine("m", tuple(parse_argv(argv, T))))

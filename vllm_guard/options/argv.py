@@ -299,7 +299,7 @@ def _dotted_value(subkey: str, text: str) -> Any:
         return text.split(",")
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested past Python's limit: no JSON either
         try:
             return parse_human_int(text)
         except ValueProblem:
@@ -321,6 +321,9 @@ def namespace(command: CommandLine) -> dict[str, Any]:
             node = dotted.setdefault(dest, {})
             for part in path:
                 node = node.setdefault(part, {})
+                if not isinstance(node, dict):  # "--x.a v --x.a.b w": a key under a value that is not an object
+                    raise ArgvProblem(f"--{arg.key}.{arg.subkey}: '{part}' was given a value before, not keys",
+                                      option=f"--{arg.key}")
             if isinstance(arg.value, list) and isinstance(node.get(last), list):
                 node[last] = node[last] + arg.value
             else:

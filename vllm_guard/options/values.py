@@ -133,7 +133,7 @@ def coerce_profile_value(spec: OptionSpec, value: Any) -> Any:
         if isinstance(value, str):
             try:
                 return json.loads(value)
-            except json.JSONDecodeError as e:
+            except (json.JSONDecodeError, RecursionError) as e:  # nested past Python's limit: no JSON either
                 raise ValueProblem(f"expected {expected_type(spec)}; the string is not valid JSON ({e})") from e
         raise ValueProblem(f"expected {expected_type(spec)}, got {value!r}")
     if kind == "json_or_str":
@@ -243,7 +243,7 @@ def _convert_one(spec: OptionSpec, text: str) -> Any:
     if kind == "json":
         try:
             return json.loads(text)
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:  # nested past Python's limit: no JSON either
             raise ValueProblem(f"expected JSON, got {text!r} ({e})") from e
     if kind == "json_or_str":
         # vLLM's union_dict_and_str: JSON only when it looks like an object, else the string itself.
@@ -251,7 +251,7 @@ def _convert_one(spec: OptionSpec, text: str) -> Any:
             return text
         try:
             return json.loads(text)
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:  # nested past Python's limit: no JSON either
             raise ValueProblem(f"expected a JSON object, got {text!r} ({e})") from e
     if kind == "csv_list":
         return [v.strip() for v in text.split(",") if v.strip()]
