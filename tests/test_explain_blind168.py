@@ -6,7 +6,9 @@ the commit messages of vLLM's hardware plugins (vllm-ascend, vllm-spyre, vllm-ga
 scored once at b5f9cdc: 10 of 20, one confident error. Its misses taught a ZMQ socket's bind on a port in use,
 transformers' later wording of the Hub out of reach, torch_npu's graph capture refusing TASK_QUEUE_ENABLE=2,
 vllm-spyre's warmup shapes, Gaudi's device OOM, vllm-gaudi's build check and CANN's later wording of a device index
-it cannot see.
+it cannot see. blind170, more of those commit messages (Gaudi's plugin and fork, recipes, KServe, llm-compressor,
+NeMo RL, tpu-inference), scored once at 5989dfd: 11 of 16, one confident error; it taught Triton newer than torch's
+Inductor, and vLLM's encoder budget message with its head left out.
 
 The settings: V0's INFO advice "set 'enforce_eager=True'" (every graph capture's) read as the start's, a pasted
 command line not read at all, and advice to make a change the start had already made.
@@ -23,7 +25,7 @@ from vllm_guard.diagnose.ladder import Settings, Step, Stop, next_step, settings
 
 
 @pytest.mark.parametrize(("name", "cls", "detail"), [
-    ("b169-004", "port_in_use", "internal_port"),  # zmq.error.ZMQError: Address already in use (addr='tcp://...')
+    ("b169-004", "port_in_use", "zmq_port"),  # zmq.error.ZMQError: Address already in use (addr='tcp://...')
     ("b169-002", "network", "hub"),  # transformers' "We couldn't connect to ... to load the files"
     ("b169-006", "usage_error", "npu_task_queue"),  # "Do not support TASK_QUEUE_ENABLE = 2 during NPU graph capture"
     ("b169-013", "usage_error", "spyre_warmup"),  # "Warmup shape [...] results in a maximum sequence length of"
@@ -36,11 +38,29 @@ def test_what_blind169_taught(name: str, cls: str, detail: str | None) -> None:
     assert (d.cls, d.detail) == (cls, detail)
 
 
-def test_a_zmq_bind_names_its_port_and_is_retried_once() -> None:
+@pytest.mark.parametrize(("name", "cls", "detail"), [
+    ("b170-004", "version_mismatch", "triton_torch"),  # torch 2.5's Inductor reading Triton 3.2's AttrsDescriptor
+    ("b170-014", "usage_error", "mm_budget"),  # "max_tokens_per_mm_item (2496) is larger than", its head left out
+])
+def test_what_blind170_taught(name: str, cls: str, detail: str) -> None:
+    d = classify(blind_log("blind170", name))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_dataclasses_refusal_is_tritons_only_at_inductors_read_of_it() -> None:
+    elsewhere = ('  File "/x/app.py", line 3, in <module>\n    fields(Config)\n'
+                 "TypeError: must be called with a dataclass type or instance\n")
+    assert classify(elsewhere).detail != "triton_torch"
+
+
+def test_a_zmq_bind_names_its_port_and_is_not_retried_unchanged() -> None:
+    # a review: vLLM's data-parallel RPC port (29550 unless set) and a connector's kv_port are fixed by a setting, so
+    # a second try binds the same port; the stop names where to move it
     d = classify("zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.3:30012')\n")
-    assert (d.cls, d.detail, d.numbers) == ("port_in_use", "internal_port", {"port": 30012})
-    assert isinstance(next_step(d, Settings()), Step)  # a port taken between being picked and bound
-    assert isinstance(next_step(d, Settings(), unchanged_retries=1), Stop)
+    assert (d.cls, d.detail, d.numbers) == ("port_in_use", "zmq_port", {"port": 30012})
+    stop = next_step(d, Settings())
+    assert isinstance(stop, Stop) and "--data-parallel-rpc-port" in stop.reason
+    assert not any("--port" in item and "API" not in item for item in advice_for(d).helps)
     # a start that served: a later request's socket is not the start's failure
     served = "INFO 01-01 10:00:00 [api_server.py:1] Application startup complete.\n"
     assert classify(served + "zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.3:30012')\n").cls \
@@ -164,3 +184,80 @@ def test_a_models_config_without_a_language_models_setting_is_a_candidate(text: 
     d = classify(text)
     assert d.cls != "unsupported_architecture"  # labelled both ways: a candidate, not a class
     assert (d.hint[0] if d.hint else None) == candidate
+
+
+# --- a review's cases: the settings of one start only, and only its own ---------------------------------------------
+
+_OOM = ("Traceback (most recent call last):\n  File \"/v/vllm/worker/model_runner.py\", line 1500, in capture_model\n"
+        "    graph_runner.capture(**capture_inputs)\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.2 GiB is free.\n")
+_BANNER = "INFO 05-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5\n"
+
+
+def test_a_second_command_line_is_another_start_and_vllms_own_dump_beats_a_command() -> None:
+    first = ("$ vllm serve m --max-model-len 8192\n" + _BANNER + "INFO 05-01 10:00:00 [api_server.py:1044] args: "
+             "Namespace(model='m', max_model_len=8192, enforce_eager=False)\n" + _OOM)
+    second = ("$ vllm serve m --max-model-len 8192 --enforce-eager\n" + _BANNER + "INFO:     Application startup "
+              "complete.\n")
+    found = starts(first + second)
+    assert len(found) == 2 and found[0].diagnosis.cls == "oom_cudagraph"
+    assert settings_from_log(found[0].diagnosis).enforce_eager is False
+    step = next_step(found[0].diagnosis, settings_from_log(found[0].diagnosis))
+    assert isinstance(step, Step) and step.param == "enforce-eager"
+    # the command after the log it belongs to (a paste's order) does not beat vLLM's dump either
+    after = (_BANNER + "INFO 05-01 10:00:00 [api_server.py:1044] args: Namespace(model='m', enforce_eager=False)\n"
+             + _OOM + "$ vllm serve m --enforce-eager\n")
+    assert settings_from_log(classify(after)).enforce_eager is False
+
+
+@pytest.mark.parametrize("head", [
+    # prose between two commands: the last one is the start's, its settings alone (not the first one's eager mode)
+    "This one works:\n$ vllm serve m --enforce-eager\nThis one fails:\n$ vllm serve m\n",
+    # a shell comment is no command
+    "#!/bin/bash\n# vllm serve m --enforce-eager --kv-cache-dtype fp8\nvllm serve m --max-model-len 32768\n",
+])
+def test_only_the_last_command_of_a_start_gives_its_settings(head: str) -> None:
+    d = classify(head + _BANNER + _OOM)
+    assert settings_from_log(d).enforce_eager is False and settings_from_log(d).kv_cache_dtype == "auto"
+    assert not any("already" in item for item in advice_for(d).helps)
+
+
+@pytest.mark.parametrize("command", [
+    "$ vllm serve m --enforce-eager 2>&1 | tee serve.log",
+    "$ vllm serve m --enforce-eager > serve.log 2>&1 &",
+    "$ vllm serve m --enforce-eager  # the eager run",
+    "$ CUDA_VISIBLE_DEVICES=0 nohup vllm serve m --enforce-eager",
+    "(venv) $ vllm serve m --enforce-eager",
+])
+def test_a_command_line_is_read_up_to_the_shells_own_syntax(command: str) -> None:
+    assert classify(command + "\n").context == {"enforce_eager": True}
+
+
+def test_a_command_line_the_parser_refuses_is_no_setting_and_no_crash() -> None:
+    for command in ("$ vllm serve m --speculative-config.method ngram --speculative-config.method.x 2",
+                    "$ vllm serve m --compilation-config " + "[" * 50_000, "$ vllm serve m --max-model-len auto"):
+        assert classify(command + "\n").context == {}
+
+
+def test_a_nested_configs_item_is_not_the_starts() -> None:
+    # the draft model's max_model_len inside speculative_config
+    line = ("INFO 05-01 10:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', 'speculative_config': "
+            "{'model': 'Qwen/Qwen3-0.6B', 'num_speculative_tokens': 5, 'max_model_len': 2048}, 'max_num_seqs': 8}\n")
+    assert classify(line).context == {"max_num_seqs": 8}
+
+
+def test_an_exception_after_an_import_warning_is_the_starts_own() -> None:
+    # a paste that dropped the Traceback header: the exception line is no wrapped rest of the warning
+    warning = ("WARNING 05-01 10:00:00 [_custom_ops.py:21] Failed to import from vllm._C with ImportError('libcudart."
+               "so.12: cannot open shared object file: No such file or directory')\n")
+    served = ("INFO 05-01 10:05:00 [api_server.py:1043] vLLM API server version 0.6.3\n"
+              "INFO:     Application startup complete.\n")
+    assert len(starts(warning + "RuntimeError: Failed to infer device type\n" + served)) == 2
+
+
+def test_a_command_pasted_after_its_log_is_that_starts() -> None:
+    # blind8/b8-028: the error, then the command that gave it (with --enforce-eager): one start, its settings
+    found = starts(blind_log("blind8", "b8-028"))
+    assert len(found) == 1 and settings_from_log(found[0].diagnosis).enforce_eager is True
+    # a second command that printed nothing yet is still the start before's; one that printed a start is its own
+    assert len(starts(_BANNER + _OOM + "$ vllm serve m\n$ vllm serve m --enforce-eager\n")) == 1

@@ -307,18 +307,22 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # usage_error as the collector's second reading; and, after the score, transformers'
                           # "We couldn't connect to 'https://huggingface.co' to load the files" read as the Hub out
                           # of reach (network, hub) as its singular wording was, labelled model_access as b140-011 is
-                          "b169-008-unknown.log", "b169-002-model_access.log"}
+                          "b169-008-unknown.log", "b169-002-model_access.log",
+                          # blind170's one, recorded at its score: vLLM's "max_num_seqs (1024) exceeds available
+                          # Mamba cache blocks (939)" read usage_error (mamba_blocks) as blind99's four are labelled;
+                          # its collector chose kv_cache_too_small as the closest class
+                          "b170-010-kv_cache_too_small.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (2213, with blind2-169): no
-    fewer right than measured after the rules blind57's to blind169's misses taught (1973, 89.2%; issue 26's bar of
+    """After the blind parts were scored once (README.md there), all the real failures (2229, with blind2-170): no
+    fewer right than measured after the rules blind57's to blind170's misses taught (1986, 89.1%; issue 26's bar of
     95% and one confident error is not met since blind5), no confident error beyond the known ones, and a success
     never gets a failure class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 2213
-    assert sum(r.right for r in failures) >= 1973, wrong
+    assert len(failures) >= 2229
+    assert sum(r.right for r in failures) >= 1986, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

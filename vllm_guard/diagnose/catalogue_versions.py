@@ -160,6 +160,9 @@ VERSION_SOURCES: dict[str, str] = {
     "cann_kernels": "CANN's opbase (aclnn's NnopbaseCollecter, as torch_npu relays it: 'call aclnnX failed, detail:"
                     "EZ1001: ... Get path and read binary_info_config.json failed, please check if the opp_kernel "
                     "package is installed!')",
+    "triton_torch": "torch 2.5 _inductor/runtime/hints.py at import: 'attr_desc_fields = {f.name for f in "
+                    "fields(AttrsDescriptor)}', which Triton 3.2's AttrsDescriptor (no longer a dataclass) fails with "
+                    "dataclasses' 'TypeError: must be called with a dataclass type or instance'",
     "gaudi_build": "vllm-gaudi extension/environment.py (its build check, before #1351) through validation.py regex: "
                    "\"build: 'X' doesn't match pattern '^\\d+\\.\\d+\\.\\d+\\.\\d+$'! You can override detected build "
                    "by specifying VLLM_BUILD env variable\"",

@@ -366,3 +366,9 @@ def near_triton(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
     if not any("triton" in near.text.lower() for near in lines[max(0, i - 10):i + 30]):
         return False
     return last_error(line, lines, i, ctx) or went_no_further(line, lines, i, ctx)
+
+
+def at_inductor_hints(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """dataclasses' refusal comes from torch Inductor's read of Triton's AttrsDescriptor: its code line is among the
+    few lines above (the frame's code, the dataclasses frame and its raise)."""
+    return any("fields(AttrsDescriptor)" in before.text for before in lines[max(0, i - 6):i])

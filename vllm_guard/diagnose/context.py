@@ -17,13 +17,15 @@ _CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_mo
                                  "gpu_memory_utilization", "enforce_eager", "kv_cache_dtype", "Enforce eager",
                                  "Starting vLLM server", "vllm serve", "vllm.entrypoints"))
 
-# The command a paste shows ("$ vllm serve MODEL --enforce-eager", a shell's prompt or none, continued with "\"):
-# the start's settings as they were given, read as vLLM's parser reads them. vLLM's own dumps of its config come
-# later in a log and win (the last mention). blind8/b8-020: the command and its error, pasted; it ran eager.
-_COMMAND = re.compile(r"(?:^|[$#>] )(?:vllm serve|python3? -m vllm\.entrypoints\.(?:openai\.)?api_server)(?= |$)")
+# The command a paste shows (logread.command_end): the start's settings as they were given, read as vLLM's parser
+# reads them, the last command of the start only (blind8/b8-020: the command and its error, pasted; it ran eager).
+# vLLM's own dumps of its settings win wherever they stand (a paste may put the command after the log).
 _COMMAND_SETTINGS = ("port", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
                      "enforce_eager", "kv_cache_dtype")
 _COMMAND_LINES_MAX = 100
+# where the shell's own syntax ends vLLM's arguments: a pipe, a redirection, a background job, a comment
+_SHELL_ENDS = frozenset({"|", "||", "&", "&&", ";", "2>&1", "1>&2"})
+_SHELL_END_STARTS = ("#", ">", "1>", "2>", "&>", "|")
 
 # Settings the log itself reveals, used for the next step and for port_in_use.
 _CONTEXT = (
@@ -73,26 +75,44 @@ def _command(lines: list[LogLine], i: int, start: int) -> dict[str, Any]:
         parts[-1] = parts[-1][:-1]
         parts.append(lines[i + len(parts)].text)
     try:
-        command = parse_command_line(shlex.split(" ".join(parts)), choose_table(None, "a log").table,
-                                     allow_unknown=True)
-    except ValueError:  # shlex's unclosed quote; ArgvProblem, what vLLM's parser refuses
+        tokens = shlex.split(" ".join(parts))
+        end = next((k for k, t in enumerate(tokens) if t in _SHELL_ENDS or t.startswith(_SHELL_END_STARTS)),
+                   len(tokens))
+        given = argv_namespace(parse_command_line(tokens[:end], choose_table(None, "a log").table,
+                                                  allow_unknown=True))
+    except (ValueError, RecursionError):  # shlex's unclosed quote; ArgvProblem, what vLLM's parser refuses
         return {}
-    given = argv_namespace(command)
-    return {key: given[key] for key in _COMMAND_SETTINGS if given.get(key) is not None}
+    return {key: value for key in _COMMAND_SETTINGS if (value := given.get(key)) is not None and _usable(key, value)}
+
+
+def _usable(key: str, value: Any) -> bool:
+    """A number the ladder can step from: not vLLM's -1 for "auto" (--max-model-len auto), not a port past 65535."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return value > 0 and (key != "port" or value <= 65535)
+
+
+def _top_level(line: str, at: int) -> bool:
+    """A dict's item at ``at`` is at its first level: "non-default args: {..., 'max_model_len': N}", not a nested
+    config's ("'speculative_config': {'max_model_len': 2048}", the draft model's; a review's case)."""
+    return line.count("{", 0, at) - line.count("}", 0, at) <= 1
 
 
 def read(lines: list[LogLine]) -> dict[str, Any]:
-    """Settings the log reveals; the last mention wins (the engine's resolved value comes last)."""
+    """Settings the log reveals: vLLM's own records, the last mention winning (the engine's resolved value comes
+    last), over the last command line the log shows."""
     ctx: dict[str, Any] = {}
+    given: dict[str, Any] = {}
     for i, line in enumerate(entry.text for entry in lines):
         # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
         if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or _in_raised(lines, i):
             continue
-        if "vllm" in line and (command := _COMMAND.search(line)) is not None:
-            ctx.update(_command(lines, i, command.end()))
+        if (end := logread.command_end(line)) is not None:
+            given = _command(lines, i, end)  # a second command is another start's: its settings, not a mix
             continue
         for pattern, key in _CONTEXT:
-            m = pattern.search(line)
+            m = next((m for m in pattern.finditer(line) if line[m.start()] != "'" or _top_level(line, m.start())),
+                     None)
             if not m:
                 continue
             value: Any
@@ -105,4 +125,4 @@ def read(lines: list[LogLine]) -> dict[str, Any]:
             else:
                 value = int(m.group(1))
             ctx[key] = value
-    return ctx
+    return {**given, **ctx}

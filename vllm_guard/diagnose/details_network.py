@@ -108,14 +108,22 @@ NCCL_DUPLICATE_GPU = Advice(
 
 INTERNAL_PORT = Advice(
     "A port other than the API's could not be bound: torch.distributed's store for the workers' process group "
-    "(vLLM's, or the framework's that drives it), or a ZMQ socket of vLLM's or of a KV connector's (data parallel, "
-    "Mooncake, P2P NCCL). vLLM picks a free port and binds it later, so another job on the host can take it in "
-    "between; or MASTER_PORT / VLLM_PORT, or a port in the connector's config, names a port in use.",
+    "(vLLM's, or the framework's that drives it). vLLM picks a free port and binds it later, so another job on the "
+    "host can take it in between; or MASTER_PORT / VLLM_PORT names a port in use.",
     ("start once more (a race picks another port)", "VLLM_PORT (or the framework's MASTER_PORT) set to a free range "
-     "per job on a shared host", "a KV connector's ports (kv_port and the like) outside the range its transport "
-     "picks from, and apart per instance"), ("changing --port: the API port was not the one taken",),
+     "per job on a shared host"), ("changing --port: the API port was not the one taken",),
 )
+ZMQ_PORT = Advice(
+    "A ZMQ socket could not bind its port, held by another process (often a second instance on the host): vLLM's "
+    "data-parallel RPC port (--data-parallel-rpc-port, 29550 unless set) or a KV connector's (Mooncake's kv_port, "
+    "P2P NCCL's). A setting fixes these ports, so a second try binds the same one.",
+    ("find who holds the port: `ss -ltnp | grep :PORT`", "--data-parallel-rpc-port, or the connector's ports in "
+     "--kv-transfer-config, set apart per instance (and outside any range a transport picks ports from)"),
+    ("changing --port: the API port was not the one taken", "retrying unchanged"),
+)
+
 NETWORK_ADVICE: dict[str, Advice] = {
+    "zmq_port": ZMQ_PORT,
     "internal_port": INTERNAL_PORT,
     "bind_address": BIND_ADDRESS,
     "nccl_duplicate_gpu": NCCL_DUPLICATE_GPU,

@@ -236,7 +236,17 @@ GAUDI_BUILD = Advice(
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 
+TRITON_TORCH = Advice(
+    "The installed Triton is newer than this torch's Inductor knows: torch 2.5 reads the fields of Triton's "
+    "AttrsDescriptor as it imports, and Triton 3.2's is no longer a dataclass. Anything that imports Inductor (vLLM's "
+    "compile path, Habana's and other plugins' backends) fails at import.",
+    ("the Triton release the torch wheel requires (`pip show torch` names it: 3.1.0 for torch 2.5)",
+     "upgrade torch and Triton together, never Triton alone"),
+    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
+    "triton_torch": TRITON_TORCH,
     "gaudi_build": GAUDI_BUILD,
     "cann_kernels": CANN_KERNELS,
     "vllm_metadata": VLLM_METADATA,

@@ -43,6 +43,7 @@ _WORDS = (
     "cannot open shared object", "Torch not compiled", "no kernel image", "driver on your system", "driver version is",
     "busy or unavailable", "Quantization method specified", "Unrecognized configuration class",
     "does not support", "max_num_batched_tokens", "Chunked MM input disabled",
+    "max_tokens_per_mm_item", "must be called with a dataclass",
     "--tool-call-parser", "parser: ", "supplied chat template",
     "GPU memory utilization must be", "Unknown quantization method", "No CUDA GPUs are available",
     "forward compatibility was attempted", "cannot import name",

@@ -317,13 +317,27 @@ _PROGRESS = re.compile(r"Traceback|Error|ERROR|Loading|KV cache|startup complete
 # either, and the rest ("Error('libcuda.so.1: ...')") has no record header of its own: it is the warning's too.
 _IMPORT_WARNINGS = ("Failed to import from vllm.", "Failed to import vllm_ascend_C:")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
+# A shell command that starts vLLM, as a paste shows it: at the line's start or after a prompt ("$ ", or one that
+# ends a word: "user@host:~$ ", "root@host:/# ", "PS C:\> "), past environment assignments and nohup/sudo/env
+# ("CUDA_VISIBLE_DEVICES=0 nohup vllm serve ..."). Not "# vllm serve ...", a shell comment.
+_COMMAND = re.compile(r"(?:^|\$ |\S[$#>%] )(?:(?:[A-Za-z_]\w{0,63}=\S{0,1000}|nohup|sudo|env|exec|time) ){0,8}"
+                      r"(?:vllm serve|python3? -m vllm\.entrypoints\.(?:openai\.)?api_server)(?= |$)")
+
+
+def command_end(text: str) -> int | None:
+    """Where the arguments of a command line that starts vLLM begin, or None when the line is no such command."""
+    if "vllm serve" not in text and "vllm.entrypoints" not in text:
+        return None
+    m = _COMMAND.search(text)
+    return m.end() if m else None
 
 
 def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
     """The starts in a log as [first, end) index ranges: a log of one start gives one range.
 
     A start begins at the guard's own "attempt N/M: starting vLLM" line, at systemd's "Starting"/"Started",
-    at vLLM's start banner, or where the journal's process id of vLLM's output changes. A boundary
+    at vLLM's start banner or a command line that starts vLLM (followed by something of its own), or where the
+    journal's process id of vLLM's output changes. A boundary
     counts only once the current start has shown something of its own, so the banner right after the
     guard's attempt line (or systemd's Starting then Started) stays in one start.
     """
@@ -333,6 +347,7 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
     pids: dict[str, str] = {}
     warning_rest = 0  # how many more unheaded lines may be an import warning's wrapped rest
     warning_proc = ""
+    by_command = False  # the current start began at a command line
     for i, line in enumerate(lines):
         boundary = False
         text = line.text
@@ -353,20 +368,30 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
         if not boundary and text.startswith("vllm-guard check ") and _GUARD_REPORT.match(text):
             boundary = True
         banner = not boundary and "server version" in text and _BANNER.search(text) is not None
-        if banner and progressed:
+        # vLLM's banner, or a command line that starts vLLM again, after the start has progressed: another start
+        command = progressed and not boundary and not banner and command_end(text) is not None
+        if progressed and (banner or command):
             boundary = True
         if boundary:
-            if seen_content and i > bounds[-1]:
+            if by_command and not progressed:
+                bounds.pop()  # a command with nothing of its own after it: the start before's (see below)
+            appended = seen_content and i > bounds[-1]
+            if appended:
                 bounds.append(i)
             seen_content = progressed = False
+            by_command = command and appended
         else:
             seen_content = True
             if "Failed to import " in text and any(w in text for w in _IMPORT_WARNINGS):
                 warning_rest, warning_proc = WRAPPED_RUN_MAX, line.proc
-            elif warning_rest and line.proc == warning_proc and not text.startswith(_LEVELS):
+            elif warning_rest and line.proc == warning_proc and not text.startswith(_LEVELS) and not raised(text):
                 warning_rest -= 1
             else:
                 warning_rest = 0
                 progressed = progressed or _PROGRESS.search(text) is not None
             progressed = progressed or banner
+    if by_command and not progressed:
+        # A paste that puts the command it ran after the log ("... Error ...", then "vllm serve M --enforce-eager"):
+        # the command is that start's, not a start of its own (blind8/b8-028, blind10/b10-026, blind41/b41-007).
+        bounds.pop()
     return [(a, b) for a, b in zip(bounds, [*bounds[1:], len(lines)], strict=True)]

@@ -200,10 +200,11 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # A ZMQ socket's bind on a port in use: vLLM's own (data parallel, the engine handshake) or a KV connector's on
     # a port its config fixes (blind169/b169-004: Mooncake's kv_port inside the range Ascend's transport picks from).
     # Not the API's, which uvicorn binds. pyzmq names the address; a connect never fails so. The stage is the start's:
-    # vLLM and the connectors bind at several points of it.
+    # vLLM and the connectors bind at several points of it. Unlike torch's store these ports are fixed by a setting
+    # (ParallelConfig.data_parallel_rpc_port = 29550, a connector's kv_port): no retry unchanged (a review).
     Rule("port_in_use", re.compile(r"ZMQError: Address already in use(?: \(addr='tcp://[^']{0,300}?:(?P<port>\d{1,5})"
                                    r"'\))?"),
-         detail="internal_port", numbers=lambda m: numbers_of(m, "port"), when=conditions.never_ready,
+         detail="zmq_port", numbers=lambda m: numbers_of(m, "port"), when=conditions.never_ready,
          source=SOURCES["zmq_bind"]),
     # HCCL (Ascend's collectives, under vllm-ascend) that cannot listen on its port: another process on the node holds
     # it, most often a second instance with the same HCCL_IF_BASE_PORT or KV connector port (blind50/b50-006,

@@ -330,6 +330,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # (0x00020008) that is not supported on this OS"; blind114/b114-004, vllm-swift)
     Rule("version_mismatch", re.compile(r"Failed to load the default metallib|Failed to load device library from <"),
          BEFORE_START, detail="mlx_metallib", when=conditions.never_ready, source=SOURCES["mlx_metallib"]),
+    # A Triton newer than the torch: torch 2.5's Inductor reads AttrsDescriptor's fields at import
+    # (_inductor/runtime/hints.py), and Triton 3.2's is no longer a dataclass (blind170/b170-004: HabanaAI's fork the
+    # day Triton 3.2 came out; its fix pinned triton 3.1.0)
+    Rule("version_mismatch", re.compile(r"TypeError: must be called with a dataclass type or instance"),
+         BEFORE_START, detail="triton_torch", when=conditions.at_inductor_hints, source=SOURCES["triton_torch"]),
     # vllm-gaudi's check of the Habana build it detected, which took four numbers only (blind169/b169-018: a
     # habana-torch-plugin of version 1.23.0.post1)
     Rule("version_mismatch", re.compile(r"\bbuild: '(?P<build>[^']{0,64})' doesn't match pattern '\^\\d"),
