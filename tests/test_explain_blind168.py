@@ -261,3 +261,6 @@ def test_a_command_pasted_after_its_log_is_that_starts() -> None:
     assert len(found) == 1 and settings_from_log(found[0].diagnosis).enforce_eager is True
     # a second command that printed nothing yet is still the start before's; one that printed a start is its own
     assert len(starts(_BANNER + _OOM + "$ vllm serve m\n$ vllm serve m --enforce-eager\n")) == 1
+    # ... and the guard's next attempt after such a command is still a start of its own
+    attempt = "vllm-guard: attempt 2/3 (max-model-len 4096): starting vLLM\n"
+    assert len(starts(_BANNER + _OOM + "$ vllm serve m\n" + attempt + _BANNER + _OOM)) == 2

@@ -373,9 +373,10 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
         if progressed and (banner or command):
             boundary = True
         if boundary:
-            if by_command and not progressed:
+            merged = by_command and not progressed
+            if merged:
                 bounds.pop()  # a command with nothing of its own after it: the start before's (see below)
-            appended = seen_content and i > bounds[-1]
+            appended = (seen_content or merged) and i > bounds[-1]
             if appended:
                 bounds.append(i)
             seen_content = progressed = False
