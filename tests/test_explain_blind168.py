@@ -8,7 +8,9 @@ transformers' later wording of the Hub out of reach, torch_npu's graph capture r
 vllm-spyre's warmup shapes, Gaudi's device OOM, vllm-gaudi's build check and CANN's later wording of a device index
 it cannot see. blind170, more of those commit messages (Gaudi's plugin and fork, recipes, KServe, llm-compressor,
 NeMo RL, tpu-inference), scored once at 5989dfd: 11 of 16, one confident error; it taught Triton newer than torch's
-Inductor, and vLLM's encoder budget message with its head left out.
+Inductor, and vLLM's encoder budget message with its head left out. blind171 (SkyRL's commit messages, scored once
+at a139dac: 5 of 7) taught nothing that a rule should read; blind172 (serving platforms' and model projects' commit
+messages, scored once at cf4b579: 7 of 9, one confident error) a CUDA library the loader cannot open, quoted indented.
 
 The settings: V0's INFO advice "set 'enforce_eager=True'" (every graph capture's) read as the start's, a pasted
 command line not read at all, and advice to make a change the start had already made.
@@ -45,6 +47,15 @@ def test_what_blind169_taught(name: str, cls: str, detail: str | None) -> None:
 def test_what_blind170_taught(name: str, cls: str, detail: str) -> None:
     d = classify(blind_log("blind170", name))
     assert (d.cls, d.detail) == (cls, detail)
+
+
+@pytest.mark.parametrize("line", [
+    "  ImportError: libcudart.so.13: cannot open shared object file",  # blind172/b172-007, quoted indented
+    "ImportError: libcudart.so.13: cannot open shared object file: No such file or directory",
+])
+def test_a_cuda_library_the_loader_cannot_open_is_the_install_quoted_indented_or_not(line: str) -> None:
+    assert classify(line + "\n").detail == "extension_abi"
+    assert classify(blind_log("blind172", "b172-007")).detail == "extension_abi"
 
 
 def test_dataclasses_refusal_is_tritons_only_at_inductors_read_of_it() -> None:

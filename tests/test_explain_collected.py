@@ -311,7 +311,10 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # blind170's one, recorded at its score: vLLM's "max_num_seqs (1024) exceeds available
                           # Mamba cache blocks (939)" read usage_error (mamba_blocks) as blind99's four are labelled;
                           # its collector chose kv_cache_too_small as the closest class
-                          "b170-010-kv_cache_too_small.log"}
+                          "b170-010-kv_cache_too_small.log",
+                          # blind172's one, recorded at its score: vLLM's "Model FalconForCausalLM does not support
+                          # LoRA" read usage_error as earlier sets' same words are, labelled unsupported_architecture
+                          "b172-002-unsupported_architecture.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:

@@ -369,7 +369,7 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
             boundary = True
         banner = not boundary and "server version" in text and _BANNER.search(text) is not None
         # vLLM's banner, or a command line that starts vLLM again, after the start has progressed: another start
-        command = progressed and not boundary and not banner and command_end(text) is not None
+        command = progressed and not boundary and not banner and "vllm" in text and command_end(text) is not None
         if progressed and (banner or command):
             boundary = True
         if boundary:
@@ -383,13 +383,15 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
             by_command = command and appended
         else:
             seen_content = True
+            if progressed:
+                continue  # (a long log's every line: nothing below can change a start that has progressed)
             if "Failed to import " in text and any(w in text for w in _IMPORT_WARNINGS):
                 warning_rest, warning_proc = WRAPPED_RUN_MAX, line.proc
             elif warning_rest and line.proc == warning_proc and not text.startswith(_LEVELS) and not raised(text):
                 warning_rest -= 1
             else:
                 warning_rest = 0
-                progressed = progressed or _PROGRESS.search(text) is not None
+                progressed = _PROGRESS.search(text) is not None
             progressed = progressed or banner
     if by_command and not progressed:
         # A paste that puts the command it ran after the log ("... Error ...", then "vllm serve M --enforce-eager"):

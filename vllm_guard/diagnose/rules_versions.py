@@ -18,10 +18,12 @@ VERSION_RULES: tuple[Rule, ...] = (
     # and each reason is this one; blind145/b145-002, "ImportError: libcudart.so.1" cut from .so.13)
     # (ctypes raises AttributeError for a function the library it loaded lacks: blind102/b102-006, vLLM's CUDA
     # runtime wrapper on ROCm finding tilelang's libcudart_stub.so without hipSetDevice)
-    Rule("version_mismatch", re.compile(r"(?:^|\] )(?:ImportError: |AttributeError: |`?(?=/))\S{1,1000}?\.so"
+    # (quoted indented, as a post or a commit message quotes it: blind172/b172-007, "  ImportError: libcudart.so.13:
+    # cannot open shared object file", vLLM 0.19's nixl_ep built for CUDA 13 under a CUDA 12 torch)
+    Rule("version_mismatch", re.compile(r"(?:^ {0,8}|\] )(?:ImportError: |AttributeError: |`?(?=/))\S{1,1000}?\.so"
                                         r"(?:\.\d{1,6}){0,4}: "
                                         r"undefined symbol: "
-                                        r"|(?:^|\] )(?:ImportError: lib|OSError: lib)(?:cudart|cublas(?:Lt)?|"
+                                        r"|(?:^ {0,8}|\] )(?:ImportError: lib|OSError: lib)(?:cudart|cublas(?:Lt)?|"
                                         r"cudnn\w{0,20}|nccl|nvrtc|cusparse\w{0,10}|curand|cufft|nvJitLink|c10\w{0,10}|torch\w{0,10})"
                                         r"\.so[\d.]{0,12}(?:: cannot open shared object file|$)"), BEFORE_START,
          detail="extension_abi", source=SOURCES["extension_abi"]),
