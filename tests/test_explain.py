@@ -103,10 +103,10 @@ EXPECTED: dict[str, tuple[str, str, dict, tuple | None, int | None]] = {
     # profiles/machines/t4-16gb.json` (exit 4), captured as it printed it.
     "preflight_failed_guard_serve_t4.log": ("preflight_failed", "before_start", {"failed_checks": 2}, None, None),
     # Traps: each looks like something it is not.
-    # not the API port: an internal ZMQ socket's (detail zmq_port: a port a setting fixes, so no retry), or
-    # torch.distributed's store (detail internal_port: one retry unchanged, since vLLM picks it afresh each start);
-    # never a new --port
-    "trap_internal_zmq_port_busy_api_port_free.log": ("port_in_use", "weight_loading", {"port": 54321}, None, None),
+    # not the API port: an internal ZMQ socket's (detail zmq_port) or torch.distributed's store (internal_port), so
+    # never a new --port; one retry unchanged, since vLLM picks most of its internal ports afresh each start
+    "trap_internal_zmq_port_busy_api_port_free.log": ("port_in_use", "weight_loading", {"port": 54321}, (None, None),
+                                                      None),
     "trap_torch_distributed_port_busy.log": ("port_in_use", "before_start", {}, (None, None), None),
     "trap_uvicorn_bind_error_other_port.log": ("unknown", "before_start", {}, None, None),
     "trap_profiling_assertion_not_gpu_busy.log": ("unknown", "profiling", {"initial_free_gib": 21.86,

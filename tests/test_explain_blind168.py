@@ -64,14 +64,17 @@ def test_dataclasses_refusal_is_tritons_only_at_inductors_read_of_it() -> None:
     assert classify(elsewhere).detail != "triton_torch"
 
 
-def test_a_zmq_bind_names_its_port_and_is_not_retried_unchanged() -> None:
-    # a review: vLLM's data-parallel RPC port (29550 unless set) and a connector's kv_port are fixed by a setting, so
-    # a second try binds the same port; the stop names where to move it
+def test_a_zmq_bind_names_its_port_retries_once_and_then_names_the_fixed_ports() -> None:
+    # two reviews: vLLM picks most of its ZMQ ports itself (a race: one more start picks another), but
+    # --data-parallel-rpc-port, a connector's ports and NIXL's side channel are fixed by a setting
     d = classify("zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.3:30012')\n")
     assert (d.cls, d.detail, d.numbers) == ("port_in_use", "zmq_port", {"port": 30012})
-    stop = next_step(d, Settings())
-    assert isinstance(stop, Stop) and "--data-parallel-rpc-port" in stop.reason
-    assert not any("--port" in item and "API" not in item for item in advice_for(d).helps)
+    retry = next_step(d, Settings())
+    assert isinstance(retry, Step) and not retry.change
+    stop = next_step(d, Settings(), unchanged_retries=1)
+    assert isinstance(stop, Stop) and "--data-parallel-rpc-port" in stop.reason \
+        and "VLLM_NIXL_SIDE_CHANNEL_PORT" in stop.reason
+    assert not any(item.startswith("--port") for item in advice_for(d).helps)
     # a start that served: a later request's socket is not the start's failure
     served = "INFO 01-01 10:00:00 [api_server.py:1] Application startup complete.\n"
     assert classify(served + "zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.3:30012')\n").cls \
@@ -275,3 +278,68 @@ def test_a_command_pasted_after_its_log_is_that_starts() -> None:
     # ... and the guard's next attempt after such a command is still a start of its own
     attempt = "vllm-guard: attempt 2/3 (max-model-len 4096): starting vLLM\n"
     assert len(starts(_BANNER + _OOM + "$ vllm serve m\n" + attempt + _BANNER + _OOM)) == 2
+
+
+# --- a second review's cases: which lines make a start, and which command a start ran --------------------------------
+
+_EAGER_CMD = "$ vllm serve m --enforce-eager\n"
+
+
+@pytest.mark.parametrize(("after", "second"), [
+    ("usage: vllm serve [-h]\nvllm serve: error: unrecognized arguments: --enforce-eagre\n", "usage_error"),
+    ("Segmentation fault (core dumped)\n", None),
+])
+def test_a_command_with_output_of_its_own_after_a_start_is_a_start_of_its_own(after: str, second: str | None) -> None:
+    found = starts("$ vllm serve m\n" + _BANNER + _OOM + _EAGER_CMD + after)
+    assert len(found) == 2 and found[0].diagnosis.cls == "oom_cudagraph"
+    step = next_step(found[0].diagnosis, settings_from_log(found[0].diagnosis))
+    assert isinstance(step, Step) and step.param == "enforce-eager"  # the first start ran without eager mode
+    assert second is None or found[1].diagnosis.cls == second
+
+
+def test_a_start_whose_command_vllm_refused_then_the_next_command_and_its_start() -> None:
+    typo = "$ vllm serve m --enforce-eagre\nvllm serve: error: unrecognized arguments: --enforce-eagre\n"
+    found = starts(typo + _EAGER_CMD + _BANNER + _OOM)
+    assert [s.diagnosis.cls for s in found] == ["usage_error", "oom_cudagraph"]
+    assert settings_from_log(found[1].diagnosis).enforce_eager is True
+
+
+@pytest.mark.parametrize("tail", [_EAGER_CMD, "Error above. I will try:\n" + _EAGER_CMD])
+def test_the_next_command_pasted_after_a_start_that_ran_its_own_is_not_its_setting(tail: str) -> None:
+    found = starts("$ vllm serve m\n" + _BANNER + _OOM + tail)
+    assert len(found) == 1 and settings_from_log(found[0].diagnosis).enforce_eager is False
+
+
+def test_prose_between_two_commands_or_before_one_makes_no_start() -> None:
+    # blind8/b8-021: two commands with "or" between them, then the error: one start
+    assert len(starts(blind_log("blind8", "b8-021"))) == 1
+    # words naming an error before the command and its log: no start of their own
+    assert len(starts("Loading the model fails with this Error:\n$ vllm serve m\n" + _BANNER + _OOM)) == 1
+
+
+def test_a_command_after_an_exception_line_is_read() -> None:
+    v1 = ("(APIServer pid=5) RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+          "proc(s): {}\n")
+    assert settings_from_log(classify(_BANNER + _OOM + v1 + _EAGER_CMD)).enforce_eager is True
+
+
+@pytest.mark.parametrize("text", ["## vllm serve m --enforce-eager", "### vllm serve m --enforce-eager",
+                                  "-> vllm serve m --enforce-eager", "=> vllm serve m --enforce-eager"])
+def test_a_heading_or_an_arrow_is_no_prompt(text: str) -> None:
+    assert classify(text + "\n" + _BANNER + _OOM).context.get("enforce_eager") is None
+
+
+def test_a_dump_a_terminal_wrapped_is_not_read_past_its_first_line() -> None:
+    dump = ("INFO 05-01 10:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', 'speculative_config': "
+            "{'model': 'Qwen/Qwen3-0.6B',\n'num_speculative_tokens': 5, 'max_model_len': 2048}}\n")
+    assert "max_model_len" not in classify(dump).context
+
+
+
+def test_an_eager_graph_capture_oom_without_max_num_seqs_says_it_is_unknown_not_at_its_floor() -> None:
+    d = classify(_EAGER_CMD + _BANNER + _OOM)
+    stop = next_step(d, settings_from_log(d))
+    assert isinstance(stop, Stop) and "does not show max-num-seqs" in stop.reason
+    assert isinstance(next_step(d, Settings(enforce_eager=True, max_num_seqs=1)), Stop)
+    step = next_step(d, Settings(enforce_eager=True, max_num_seqs=8))
+    assert isinstance(step, Step) and (step.param, step.value) == ("max-num-seqs", 4)

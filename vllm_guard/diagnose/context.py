@@ -67,13 +67,15 @@ def _in_raised(lines: list[LogLine], i: int) -> bool:
     return False
 
 
-def _command(lines: list[LogLine], i: int, start: int) -> dict[str, Any]:
-    """The settings of the command line at line i (from ``start``), with the lines a trailing backslash joins to it;
-    none where the shell or vLLM's parser could not read it (an unclosed quote, an option vLLM refuses)."""
+def _command(lines: list[LogLine], i: int, start: int) -> tuple[dict[str, Any], int]:
+    """The settings of the command line at line i (from ``start``), with the lines a trailing backslash joins to it,
+    and the index of its last line; no settings where the shell or vLLM's parser could not read it (an unclosed
+    quote, an option vLLM refuses)."""
     parts = [lines[i].text[start:]]
     while parts[-1].endswith("\\") and i + len(parts) < len(lines) and len(parts) < _COMMAND_LINES_MAX:
         parts[-1] = parts[-1][:-1]
         parts.append(lines[i + len(parts)].text)
+    last = i + len(parts) - 1
     try:
         tokens = shlex.split(" ".join(parts))
         end = next((k for k, t in enumerate(tokens) if t in _SHELL_ENDS or t.startswith(_SHELL_END_STARTS)),
@@ -81,8 +83,9 @@ def _command(lines: list[LogLine], i: int, start: int) -> dict[str, Any]:
         given = argv_namespace(parse_command_line(tokens[:end], choose_table(None, "a log").table,
                                                   allow_unknown=True))
     except (ValueError, RecursionError):  # shlex's unclosed quote; ArgvProblem, what vLLM's parser refuses
-        return {}
-    return {key: value for key in _COMMAND_SETTINGS if (value := given.get(key)) is not None and _usable(key, value)}
+        return {}, last
+    return {key: value for key in _COMMAND_SETTINGS if (value := given.get(key)) is not None
+            and _usable(key, value)}, last
 
 
 def _usable(key: str, value: Any) -> bool:
@@ -93,22 +96,33 @@ def _usable(key: str, value: Any) -> bool:
 
 
 def _top_level(line: str, at: int) -> bool:
-    """A dict's item at ``at`` is at its first level: "non-default args: {..., 'max_model_len': N}", not a nested
-    config's ("'speculative_config': {'max_model_len': 2048}", the draft model's; a review's case)."""
-    return line.count("{", 0, at) - line.count("}", 0, at) <= 1
+    """A dict's item at ``at`` is at the first level of vLLM's "non-default args: {...}" on this line, not a nested
+    config's ("'speculative_config': {'max_model_len': 2048}", the draft model's), nor on a line a terminal wrapped off
+    the dump, whose nesting this line alone cannot tell (a review's cases)."""
+    start = line.rfind("args: {", 0, at)
+    return start >= 0 and line.count("{", start, at) - line.count("}", start, at) == 1
 
 
 def read(lines: list[LogLine]) -> dict[str, Any]:
     """Settings the log reveals: vLLM's own records, the last mention winning (the engine's resolved value comes
-    last), over the last command line the log shows."""
+    last), over the command line the start ran."""
     ctx: dict[str, Any] = {}
+    # The start's command: the last one with output after it (a paste may add the next command it tried after the
+    # log, which logread.segments keeps with the start it follows: a review's case), else the last one.
     given: dict[str, Any] = {}
+    given_ran = False
+    skip_to = -1
     for i, line in enumerate(entry.text for entry in lines):
-        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
-        if line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line) or _in_raised(lines, i):
+        if i <= skip_to or not _CONTEXT_WORDS.search(line):
             continue
-        if (end := logread.command_end(line)) is not None:
-            given = _command(lines, i, end)  # a second command is another start's: its settings, not a mix
+        if "vllm" in line and (end := logread.command_end(line)) is not None:
+            settings, skip_to = _command(lines, i, end)  # (its continued lines are its own: not read again)
+            ran = skip_to + 1 < len(lines) and logread.command_end(lines[skip_to + 1].text) is None
+            if ran or not given_ran:
+                given, given_ran = settings, ran
+            continue
+        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
+        if line.startswith(progress.NOT_PROGRESS) or _in_raised(lines, i):
             continue
         for pattern, key in _CONTEXT:
             m = next((m for m in pattern.finditer(line) if line[m.start()] != "'" or _top_level(line, m.start())),

@@ -114,12 +114,15 @@ INTERNAL_PORT = Advice(
      "per job on a shared host"), ("changing --port: the API port was not the one taken",),
 )
 ZMQ_PORT = Advice(
-    "A ZMQ socket could not bind its port, held by another process (often a second instance on the host): vLLM's "
-    "data-parallel RPC port (--data-parallel-rpc-port, 29550 unless set) or a KV connector's (Mooncake's kv_port, "
-    "P2P NCCL's). A setting fixes these ports, so a second try binds the same one.",
-    ("find who holds the port: `ss -ltnp | grep :PORT`", "--data-parallel-rpc-port, or the connector's ports in "
-     "--kv-transfer-config, set apart per instance (and outside any range a transport picks ports from)"),
-    ("changing --port: the API port was not the one taken", "retrying unchanged"),
+    "A ZMQ socket could not bind its port: another process holds it. vLLM picks most of its ZMQ ports itself and binds "
+    "them later (older releases' shared-memory broadcast and engine handshake), so another job can take one in "
+    "between, and one more start picks another. Some are fixed by a setting: --data-parallel-rpc-port (29550 unless "
+    "set), a KV connector's ports in --kv-transfer-config, VLLM_NIXL_SIDE_CHANNEL_PORT (5600): a second instance on "
+    "the host with the same one fails every time.",
+    ("start once more: vLLM picks its own ports afresh", "failing again: find who holds the port (`ss -ltnp | grep "
+     ":PORT`), and set --data-parallel-rpc-port, the connector's ports or VLLM_NIXL_SIDE_CHANNEL_PORT apart per "
+     "instance"),
+    ("changing --port: the API port was not the one taken",),
 )
 
 NETWORK_ADVICE: dict[str, Advice] = {

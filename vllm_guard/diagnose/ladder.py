@@ -115,6 +115,9 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     if d.cls == "oom_cudagraph":
         if not s.enforce_eager and limits.allow_enforce_eager:
             return Step("enforce-eager", True, "CUDA-graph capture ran out of memory: run without CUDA graphs")
+        if s.max_num_seqs is None:  # (a review: "cannot be halved further" where it is only unknown)
+            return Stop("already eager, and the log does not show max-num-seqs: halve the one the profile sets, or "
+                        "set it explicitly and start again")
         return _halve_seqs(s) or Stop("already eager, and max-num-seqs cannot be halved further")
     # a hybrid model's state blocks: vLLM's own count is the most max-num-seqs can be (config/compilation.py, 0.20+)
     # (each step is lower than the last: a later start that counts fewer blocks steps again)
@@ -157,6 +160,9 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     if d.cls == "port_in_use" and d.detail == "internal_port" and unchanged_retries == 0:
         return Step(None, None, "an internal port was taken between being picked and bound: start once more "
                     "unchanged (another free port is picked)")
+    if d.cls == "port_in_use" and d.detail == "zmq_port" and unchanged_retries == 0:
+        return Step(None, None, "a ZMQ port vLLM picks itself may have been taken between being picked and bound: "
+                    "start once more unchanged (failing again, it is one a setting fixes)")
     if d.cls == "startup_hang":
         return _hang(d, s)
     if d.detail == "profiling_assertion":

@@ -76,8 +76,9 @@ NOT_RELAXABLE_DETAIL = {
     "download_resume": "the Hub refused to resume a partial download in the cache: delete it and download once",
     "acl_graph": "vllm-ascend's ACL graph mode does not run DeepSeek models, and the start is already eager: "
                  "torchair graph mode (additional-config) or another vllm-ascend release",
-    "zmq_port": "a ZMQ socket's port is held by another process: free it, or give this instance another "
-                "(--data-parallel-rpc-port, the KV connector's ports)",
+    "zmq_port": "a ZMQ socket's port was taken again: one a setting fixes is held by another process; free it, or "
+                "give this instance another (--data-parallel-rpc-port, the KV connector's ports, "
+                "VLLM_NIXL_SIDE_CHANNEL_PORT)",
     "npu_task_queue": "torch_npu captures no NPU graph with TASK_QUEUE_ENABLE=2: TASK_QUEUE_ENABLE=1 (or 0) in the "
                       "profile's [env] table, as its message says, or --enforce-eager",
     "torchair_graph": "vllm-ascend's torchair graph mode runs only the model types it lists, never with eager mode: "

@@ -200,8 +200,9 @@ NETWORK_RULES: tuple[Rule, ...] = (
     # A ZMQ socket's bind on a port in use: vLLM's own (data parallel, the engine handshake) or a KV connector's on
     # a port its config fixes (blind169/b169-004: Mooncake's kv_port inside the range Ascend's transport picks from).
     # Not the API's, which uvicorn binds. pyzmq names the address; a connect never fails so. The stage is the start's:
-    # vLLM and the connectors bind at several points of it. Unlike torch's store these ports are fixed by a setting
-    # (ParallelConfig.data_parallel_rpc_port = 29550, a connector's kv_port): no retry unchanged (a review).
+    # vLLM and the connectors bind at several points of it. vLLM picks most of these ports itself (one retry picks
+    # another, as for torch's store), but some are fixed by a setting (data_parallel_rpc_port = 29550, a connector's
+    # kv_port, VLLM_NIXL_SIDE_CHANNEL_PORT): its own advice says which (two reviews).
     Rule("port_in_use", re.compile(r"ZMQError: Address already in use(?: \(addr='tcp://[^']{0,300}?:(?P<port>\d{1,5})"
                                    r"'\))?"),
          detail="zmq_port", numbers=lambda m: numbers_of(m, "port"), when=conditions.never_ready,
