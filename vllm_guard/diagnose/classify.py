@@ -27,6 +27,7 @@ from vllm_guard.diagnose import (
     logread,
     progress,
     raise_sites,
+    segments,
 )
 from vllm_guard.diagnose.catalogue_support import SUPPORT_SOURCES
 from vllm_guard.diagnose.diagnosis import ERRORISH, WRAPPERS, Diagnosis, cut, evidence, last_errors, ready
@@ -99,7 +100,7 @@ class Start:
 def starts(text: str, *, exit_status: int | None = None) -> list[Start]:
     """Every start in the log, each diagnosed on its own lines; ``exit_status`` belongs to the last one."""
     lines = logread.read(text)
-    bounds = logread.segments(lines) if lines else [(0, 0)]
+    bounds = segments.segments(lines) if lines else [(0, 0)]
     out = []
     number = 0
     for index, (a, b) in enumerate(bounds, 1):

@@ -7,7 +7,7 @@ import re
 import shlex
 from typing import Any
 
-from vllm_guard.diagnose import logread, progress
+from vllm_guard.diagnose import logread, progress, segments
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.options.argv import namespace as argv_namespace
 from vllm_guard.options.argv import parse_command_line
@@ -17,7 +17,7 @@ _CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_mo
                                  "gpu_memory_utilization", "enforce_eager", "kv_cache_dtype", "Enforce eager",
                                  "Starting vLLM server", "vllm serve", "vllm.entrypoints"))
 
-# The command a paste shows (logread.command_end): the start's settings as they were given, read as vLLM's parser
+# The command a paste shows (segments.command_end): the start's settings as they were given, read as vLLM's parser
 # reads them, the last command of the start only (blind8/b8-020: the command and its error, pasted; it ran eager).
 # vLLM's own dumps of its settings win wherever they stand (a paste may put the command after the log).
 _COMMAND_SETTINGS = ("port", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
@@ -108,16 +108,16 @@ def read(lines: list[LogLine]) -> dict[str, Any]:
     last), over the command line the start ran."""
     ctx: dict[str, Any] = {}
     # The start's command: the last one with output after it (a paste may add the next command it tried after the
-    # log, which logread.segments keeps with the start it follows: a review's case), else the last one.
+    # log, which segments.segments keeps with the start it follows: a review's case), else the last one.
     given: dict[str, Any] = {}
     given_ran = False
     skip_to = -1
     for i, line in enumerate(entry.text for entry in lines):
         if i <= skip_to or not _CONTEXT_WORDS.search(line):
             continue
-        if "vllm" in line and (end := logread.command_end(line)) is not None:
+        if "vllm" in line and (end := segments.command_end(line)) is not None:
             settings, skip_to = _command(lines, i, end)  # (its continued lines are its own: not read again)
-            ran = skip_to + 1 < len(lines) and logread.command_end(lines[skip_to + 1].text) is None
+            ran = skip_to + 1 < len(lines) and segments.command_end(lines[skip_to + 1].text) is None
             if ran or not given_ran:
                 given, given_ran = settings, ran
             continue
