@@ -113,7 +113,8 @@ def read(lines: list[LogLine]) -> dict[str, Any]:
     given_ran = False
     skip_to = -1
     for i, line in enumerate(entry.text for entry in lines):
-        if i <= skip_to or not _CONTEXT_WORDS.search(line):
+        # the settings are in vLLM's INFO records (its config and args dumps) and a command, never in an error's lines
+        if i <= skip_to or line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line):
             continue
         if "vllm" in line and (end := segments.command_end(line)) is not None:
             settings, skip_to = _command(lines, i, end)  # (its continued lines are its own: not read again)
@@ -121,8 +122,7 @@ def read(lines: list[LogLine]) -> dict[str, Any]:
             if ran or not given_ran:
                 given, given_ran = settings, ran
             continue
-        # the settings are in vLLM's INFO records (its config and args dumps), never in an error's lines
-        if line.startswith(progress.NOT_PROGRESS) or _in_raised(lines, i):
+        if _in_raised(lines, i):
             continue
         for pattern, key in _CONTEXT:
             m = next((m for m in pattern.finditer(line) if line[m.start()] != "'" or _top_level(line, m.start())),
