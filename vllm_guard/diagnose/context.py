@@ -18,8 +18,8 @@ _CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_mo
                                  "Starting vLLM server", "vllm serve", "vllm.entrypoints"))
 
 # The command a paste shows (segments.command_end): the start's settings as they were given, read as vLLM's parser
-# reads them, the last command of the start only (blind8/b8-020: the command and its error, pasted; it ran eager).
-# vLLM's own dumps of its settings win wherever they stand (a paste may put the command after the log).
+# reads them, from the one command the start ran (read()); blind8/b8-020: the command and its error, pasted, run
+# eager. vLLM's own dumps of its settings win wherever they stand (a paste may put the command after the log).
 _COMMAND_SETTINGS = ("port", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
                      "enforce_eager", "kv_cache_dtype")
 _COMMAND_LINES_MAX = 100
