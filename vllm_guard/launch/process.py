@@ -31,15 +31,13 @@ from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
+from vllm_guard.launch.relay import relay_lines
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PR_SET_CHILD_SUBREAPER = 36
 TAIL_LINES = 4000
 # A vLLM line longer than this is cut in the tail kept for the classifier (the relay passes it whole).
 TAIL_LINE_CHARS = 8192
-# Relaying: read what the pipe has (up to a chunk), keep at most a piece of one line in memory.
-RELAY_CHUNK_BYTES = 65536
-RELAY_PIECE_BYTES = 1 << 20
-PROGRESS_CHARS = 200
 # How long the guard waits for the keeper beyond the stop grace before it kills the group itself.
 KEEPER_MARGIN_S = 15.0
 
@@ -131,30 +129,7 @@ class Child:
             t.start()
 
     def _pump(self, stream: Any, name: str) -> None:
-        """Relay ``stream`` line by line, the bytes unchanged, holding at most RELAY_PIECE_BYTES of one line.
-
-        A longer line (a 50 MB line with no newline) is relayed in pieces as it comes; a progress bar
-        redrawn with carriage returns is shown live through ``on_progress`` before its line ends.
-        """
-        pending = b""
-        while True:
-            chunk = stream.read1(RELAY_CHUNK_BYTES)
-            if not chunk:
-                break
-            pos, start = 0, len(pending)
-            pending += chunk
-            while (end := pending.find(b"\n", start)) >= 0:
-                self._line(pending[pos: end + 1], name)
-                pos = start = end + 1
-            pending = pending[pos:]  # one copy per chunk, not one per line
-            if len(pending) >= RELAY_PIECE_BYTES:
-                self._line(pending, name)
-                pending = b""
-            elif b"\r" in chunk and self._on_progress is not None:
-                segment = pending.rstrip(b"\r").rsplit(b"\r", 1)[-1][-PROGRESS_CHARS:]
-                self._on_progress(segment.decode(errors="replace"))
-        if pending:
-            self._line(pending, name)
+        relay_lines(stream, lambda raw: self._line(raw, name), self._on_progress)
         stream.close()
 
     def _line(self, raw: bytes, name: str) -> None:
