@@ -343,3 +343,40 @@ def test_an_eager_graph_capture_oom_without_max_num_seqs_says_it_is_unknown_not_
     assert isinstance(next_step(d, Settings(enforce_eager=True, max_num_seqs=1)), Stop)
     step = next_step(d, Settings(enforce_eager=True, max_num_seqs=8))
     assert isinstance(step, Step) and (step.param, step.value) == ("max-num-seqs", 4)
+
+
+# --- container runs and sudo: the command lines a Docker user pastes -------------------------------------------------
+
+@pytest.mark.parametrize(("name", "settings"), [
+    # the image's entrypoint is vLLM's: its arguments follow the image
+    ("blind40/b40-001", {"port": 8008, "max_model_len": 262144, "max_num_seqs": 256, "gpu_memory_utilization": 0.9}),
+    # sudo, continued over lines (one backslash with no space before it), the image then "vllm serve" as its command
+    ("blind25/b25-013", {"port": 9527, "max_model_len": 4096, "max_num_batched_tokens": 4096,
+                         "gpu_memory_utilization": 0.9}),
+    # another image, its command "vllm serve ..."
+    ("blind4/b4-022", {"max_model_len": 4000, "gpu_memory_utilization": 0.9}),
+])
+def test_a_container_runs_vllm_arguments_are_the_starts_settings(name: str, settings: dict[str, object]) -> None:
+    folder, stem = name.split("/")
+    assert classify(blind_log(folder, stem)).context == settings
+
+
+@pytest.mark.parametrize(("command", "settings"), [
+    ("$ docker run --gpus all -p 8000:8000 --ipc=host docker.io/vllm/vllm-openai:v0.7.1 --model m --enforce-eager",
+     {"enforce_eager": True}),
+    ("$ podman run --device nvidia.com/gpu=all vllm/vllm-openai-rocm:latest --max-model-len 8k",
+     {"max_model_len": 8000}),
+    ("$ docker run --rm -e HF_TOKEN=x vllm/vllm-openai python3 -m vllm.entrypoints.openai.api_server --port 8001",
+     {"port": 8001}),
+    # a volume that names vLLM's image is no image; nothing after it is vLLM's
+    ("$ docker run -v /srv/vllm-openai:/models ubuntu:22.04 --max-model-len 8192", {}),
+    ("$ sudo -E vllm serve m --max-num-seqs 4", {"max_num_seqs": 4}),
+    ("user@host:~$ sudo -E CUDA_VISIBLE_DEVICES=1 vllm serve m --port 9000", {"port": 9000}),
+])
+def test_a_container_run_or_sudo_command_line_is_read(command: str, settings: dict[str, object]) -> None:
+    assert classify(command + "\n").context == settings
+
+
+def test_a_container_run_of_another_image_does_not_hide_the_starts_command() -> None:
+    log = "$ vllm serve m --enforce-eager\n" + _BANNER + "$ docker run --rm redis:7 --port 6379\n" + _OOM
+    assert settings_from_log(classify(log)).enforce_eager is True

@@ -27,16 +27,33 @@ _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
 # ends a word: "user@host:~$ ", "root@host:/# ", "PS C:\> "), past environment assignments and nohup/sudo/env
 # ("CUDA_VISIBLE_DEVICES=0 nohup vllm serve ..."). Not "# vllm serve ..." or "## ...", a comment or a heading, nor
 # "-> vllm serve" in prose (a review's cases).
-_COMMAND = re.compile(r"(?:^|\$ |[^\s#=>-][#>%] )(?:(?:[A-Za-z_]\w{0,63}=\S{0,1000}|nohup|sudo|env|exec|time) ){0,8}"
+_PROMPT = r"(?:^|\$ |[^\s#=>-][#>%] )"
+_SUDO = r"sudo(?: -[A-Za-z]{1,8})*"  # sudo -E keeps the caller's environment (HF_TOKEN, CUDA_VISIBLE_DEVICES)
+_COMMAND = re.compile(_PROMPT + r"(?:(?:[A-Za-z_]\w{0,63}=\S{0,1000}|nohup|" + _SUDO + r"|env|exec|time) ){0,8}"
                       r"(?:vllm serve|python3? -m vllm\.entrypoints\.(?:openai\.)?api_server)(?= |$)")
+# A container run ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:latest --model M", vLLM's Docker docs): the
+# container engine's own options first, then an image whose arguments are vLLM's (context.py finds where).
+_CONTAINER = re.compile(_PROMPT + r"(?:" + _SUDO + r" )?(?:docker|podman) run(?= |$)")
+
+
+def command_at(text: str) -> tuple[int, bool] | None:
+    """Where the arguments of a command line that starts vLLM begin, and whether they are a container run's (its
+    options, an image, then vLLM's); None when the line is no such command."""
+    if "vllm serve" in text or "vllm.entrypoints" in text:
+        m = _COMMAND.search(text)
+        if m:
+            return m.end(), False
+    if " run" in text and ("docker" in text or "podman" in text):
+        m = _CONTAINER.search(text)
+        if m:
+            return m.end(), True
+    return None
 
 
 def command_end(text: str) -> int | None:
     """Where the arguments of a command line that starts vLLM begin, or None when the line is no such command."""
-    if "vllm serve" not in text and "vllm.entrypoints" not in text:
-        return None
-    m = _COMMAND.search(text)
-    return m.end() if m else None
+    at = command_at(text)
+    return at[0] if at else None
 
 
 def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
