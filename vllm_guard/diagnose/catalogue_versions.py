@@ -66,6 +66,9 @@ VERSION_SOURCES: dict[str, str] = {
                         "vllm-flash-attn fork and FA3 hopper/flash_api.cpp), built with FLASHATTENTION_DISABLE_UNEVEN_K"
                         " / _LOCAL / _DROPOUT: 'This flash attention build does not support headdim not being a "
                         "multiple of 32.' (local attention, dropout)",
+    "no_cxx_compiler": "torch _inductor/exc.py (read at 2.13) InvalidCxxCompiler: 'No working C++ compiler found in "
+                       "torch._inductor.config.cpp.cxx: (None, 'g++')' (Inductor's C++ code, vLLM's CPU backend's "
+                       "torch.compile; the compiler is $CXX, else g++)",
     "no_c_compiler": "Triton 2.x-3.x runtime/build.py: 'RuntimeError: Failed to find C compiler. Please specify via CC "
                      "environment variable.' (3.9 adds 'or set triton.knobs.build.impl'; Triton compiles a small C "
                      "launcher for each kernel at first use)",

@@ -149,21 +149,28 @@ def _candidates(lines: list[LogLine], i: int) -> list[str]:
         out[:0] = [m.group(1), WORKER_ERROR + m.group(1)]
     if "('" in text and "', '" in text:  # RuntimeError: ('Quantization scheme is not supported for ', ...)
         out.append(_TUPLE.sub("", text))
-    # too short to have been wrapped (logread.continuation's own first test)
-    if len(text) < WRAPPED_PREFIXED_MIN or (len(text) < WRAPPED_MIN and not lines[i].proc):
+    # An exception quoted indented (a post's or a commit message's "  OSError: ..."; blind173/b173-006) is also read
+    # as it was raised, for the rules anchored at a line's start.
+    head = text
+    if text[:1] in (" ", "\t") and logread.quoted_head(text):
+        head = text.lstrip()
+        out.append(head)
+    # too short to have been wrapped (logread.continuation's own first test), unless a person broke it by hand
+    elif (len(text) < WRAPPED_PREFIXED_MIN or (len(text) < WRAPPED_MIN and not lines[i].proc)) \
+            and not logread.quoted_head(text):
         return out
     nxt = logread.continuation(lines, i)
     if nxt is not None:
         # a message re-wrapped over more lines (blind106/b106-001: vLLM's KV message at 70 columns over four): the
         # whole run, joined both ways, first, so that a rule reads the figures on its later lines
-        run = [text, nxt.text]
+        run = [head, nxt.text]
         while len(run) < logread.WRAPPED_RUN_MAX and (more := logread.continuation(lines, i + len(run) - 1,
                                                                             WRAPPED_PREFIXED_MIN)) is not None:
             run.append(more.text)
         if len(run) > 2:
             out += [" ".join(part.strip() for part in run), "".join(run)]
         # a terminal cuts mid-word and keeps the space; a person re-wrapping a line drops it
-        out += [f"{text} {nxt.text.lstrip()}", text + nxt.text]
+        out += [f"{head} {nxt.text.lstrip()}", head + nxt.text]
     return out
 
 

@@ -77,6 +77,13 @@ NO_C_COMPILER = Advice(
      "or name one in CC"), ("changing vLLM's settings", "retrying unchanged"),
 )
 
+NO_CXX_COMPILER = Advice(
+    "torch.compile's Inductor builds C++ code with the system's C++ compiler (vLLM's CPU backend compiles its model "
+    "so at start), and none was found: an image or environment without g++.",
+    ("install a C++ compiler where vLLM runs (g++: apt-get install build-essential, or the image's own)",
+     "or name one in CXX"), ("changing vLLM's settings", "retrying unchanged"),
+)
+
 C_HEADERS = Advice(
     "Triton compiles a small C launcher for each kernel the first time it runs, and the C compiler found no header "
     "it needs: Python.h (the Python development headers), or the compiler's and C library's own (an incomplete gcc "
@@ -173,4 +180,5 @@ BUILD_ADVICE: dict[str, Advice] = {
     "op_missing": OP_MISSING,
     "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,
+    "no_cxx_compiler": NO_CXX_COMPILER,
 }

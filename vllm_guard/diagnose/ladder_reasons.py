@@ -207,6 +207,7 @@ NOT_RELAXABLE_DETAIL = {
     "sleep_mode_platform": "this platform has no sleep-mode allocator: drop --enable-sleep-mode from the profile",
     "flash_attn_build": "this flash-attention build leaves out a case the model needs: another attention backend "
                         "or a full build, not a setting the ladder changes",
+    "no_cxx_compiler": "torch.compile finds no C++ compiler to build its code: install one (g++) where vLLM runs",
     "no_c_compiler": "Triton finds no C compiler to build its kernels: install one (gcc) where vLLM runs",
     "numa_bind": "vLLM did not detect the GPUs' NUMA nodes for --numa-bind: drop it, or give --numa-bind-nodes",
     "quota": "the disk quota is full where vLLM writes its caches or the weights: move them or free space",

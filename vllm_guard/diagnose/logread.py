@@ -175,8 +175,11 @@ def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> L
     # (4.26 GiB KV cach" / "e is needed, ..."): an unprefixed next line may continue a prefixed one.
     # A terminal's columns hold the prefix too: an 80-column wrap leaves some 55 characters of a prefixed line's text
     # (blind93/b93-001: "(APIServer pid=4937)   Value error, The quantization method compressed-tensors i").
-    if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1 \
-            or len(line.text) < (shortest or (WRAPPED_PREFIXED_MIN if line.proc and not nxt.proc else WRAPPED_MIN)) \
+    if (nxt.proc != line.proc and nxt.proc) or nxt.n != line.n + 1:
+        return None
+    if _head_broken_by_hand(line.text, nxt.text):
+        return nxt
+    if len(line.text) < (shortest or (WRAPPED_PREFIXED_MIN if line.proc and not nxt.proc else WRAPPED_MIN)) \
             or line.text.endswith((".", ")")):
         return None
     # A colon ends a line that introduces the next record, except before a quoted value on the next line: a message
@@ -199,6 +202,41 @@ def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> L
 
 # An exception's head, as a post quotes it indented ("  ValueError: ...")
 _QUOTED_HEAD = re.compile(r"[\w.]{1,100}(?:Error|Exception): \S")
+# the next line's start that goes on with a sentence: a word in lower case, then a space
+_SENTENCE_GOES_ON = re.compile(r"[a-z][a-z']{0,30} ")
+
+
+def quoted_head(text: str) -> bool:
+    """An exception's own line, at whatever indent a post or a commit message quotes it."""
+    return _QUOTED_HEAD.match(text, len(text) - len(text.lstrip())) is not None
+
+
+def _head_broken_by_hand(line: str, nxt: str) -> bool:
+    """A person quoting an exception broke its line where they liked, at any length (commit messages, blind173):
+
+    - after a few words, the next line going on with the sentence ("ValueError: To serve at least one request" /
+      "with the model's max seq len (8192), ..."; b173-001);
+    - after a colon, the next line the one name it introduces ("  ImportError: vllm/_C.abi3.so: undefined symbol:" /
+      "  _ZN3c1013MessageLoggerC1EPKciib"; b173-003);
+    - an indented quote going on at a deeper indent ("  AttributeError: ... object has no attribute" /
+      "    'init_cpu_threads_env'"; b173-004).
+
+    Only under an exception's head, and only at its indent or deeper, so a traceback's frames and code, a table or a
+    report's rows are never joined to the line before them.
+    """
+    if not line or line.endswith((".", ")")) or not quoted_head(line):
+        return False
+    indent = line[:len(line) - len(line.lstrip())]
+    if not nxt.startswith(indent):
+        return False
+    rest = nxt[len(indent):]
+    deeper = rest[:1] in (" ", "\t")
+    rest = rest.lstrip()
+    if not rest or (deeper and not indent):  # under an unindented head, an indented line is code or a table's row
+        return False
+    if line.endswith(":"):
+        return " " not in rest and not rest.endswith(":")
+    return deeper or _SENTENCE_GOES_ON.match(rest) is not None
 # The most lines one wrapped message is read across (classify's runs, and the head of an indented quote).
 WRAPPED_RUN_MAX = 6
 

@@ -201,6 +201,11 @@ VERSION_RULES: tuple[Rule, ...] = (
     # at the first Triton kernel, in the profiling run or torch.compile (blind20/b20-004)
     Rule("version_mismatch", re.compile(r"Failed to find C compiler\. Please specify via CC environment variable"),
          detail="no_c_compiler", when=conditions.never_ready, source=SOURCES["no_c_compiler"]),
+    # torch.compile's Inductor building C++ (torch/_inductor/exc.py InvalidCxxCompiler, read at 2.13: "No working C++
+    # compiler found in torch._inductor.config.cpp.cxx: (None, 'g++')"): vLLM's CPU backend compiles its model so at
+    # start (LocalAI's image without g++, blind173/b173-005)
+    Rule("version_mismatch", re.compile(r"No working C\+\+ compiler found in(?: |$)"),
+         detail="no_cxx_compiler", when=conditions.never_ready, source=SOURCES["no_cxx_compiler"]),
     # The same launcher's build finding a header missing: Python's (python3-dev), the compiler's own (an incomplete gcc:
     # stddef.h; blind157/b157-013, a source build's profiling run), or CUDA's
     Rule("version_mismatch", re.compile(r"fatal error: (?P<header>Python\.h|stddef\.h|stdlib\.h|cuda\.h): No such "
