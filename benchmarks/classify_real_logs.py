@@ -156,7 +156,8 @@ SCORED_ONCE = {
     "blind164": "1 of 1", "blind165": "11 of 14", "blind166": "2 of 2",
     "blind167": "10 of 10",
     "blind168": "1 of 1", "blind169": "10 of 20",
-    "blind170": "11 of 16", "blind171": "5 of 7", "blind172": "7 of 9", "blind173": "1 of 7", "blind174": "3 of 3", "blind175": "3 of 3",
+    "blind170": "11 of 16", "blind171": "5 of 7", "blind172": "7 of 9",
+    "blind173": "1 of 7", "blind174": "3 of 3", "blind175": "3 of 3",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
