@@ -66,3 +66,57 @@ def test_a_line_is_not_joined_to_what_is_no_rest_of_its_message(text: str) -> No
 ])
 def test_an_exception_broken_by_hand_is_read_whole(text: str, cls: str) -> None:
     assert classify(text).cls == cls
+
+
+# --- a review's cases: a container run is vLLM's only where it runs vLLM; a join only where it is one message --------
+
+_KV = ("$ vllm serve Qwen/Qwen2-7B --max-model-len 32768\n"
+       "INFO 01-01 00:00:00 api_server.py:1] vLLM API server version 0.6.3\n"
+       "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in "
+       "KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+       "engine.\n")
+_OOM = ("Traceback (most recent call last):\n  File \"/v/vllm/worker/model_runner.py\", line 1500, in capture_model\n"
+        "    graph_runner.capture(**capture_inputs)\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.2 GiB is free.\n")
+
+
+def test_a_container_of_another_program_opens_no_start() -> None:
+    # its mount names vllm; it runs nvidia-smi, and the start before keeps its failure
+    log = _KV + ("$ docker run --rm --gpus all -v /home/me/vllm:/w nvidia/cuda:12.4.0-base-ubuntu22.04 nvidia-smi\n"
+                 "docker: Error response from daemon: could not select device driver \"\" with capabilities: "
+                 "[[gpu]].\n")
+    d = classify(log)
+    assert (d.cls, d.context) == ("kv_cache_too_small", {"max_model_len": 32768})
+
+
+@pytest.mark.parametrize(("command", "settings"), [
+    # an option's value that looks like vLLM's image is no image
+    ("$ docker run -d --gpus all --ipc=host --name vllm-openai vllm/vllm-openai:latest --model M --max-model-len 4096 "
+     "--gpu-memory-utilization 0.8", {"max_model_len": 4096, "gpu_memory_utilization": 0.8}),
+    ("$ docker run --gpus all --name vllm-openai -p 8000:8000 ghcr.io/huggingface/text-generation-inference:2.0 "
+     "--model-id M --port 9001 --max-num-seqs 4", {}),
+    # an entrypoint of another program runs no vLLM; one that is vLLM's does
+    ("$ docker run --gpus all --entrypoint python3 vllm/vllm-openai:latest /app/bench.py --port 9001", {}),
+    ("$ docker run --entrypoint vllm vllm/vllm-openai:v0.6.0 serve M --max-model-len 4096", {"max_model_len": 4096}),
+    ("$ docker run --entrypoint=python3 img:1 -m vllm.entrypoints.openai.api_server --port 8001", {"port": 8001}),
+])
+def test_a_container_runs_options_and_entrypoint_are_docker_s(command: str, settings: dict[str, object]) -> None:
+    assert classify(command + "\n" + _OOM).context == settings
+
+
+def test_a_container_run_continued_from_a_line_without_vllm_opens_a_start() -> None:
+    log = _KV + ("$ docker run --gpus all --ipc=host \\\n    vllm/vllm-openai:v0.6.3 --model Qwen/Qwen2-7B "
+                 "--max-model-len 4096\n" + "INFO 01-01 00:01:00 api_server.py:1] vLLM API server version 0.6.3\n"
+                 + _OOM)
+    d = classify(log)
+    assert (d.cls, d.context) == ("oom_cudagraph", {"max_model_len": 4096})
+
+
+@pytest.mark.parametrize("text", [
+    "KeyError: 'get_pt_compile_only_mode'\ninc shutdown\n",  # blind170/b170-003: the program's next line
+    "KeyError: 'qwen2_vl'\ntransformers                      4.44.2\n",  # a table's row
+    "    OSError: [Errno 98] Address already in use\n      File \"/v/api_server.py\", line 504, in create_server\n",
+    "  ValueError: bad\n    ValueError: another\n",
+])
+def test_no_join_after_an_ended_message_or_before_a_record_or_a_row(text: str) -> None:
+    assert continuation(read(text), 0) is None

@@ -4,10 +4,9 @@ next step starts from and port_in_use names."""
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any
 
-from vllm_guard.diagnose import logread, progress, segments
+from vllm_guard.diagnose import commandline, logread, progress
 from vllm_guard.diagnose.logread import LogLine
 from vllm_guard.options.argv import namespace as argv_namespace
 from vllm_guard.options.argv import parse_command_line
@@ -18,17 +17,11 @@ _CONTEXT_WORDS = logread.any_of(("port", "max model len", "max_seq_len", "max_mo
                                  "Starting vLLM server", "vllm serve", "vllm.entrypoints", "docker run",
                                  "podman run"))
 
-# The command a paste shows (segments.command_end): the start's settings as they were given, read as vLLM's parser
+# The command a paste shows (commandline.py): the start's settings as they were given, read as vLLM's parser
 # reads them, from the one command the start ran (read()); blind8/b8-020: the command and its error, pasted, run
 # eager. vLLM's own dumps of its settings win wherever they stand (a paste may put the command after the log).
 _COMMAND_SETTINGS = ("port", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
                      "enforce_eager", "kv_cache_dtype")
-_COMMAND_LINES_MAX = 100
-# vLLM's images (docker.io/vllm/vllm-openai:v0.7.1, vllm/vllm-openai-rocm:latest), a container run's last option's end
-_VLLM_IMAGE = re.compile(r"^(?:[\w.:-]+/)*vllm-openai(?:-[\w.]+)?(?::[\w.-]+)?(?:@sha256:[0-9a-f]{64})?$")
-# where the shell's own syntax ends vLLM's arguments: a pipe, a redirection, a background job, a comment
-_SHELL_ENDS = frozenset({"|", "||", "&", "&&", ";", "2>&1", "1>&2"})
-_SHELL_END_STARTS = ("#", ">", "1>", "2>", "&>", "|")
 
 # Settings the log itself reveals, used for the next step and for port_in_use.
 _CONTEXT = (
@@ -70,42 +63,17 @@ def _in_raised(lines: list[LogLine], i: int) -> bool:
     return False
 
 
-def _command(lines: list[LogLine], i: int, start: int, container: bool) -> tuple[dict[str, Any] | None, int]:
-    """The settings of the command line at line i (from ``start``), with the lines a trailing backslash joins to it,
-    and the index of its last line; no settings where the shell or vLLM's parser could not read it (an unclosed
-    quote, an option vLLM refuses), None for a container run of no vLLM image."""
-    parts = [lines[i].text[start:]]
-    while parts[-1].endswith("\\") and i + len(parts) < len(lines) and len(parts) < _COMMAND_LINES_MAX:
-        parts[-1] = parts[-1][:-1]
-        parts.append(lines[i + len(parts)].text)
-    last = i + len(parts) - 1
+def _settings(args: list[str] | None) -> dict[str, Any]:
+    """The settings vLLM's parser reads from a command's arguments; none where the shell or vLLM's parser could not
+    read them (an unclosed quote, an option vLLM refuses)."""
+    if args is None:
+        return {}
     try:
-        tokens = shlex.split(" ".join(parts))
-    except ValueError:  # an unclosed quote
-        return ({} if not container else None), last
-    end = next((k for k, t in enumerate(tokens) if t in _SHELL_ENDS or t.startswith(_SHELL_END_STARTS)), len(tokens))
-    args: list[str] | None = tokens[:end]
-    if container and (args := _container_args(tokens[:end])) is None:
-        return None, last
-    try:
-        given = argv_namespace(parse_command_line(args or [], choose_table(None, "a log").table, allow_unknown=True))
+        given = argv_namespace(parse_command_line(args, choose_table(None, "a log").table, allow_unknown=True))
     except (ValueError, RecursionError):  # ArgvProblem: what vLLM's parser refuses
-        return {}, last
+        return {}
     return {key: value for key in _COMMAND_SETTINGS if (value := given.get(key)) is not None
-            and _usable(key, value)}, last
-
-
-def _container_args(tokens: list[str]) -> list[str] | None:
-    """vLLM's arguments in a container run's: after ``vllm serve`` or the api_server module given as the container's
-    command, else after vLLM's image, whose entrypoint is one of them (vLLM's Dockerfile: ``vllm serve`` since 0.8,
-    the api_server module before; both read the same options). None when neither is there: not vLLM's container."""
-    for k, token in enumerate(tokens):
-        if token == "vllm" and tokens[k + 1: k + 2] == ["serve"]:
-            return tokens[k + 2:]
-        if token.startswith("vllm.entrypoints.") and k and tokens[k - 1] == "-m":
-            return tokens[k + 1:]
-    image = next((k for k, token in enumerate(tokens) if _VLLM_IMAGE.search(token)), None)
-    return None if image is None else tokens[image + 1:]
+            and _usable(key, value)}
 
 
 def _usable(key: str, value: Any) -> bool:
@@ -136,13 +104,12 @@ def read(lines: list[LogLine]) -> dict[str, Any]:
         # the settings are in vLLM's INFO records (its config and args dumps) and a command, never in an error's lines
         if i <= skip_to or line.startswith(progress.NOT_PROGRESS) or not _CONTEXT_WORDS.search(line):
             continue
-        if ("vllm" in line or " run" in line) and (at := segments.command_at(line)) is not None:
-            settings, skip_to = _command(lines, i, *at)  # (its continued lines are its own: not read again)
-            if settings is None:  # a container of another image
-                continue
-            ran = skip_to + 1 < len(lines) and segments.command_end(lines[skip_to + 1].text) is None
+        if commandline.maybe(line) and (found := commandline.command(lines, i)) is not None:
+            skip_to = found.last  # (its continued lines are its own: not read again)
+            ran = skip_to + 1 < len(lines) and not (commandline.maybe(lines[skip_to + 1].text)
+                                                    and commandline.command(lines, skip_to + 1) is not None)
             if ran or not given_ran:
-                given, given_ran = settings, ran
+                given, given_ran = _settings(found.args), ran
             continue
         if _in_raised(lines, i):
             continue

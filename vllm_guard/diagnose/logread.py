@@ -221,10 +221,13 @@ def _head_broken_by_hand(line: str, nxt: str) -> bool:
     - an indented quote going on at a deeper indent ("  AttributeError: ... object has no attribute" /
       "    'init_cpu_threads_env'"; b173-004).
 
-    Only under an exception's head, and only at its indent or deeper, so a traceback's frames and code, a table or a
-    report's rows are never joined to the line before them.
+    Only under an exception's head whose message has not visibly ended (a full stop, a closing quote or bracket: a
+    KeyError's key), at its indent or deeper, and never where the next line starts a record of its own (a frame, an
+    exception, a level) or is a table's row (columns apart), so a traceback, a table or the program's next line is not
+    joined to it (a review's cases). A person's own words in lower case right after an exception can still be joined;
+    the line itself is read first, so no rule reads only the join.
     """
-    if not line or line.endswith((".", ")")) or not quoted_head(line):
+    if not line or line.endswith((".", ")", "'", '"', "]", "}", ">")) or not quoted_head(line):
         return False
     indent = line[:len(line) - len(line.lstrip())]
     if not nxt.startswith(indent):
@@ -233,6 +236,8 @@ def _head_broken_by_hand(line: str, nxt: str) -> bool:
     deeper = rest[:1] in (" ", "\t")
     rest = rest.lstrip()
     if not rest or (deeper and not indent):  # under an unindented head, an indented line is code or a table's row
+        return False
+    if rest.startswith(("File ", *_RECORD_STARTS)) or _NEW_RECORD.match(rest) or "   " in rest:
         return False
     if line.endswith(":"):
         return " " not in rest and not rest.endswith(":")

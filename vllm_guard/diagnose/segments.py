@@ -1,10 +1,10 @@
-"""Pure: a log split into its starts (each launch of vLLM a paste or a journal holds), and the command lines that
-start vLLM, as a paste shows them."""
+"""Pure: a log split into its starts (each launch of vLLM a paste or a journal holds)."""
 
 from __future__ import annotations
 
 import re
 
+from vllm_guard.diagnose import commandline
 from vllm_guard.diagnose.logread import LEVELS, WRAPPED_RUN_MAX, LogLine, raised
 
 # vLLM's start banner over the versions: 0.33's "vLLM server version", V0/V1's "vLLM API server version".
@@ -23,39 +23,6 @@ _SHELL_OUTPUT = re.compile(r"^usage: |: error: |Segmentation fault|Killed|Aborte
 # a record of vLLM's own (its logging's level first, uvicorn's "INFO:"), or a traceback: not prose naming an error
 _RECORD_HEADS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
-# A shell command that starts vLLM, as a paste shows it: at the line's start or after a prompt ("$ ", or one that
-# ends a word: "user@host:~$ ", "root@host:/# ", "PS C:\> "), past environment assignments and nohup/sudo/env
-# ("CUDA_VISIBLE_DEVICES=0 nohup vllm serve ..."). Not "# vllm serve ..." or "## ...", a comment or a heading, nor
-# "-> vllm serve" in prose (a review's cases).
-_PROMPT = r"(?:^|\$ |[^\s#=>-][#>%] )"
-_SUDO = r"sudo(?: -[A-Za-z]{1,8})*"  # sudo -E keeps the caller's environment (HF_TOKEN, CUDA_VISIBLE_DEVICES)
-_COMMAND = re.compile(_PROMPT + r"(?:(?:[A-Za-z_]\w{0,63}=\S{0,1000}|nohup|" + _SUDO + r"|env|exec|time) ){0,8}"
-                      r"(?:vllm serve|python3? -m vllm\.entrypoints\.(?:openai\.)?api_server)(?= |$)")
-# A container run ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:latest --model M", vLLM's Docker docs): the
-# container engine's own options first, then an image whose arguments are vLLM's (context.py finds where).
-_CONTAINER = re.compile(_PROMPT + r"(?:" + _SUDO + r" )?(?:docker|podman) run(?= |$)")
-
-
-def command_at(text: str) -> tuple[int, bool] | None:
-    """Where the arguments of a command line that starts vLLM begin, and whether they are a container run's (its
-    options, an image, then vLLM's); None when the line is no such command."""
-    if "vllm serve" in text or "vllm.entrypoints" in text:
-        m = _COMMAND.search(text)
-        if m:
-            return m.end(), False
-    if " run" in text and ("docker" in text or "podman" in text):
-        m = _CONTAINER.search(text)
-        if m:
-            return m.end(), True
-    return None
-
-
-def command_end(text: str) -> int | None:
-    """Where the arguments of a command line that starts vLLM begin, or None when the line is no such command."""
-    at = command_at(text)
-    return at[0] if at else None
-
-
 def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
     """The starts in a log as [first, end) index ranges: a log of one start gives one range.
 
@@ -96,7 +63,7 @@ def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
         if not boundary and text.startswith("vllm-guard check ") and _GUARD_REPORT.match(text):
             boundary = True
         banner = not boundary and "server version" in text and _BANNER.search(text) is not None
-        command = not boundary and not banner and "vllm" in text and command_end(text) is not None
+        command = not boundary and not banner and commandline.maybe(text) and commandline.command(lines, i) is not None
         # (not a banner after prose alone: "Loading the model fails with this Error:", then the command and its log)
         if (banner and progressed and has_record) or (command and ((progressed and has_record) or after_command)):
             boundary = True
