@@ -1,10 +1,14 @@
-"""`explain` on blind173 and blind174 (tests/data/real-logs), issue 26's sets after their one scoring.
+"""`explain` on blind173-176 (tests/data/real-logs), issue 26's sets after their one scoring.
 
 blind173, failed starts quoted in the commit messages of twelve more programs that start vLLM (lighteval and LocalAI
 gave all seven), scored once at 1e0eb72: 1 of 7. A commit message quotes an exception the way a person types it:
 indented, and broken by hand wherever they liked (after a few words, before the name a colon introduces, at a
 deeper indent). Six of the seven were rules' messages that wrapping alone hid. blind174, three excerpts of vLLM pull
-requests' descriptions, each cut before its cause, scored once at 1e0eb72's successor: 3 of 3 (`unknown`).
+requests' descriptions, each cut before its cause, scored once at eeebd58: 3 of 3 (`unknown`); blind175, three
+excerpts of launchers' issue threads, likewise 3 of 3 at 69212ff. blind176, commit messages of vllm-metal, FlashInfer,
+speculators and torchao, scored once at 2a33447: 6 of 11; its misses taught vLLM patching a torch internal the
+installed torch lacks, two of vLLM's own settings checks, mlx-lm's unknown model type, and ld's -lcuda under a
+worker's logging prefix.
 """
 
 from __future__ import annotations
@@ -120,3 +124,35 @@ def test_a_container_run_continued_from_a_line_without_vllm_opens_a_start() -> N
 ])
 def test_no_join_after_an_ended_message_or_before_a_record_or_a_row(text: str) -> None:
     assert continuation(read(text), 0) is None
+
+
+@pytest.mark.parametrize(("name", "cls", "detail"), [
+    # vLLM's compile step patching torch._inductor.standalone_compile's FakeTensorMode, which torch 2.10 lacks
+    ("b176-002", "version_mismatch", "python_package"),
+    ("b176-003", "usage_error", "mamba_align"),  # pydantic's "Assertion failed, ..." under VllmConfig, no traceback
+    ("b176-007", "usage_error", "ray_platform"),  # vllm-metal on a Mac, --distributed-executor-backend ray
+    ("b176-008", "unsupported_architecture", "mlx_model_type"),  # mlx-lm older than the model
+    ("b176-010", "version_mismatch", "triton_libcuda"),  # FlashInfer's JIT link, a worker's copy of the output
+])
+def test_blind176(name: str, cls: str, detail: str) -> None:
+    d = classify(blind_log("blind176", name))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_a_patch_target_missing_is_vllms_only_under_vllms_frame() -> None:
+    tail = ("  File \"/usr/lib/python3.10/unittest/mock.py\", line 1420, in get_original\n    raise AttributeError(\n"
+            "AttributeError: <module 'torch._inductor.x'> does not have the attribute 'y'\n")
+    vllm = ("Traceback (most recent call last):\n  File \"/p/vllm/compilation/compiler_interface.py\", line 383, in "
+            "compile\n    with ctx:\n  File \"/usr/lib/python3.10/unittest/mock.py\", line 1447, in __enter__\n"
+            "    original, local = self.get_original()\n")
+    d = classify(vllm + tail)
+    assert (d.cls, d.detail) == ("version_mismatch", "python_package")
+    assert "patched in compile (/p/vllm/compilation/compiler_interface.py)" in d.evidence
+    own = vllm.replace("/p/vllm/compilation/compiler_interface.py", "/home/me/tests/test_model.py")
+    assert classify(own + tail).cls == "unknown"  # a user's own test patching something
+
+
+def test_ray_on_vllm_0_10s_unformatted_refusal_and_mlx_words_elsewhere() -> None:
+    assert classify("RuntimeError: ('current platform %s does not support ray.', 'cpu')\n").detail == "ray_platform"
+    # the words inside another message are not mlx-lm's refusal
+    assert classify("ValueError: Model type foo not supported. Choose from ['a']\n").detail != "mlx_model_type"

@@ -212,6 +212,15 @@ TRANSFORMERS_MODEL_TYPE = Advice(
     ("changing vLLM's memory or parallel settings", "--trust-remote-code for a checkpoint without its own code"),
 )
 
+MLX_MODEL_TYPE = Advice(
+    "mlx-lm, which vLLM's Metal plugin (vllm-metal) builds the model with, has no module for the model type the "
+    "checkpoint's config.json names: the model is newer than the installed mlx-lm (its PyPI releases can lag its "
+    "main branch by months).",
+    ("an mlx-lm release, or a vllm-metal that pins one, that lists the model type",
+     "check config.json's model_type for a typo or an export tool's own name"),
+    ("changing vLLM's memory or parallel settings", "--trust-remote-code"),
+)
+
 DOWNLOAD_RESUME = Advice(
     "The Hub refused to resume a download from where the cache's partial file ends: that file is as long as the "
     "whole file or longer, left by a cut download or by several processes downloading into one cache at once "
@@ -223,6 +232,7 @@ DOWNLOAD_RESUME = Advice(
 FILE_ADVICE: dict[str, Advice] = {
     "download_resume": DOWNLOAD_RESUME,
     "transformers_model_type": TRANSFORMERS_MODEL_TYPE,
+    "mlx_model_type": MLX_MODEL_TYPE,
     "harmony_vocab_file": HARMONY_VOCAB_FILE,
     "lora_modules": LORA_MODULES,
     "config_not_json": CONFIG_NOT_JSON,

@@ -110,6 +110,20 @@ BACKEND_NAME = Advice(
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
+RAY_PLATFORM = Advice(
+    "The start asked for Ray (--distributed-executor-backend ray), and this platform has no device Ray can place "
+    "workers on (vLLM's CPU backend, Apple's Metal through vllm-metal).",
+    ("drop --distributed-executor-backend ray, or set it to mp (one machine's processes)",),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+MAMBA_ALIGN = Advice(
+    "Prefix caching on a hybrid model with Mamba layers caches their state in 'align' mode, and that mode needs "
+    "chunked prefill, which the start turned off.",
+    ("enable chunked prefill (--enable-chunked-prefill)", "or turn off prefix caching (--no-enable-prefix-caching)"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 BATCH_INVARIANT = Advice(
     "VLLM_BATCH_INVARIANT=1 asks for batch-invariant kernels, and this vLLM has none for this model's attention or "
     "for the attention backend it would use (the message names which).",
@@ -323,5 +337,5 @@ SETTINGS_ADVICE: dict[str, Advice] = {
     "spec_vocab": SPEC_VOCAB, "lora_vocab": LORA_VOCAB, "backend_name": BACKEND_NAME, "cli_flags": CLI_FLAGS,
     "second_engine": SECOND_ENGINE, "ray_node_ip": RAY_NODE_IP, "custom_allreduce": CUSTOM_ALLREDUCE,
     "lora_model": LORA_MODEL, "spec_config": SPEC_CONFIG, "spec_cudagraph": SPEC_CUDAGRAPH, "rope_type": ROPE_TYPE,
-    "rope_newer": ROPE_NEWER, "permission": PERMISSION,
+    "rope_newer": ROPE_NEWER, "permission": PERMISSION, "ray_platform": RAY_PLATFORM, "mamba_align": MAMBA_ALIGN,
 }

@@ -202,6 +202,10 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
     signature = signatures.library_signature(lines, tbs)
     if signature is not None:
         return raised_by_frame(lines, signature, "called from", "python_package", "library_signature", signal, ctx)
+    patched = signatures.library_patch(lines, tbs)
+    if patched is not None:
+        return raised_by_frame(lines, patched[0], "patched in", "python_package", "library_patch", signal, ctx,
+                               frame=patched[1])
     started = ready(lines)
     if not started:
         both = signatures.multiple_values(lines, tbs)

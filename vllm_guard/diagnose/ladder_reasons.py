@@ -39,6 +39,9 @@ NOT_RELAXABLE_DETAIL = {
     "second_engine": "a second engine in one process: one engine per process",
     "lora_vocab": "the model's vocabulary is larger than this vLLM's LoRA kernels take: a merged adapter or a newer "
                   "vLLM",
+    "ray_platform": "this platform has no device for Ray: drop --distributed-executor-backend ray (or set mp)",
+    "mamba_align": "prefix caching on this hybrid model needs chunked prefill: enable it, or turn prefix caching off",
+    "mlx_model_type": "the installed mlx-lm has no module for this model type: an mlx-lm release that lists it",
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
     "cdi_device": "the container runtime knows no CDI device of that name: generate the node's CDI spec",

@@ -98,9 +98,10 @@ def package_missing(lines: list[LogLine], tbs: list[logread.Traceback], reached:
 
 
 def raised_by_frame(lines: list[LogLine], tb: logread.Traceback, how: str, detail: str, source: str,
-                    signal: int | None, ctx: dict[str, Any]) -> Diagnosis:
-    """version_mismatch (medium) from a traceback's exception and the installed code whose frame raised it."""
-    frame, raised = tb.frames[-1], (cut(lines[tb.exception].text),) if tb.exception is not None else ()
+                    signal: int | None, ctx: dict[str, Any], frame: logread.Frame | None = None) -> Diagnosis:
+    """version_mismatch (medium) from a traceback's exception and the installed code whose frame raised it (or
+    ``frame``, where the last frames are a helper's)."""
+    frame, raised = frame or tb.frames[-1], (cut(lines[tb.exception].text),) if tb.exception is not None else ()
     shown = (*raised, f"{how} {frame.func} ({cut(frame.path)})")
     return Diagnosis("version_mismatch", BEFORE_START, {}, shown, signal, detail, ctx, confidence="medium",
                      template=SUPPORT_SOURCES[source], stage_from=certainty.FRAMES)

@@ -325,7 +325,10 @@ VERSION_RULES: tuple[Rule, ...] = (
     # the folder holding the driver's libcuda.so.1 has no libcuda.so for "-lcuda" to find (containers): GNU ld's
     # "cannot find -lcuda" (blind123/b123-001, Qwen2.5-VL on vLLM 0.9). FlashInfer's JIT links -lcuda too. Only where
     # the start went no further: a compile that failed once and was survived is not the failure (a review's case).
-    Rule("version_mismatch", re.compile(r"^\S{0,200}ld: cannot find -lcuda\b"), detail="triton_libcuda",
+    # A worker's copy of the build's output comes under vLLM's logging prefix (blind176/b176-010, FlashInfer's JIT in
+    # a conda toolchain on WSL2).
+    Rule("version_mismatch", re.compile(r"^(?:ERROR \d\d-\d\d \d\d:\d\d:\d\d \[[\w./-]{1,200}:\d{1,6}\] )?\S{0,200}ld: "
+                                        r"cannot find -lcuda\b"), detail="triton_libcuda",
          when=conditions.went_no_further, source=SOURCES["triton_libcuda"]),
     # PyTorch's TCPStore asked for its libuv backend (the default since torch 2.4) in a torch built without it: the
     # Windows wheels (torch/csrc/distributed/c10d/TCPStore.cpp; "build without" in earlier releases; blind119/b119-001,

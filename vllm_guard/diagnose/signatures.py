@@ -110,6 +110,27 @@ def library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> log
     return None
 
 
+# unittest.mock's patch finding no attribute to replace (mock.py _patch.get_original, read at Python 3.11:
+# "AttributeError: <module 'torch._inductor.fx_passes' ...> does not have the attribute 'x'"): vLLM patches a
+# library's internals while it compiles (compilation/compiler_interface.py, read at 0.9.2-0.34), and a library at
+# another release has no such name there (blind176/b176-002: torch 2.10 under vLLM's nightly).
+_PATCH_TARGET_MISSING = re.compile(r"AttributeError: <.{1,300}> does not have the attribute '\w{1,128}'")
+_MOCK = re.compile(r"[/\\]unittest[/\\]mock\.py$")
+
+
+def library_patch(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[logread.Traceback, logread.Frame] | None:
+    """The traceback where vLLM's own code patched a library's internal that the installed release lacks, and vLLM's
+    frame that patched it (the frames after it are unittest.mock's)."""
+    for tb in reversed(tbs):
+        if tb.exception is None or "does not have the attribute" not in lines[tb.exception].text \
+                or not _PATCH_TARGET_MISSING.search(lines[tb.exception].text):
+            continue
+        own = [f for f in tb.frames if not _MOCK.search(f.path)]
+        if own and own[-1] is not tb.frames[-1] and IN_VLLM.search(own[-1].path):
+            return tb, own[-1]
+    return None
+
+
 def multiple_values(lines: list[LogLine], tbs: list[logread.Traceback]) -> tuple[LogLine, str] | None:
     """Python's "got multiple values for argument" where it says a version, and its reading: the line alone (a
     paste of it, a Ray worker's relayed one), or a traceback whose last frame is an installed package's (vLLM's,
