@@ -156,3 +156,19 @@ def test_ray_on_vllm_0_10s_unformatted_refusal_and_mlx_words_elsewhere() -> None
     assert classify("RuntimeError: ('current platform %s does not support ray.', 'cpu')\n").detail == "ray_platform"
     # the words inside another message are not mlx-lm's refusal
     assert classify("ValueError: Model type foo not supported. Choose from ['a']\n").detail != "mlx_model_type"
+
+
+@pytest.mark.parametrize(("name", "cls", "detail"), [
+    # an ImportError broken before the module it names, in quotes on the next line
+    ("b177-006", "version_mismatch", "python_package"),
+    # vLLM's Mistral-format reader, under ModelConfig's pydantic check (label in dispute: usage_error)
+    ("b177-007", "quant_unsupported", "mistral_quant"),
+])
+def test_blind177(name: str, cls: str, detail: str) -> None:
+    d = classify(blind_log("blind177", name))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_a_quote_is_joined_only_after_a_word_that_introduces_it() -> None:
+    assert continuation(read("ImportError: cannot import name 'X' from\n'vllm.y'\n"), 0) is not None
+    assert continuation(read("ValueError: the model said no\n'other' is a new record\n"), 0) is None

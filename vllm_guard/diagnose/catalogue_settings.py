@@ -135,6 +135,8 @@ SETTINGS_SOURCES: dict[str, str] = {
                       "is ...')",
     "spyre_warmup": "vllm-spyre 0.3.1-0.9.x platform.py (its warmup shapes check): 'Warmup shape [B, P, N] results in "
                     "a maximum sequence length of S which is longer that what the model supports (M)'",
+    "mistral_quant": "vLLM 0.10-0.20 transformers_utils/configs/mistral.py (params.json's quantization entry): "
+                     "\"ValueError: Found unknown quantization='{...}' in config\"",
     "ray_platform": "vLLM 0.11-0.34 v1/executor/ray_utils.py initialize_ray_cluster (and 0.33's ray_executor_v2.py): "
                     "'ValueError: current platform cpu does not support ray.' (the platform has no Ray device key); "
                     "0.10's executor/ray_utils.py: RuntimeError('current platform %s does not support ray.', ...)",

@@ -43,6 +43,15 @@ UNKNOWN_QUANT = Advice(
      "a newer vLLM for a newer method"), ("retrying unchanged",),
 )
 
+MISTRAL_QUANT = Advice(
+    "vLLM read the checkpoint in Mistral's own format (params.json: --config-format/--load-format mistral, the "
+    "default where a repository has params.json) and does not map the quantization entry it found there to one of "
+    "its methods.",
+    ("read the checkpoint's Hugging Face files instead (--config-format hf --load-format hf, where the repository "
+     "has config.json and safetensors in that layout)", "a vLLM release that maps this entry"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 QUANT_PLATFORM = Advice(
     "This platform's vLLM (ROCm, XPU, Ascend, CPU) does not run the checkpoint's quantization method.",
     ("a checkpoint in a method the platform lists", "--quantization naming a supported kernel for the same format "
@@ -61,6 +70,7 @@ QUANT_ADVICE: dict[str, Advice] = {
     "fp8_moe_scales": FP8_MOE_SCALES,
     "quantization_mismatch": QUANT_MISMATCH,
     "unknown_method": UNKNOWN_QUANT,
+    "mistral_quant": MISTRAL_QUANT,
     "platform": QUANT_PLATFORM,
     "moe_backend": MOE_BACKEND,
     "moe_quant": MOE_QUANT,

@@ -70,7 +70,7 @@ _WORDS = (
     "in memory space", "For FP8 Fused MoE", "computeCapability not", ": No such file or",
     "failed startup probe", "Failed to find a kernel", "Unsupported mxfp4_backend", "flash attention extensions",
     "Disk quota exceeded", "Errno 122", "NUMA binding", "Numba needs NumPy", "Failed to find C compiler",
-    "No working C", "allocator is not available", "Available memory: 0, total memory",
+    "No working C", "allocator is not available", "Found unknown quantization", "Available memory: 0, total memory",
     "referenced in index but missing", "infer_schema", "Selected backend", "BitsAndBytes quantization yet",
     "AclmdlRICaptureBegin", "logits_soft_cap", "nrt_tensor_allocate", "driver node id",
     "integrity check failed",

@@ -116,6 +116,7 @@ NOT_RELAXABLE_DETAIL = {
     "tool_parser": "the tool-call or reasoning parser options are refused: fix the profile",
     "chat_template": "--chat-template names no file vLLM can read: fix the profile",
     "ranks_missing": "some ranks never joined the rendezvous: their own error comes first, no setting here helps",
+    "mistral_quant": "vLLM's Mistral-format reader does not map this checkpoint's quantization: read its HF files",
     "unknown_method": "this vLLM does not know the quantization method named: fix --quantization",
     "no_gpu": "the process sees no GPU: the container's or host's GPU set-up, not a vLLM setting",
     "python_package": "an installed package does not match this vLLM or model: reinstall, no setting helps",

@@ -204,6 +204,8 @@ def continuation(lines: list[LogLine], i: int, shortest: int | None = None) -> L
 _QUOTED_HEAD = re.compile(r"[\w.]{1,100}(?:Error|Exception): \S")
 # the next line's start that goes on with a sentence: a word in lower case, then a space
 _SENTENCE_GOES_ON = re.compile(r"[a-z][a-z']{0,30} ")
+# the last words of a line that introduce a quoted name on the next ("cannot import name 'X' from" / "'vllm.x'")
+_INTRODUCES_QUOTE = frozenset(("from", "in", "of", "for", "at", "named", "module"))
 
 
 def quoted_head(text: str) -> bool:
@@ -215,7 +217,8 @@ def _head_broken_by_hand(line: str, nxt: str) -> bool:
     """A person quoting an exception broke its line where they liked, at any length (commit messages, blind173):
 
     - after a few words, the next line going on with the sentence ("ValueError: To serve at least one request" /
-      "with the model's max seq len (8192), ..."; b173-001);
+      "with the model's max seq len (8192), ..."; b173-001), or with the quoted name its last word introduces
+      ("ImportError: cannot import name 'SharedFusedMoE' from" / "'vllm.model_executor.layers.fused_moe'"; b177-006);
     - after a colon, the next line the one name it introduces ("  ImportError: vllm/_C.abi3.so: undefined symbol:" /
       "  _ZN3c1013MessageLoggerC1EPKciib"; b173-003);
     - an indented quote going on at a deeper indent ("  AttributeError: ... object has no attribute" /
@@ -241,7 +244,8 @@ def _head_broken_by_hand(line: str, nxt: str) -> bool:
         return False
     if line.endswith(":"):
         return " " not in rest and not rest.endswith(":")
-    return deeper or _SENTENCE_GOES_ON.match(rest) is not None
+    return deeper or _SENTENCE_GOES_ON.match(rest) is not None or (
+        rest[:1] in ("'", '"') and line.rsplit(" ", 1)[-1] in _INTRODUCES_QUOTE)
 # The most lines one wrapped message is read across (classify's runs, and the head of an indented quote).
 WRAPPED_RUN_MAX = 6
 
