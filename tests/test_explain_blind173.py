@@ -127,8 +127,9 @@ def test_no_join_after_an_ended_message_or_before_a_record_or_a_row(text: str) -
 
 
 @pytest.mark.parametrize(("name", "cls", "detail"), [
-    # vLLM's compile step patching torch._inductor.standalone_compile's FakeTensorMode, which torch 2.10 lacks
-    ("b176-002", "version_mismatch", "python_package"),
+    # vLLM's compile step patching torch._inductor.standalone_compile's FakeTensorMode by its dotted name, which
+    # Python 3.10 resolves to the function of that name (a review's reading of vLLM's own comment)
+    ("b176-002", "version_mismatch", "mock_resolution"),
     ("b176-003", "usage_error", "mamba_align"),  # pydantic's "Assertion failed, ..." under VllmConfig, no traceback
     ("b176-007", "usage_error", "ray_platform"),  # vllm-metal on a Mac, --distributed-executor-backend ray
     ("b176-008", "unsupported_architecture", "mlx_model_type"),  # mlx-lm older than the model
@@ -139,17 +140,33 @@ def test_blind176(name: str, cls: str, detail: str) -> None:
     assert (d.cls, d.detail) == (cls, detail)
 
 
-def test_a_patch_target_missing_is_vllms_only_under_vllms_frame() -> None:
-    tail = ("  File \"/usr/lib/python3.10/unittest/mock.py\", line 1420, in get_original\n    raise AttributeError(\n"
-            "AttributeError: <module 'torch._inductor.x'> does not have the attribute 'y'\n")
-    vllm = ("Traceback (most recent call last):\n  File \"/p/vllm/compilation/compiler_interface.py\", line 383, in "
-            "compile\n    with ctx:\n  File \"/usr/lib/python3.10/unittest/mock.py\", line 1447, in __enter__\n"
-            "    original, local = self.get_original()\n")
-    d = classify(vllm + tail)
+_PATCH_TAIL = ("  File \"/usr/lib/python3.12/unittest/mock.py\", line 1420, in get_original\n    raise AttributeError(\n"
+               "AttributeError: <class 'torch._inductor.codecache.FxGraphCache'> does not have the attribute 'y'\n")
+_PATCH_HEAD = ("Traceback (most recent call last):\n  File \"/p/vllm/compilation/compiler_interface.py\", line 383, in "
+               "compile\n    with ctx:\n")
+_MOCK_ENTER = ("  File \"/usr/lib/python3.12/unittest/mock.py\", line 1447, in __enter__\n"
+               "    original, local = self.get_original()\n")
+
+
+@pytest.mark.parametrize("between", [
+    _MOCK_ENTER,
+    # vLLM enters most of its patches through an ExitStack (a review's case)
+    "  File \"/usr/lib/python3.12/contextlib.py\", line 526, in enter_context\n    result = _enter(cm)\n" + _MOCK_ENTER,
+])
+def test_a_patch_target_missing_is_vllms_only_under_vllms_frame(between: str) -> None:
+    d = classify(_PATCH_HEAD + between + _PATCH_TAIL)
     assert (d.cls, d.detail) == ("version_mismatch", "python_package")
     assert "patched in compile (/p/vllm/compilation/compiler_interface.py)" in d.evidence
-    own = vllm.replace("/p/vllm/compilation/compiler_interface.py", "/home/me/tests/test_model.py")
-    assert classify(own + tail).cls == "unknown"  # a user's own test patching something
+    own = _PATCH_HEAD.replace("/p/vllm/compilation/compiler_interface.py", "/home/me/tests/test_model.py")
+    assert classify(own + between + _PATCH_TAIL).cls == "unknown"  # a user's own test patching something
+
+
+def test_an_mlx_refusal_under_vllms_logging_prefix_and_a_long_mistral_entry() -> None:
+    p = "(EngineCore_DP0 pid=9) ERROR 04-05 12:00:00 [core.py:1099] "
+    assert classify(f"{p}Traceback (most recent call last):\n{p}ValueError: Model type laguna not supported.\n"
+                    ).detail == "mlx_model_type"
+    entry = "{'ignore': [" + ", ".join(f"'model.layers.{i}.mlp.gate'" for i in range(150)) + "]}"
+    assert classify(f"ValueError: Found unknown quantization='{entry}' in config\n").detail == "mistral_quant"
 
 
 def test_ray_on_vllm_0_10s_unformatted_refusal_and_mlx_words_elsewhere() -> None:

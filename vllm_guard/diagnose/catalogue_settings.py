@@ -135,12 +135,13 @@ SETTINGS_SOURCES: dict[str, str] = {
                       "is ...')",
     "spyre_warmup": "vllm-spyre 0.3.1-0.9.x platform.py (its warmup shapes check): 'Warmup shape [B, P, N] results in "
                     "a maximum sequence length of S which is longer that what the model supports (M)'",
-    "mistral_quant": "vLLM 0.10-0.20 transformers_utils/configs/mistral.py (params.json's quantization entry): "
-                     "\"ValueError: Found unknown quantization='{...}' in config\"",
+    "mistral_quant": "vLLM 0.9.2-0.34 transformers_utils/configs/mistral.py (0.9's transformers_utils/config.py), "
+                     "params.json's quantization entry: \"ValueError: Found unknown quantization='{...}' in "
+                     "config\"",
     "ray_platform": "vLLM 0.11-0.34 v1/executor/ray_utils.py initialize_ray_cluster (and 0.33's ray_executor_v2.py): "
                     "'ValueError: current platform cpu does not support ray.' (the platform has no Ray device key); "
-                    "0.10's executor/ray_utils.py: RuntimeError('current platform %s does not support ray.', ...)",
-    "mamba_align": "vLLM 0.30-0.32 model_executor/models/config.py MambaModelConfig.verify_and_update_config: assert "
+                    "0.9-0.20's ray_utils.py also: RuntimeError('current platform %s does not support ray.', ...)",
+    "mamba_align": "vLLM 0.20.2-0.32 model_executor/models/config.py MambaModelConfig.verify_and_update_config: assert "
                    "'Chunked prefill is required for mamba cache mode 'align'.' (prefix caching on a hybrid model), "
                    "raised through VllmConfig's pydantic check as 'Assertion failed, ...'",
     "platform_start": "Google Cloud Run (gcloud run deploy): 'The user-provided container failed to start and listen "

@@ -49,8 +49,10 @@ SUPPORT_SOURCES: dict[str, str] = {
                          "another release than the one this vLLM was written for",
     "library_patch": "Python's unittest.mock (mock.py _patch.get_original, read at 3.11): 'AttributeError: <module "
                      "...> does not have the attribute 'x'' where vLLM's own code patches a library's internals while "
-                     "it compiles (compilation/compiler_interface.py, read at 0.9.2-0.34): the library (torch) is at "
-                     "another release than the one this vLLM was written for",
+                     "it compiles (compilation/compiler_interface.py, cuda_graph.py, read at 0.9.2-0.34): a module's "
+                     "or class's name missing is the library (torch) at another release than the one this vLLM was "
+                     "written for; a function's (<function standalone_compile ...>) is Python 3.10's resolution of "
+                     "vLLM's dotted patch target, which vLLM 0.20.2-0.34 avoid",
     "hub_stalled": "vLLM 0.4-0.33 entrypoints/openai/api_server.py signal_handler: 'KeyboardInterrupt: terminated' "
                    "(SIGTERM), its traceback inside a socket read (ssl.py, httpcore, urllib3) under a huggingface_hub "
                    "or transformers call: the start waited for the Hub until it was stopped",

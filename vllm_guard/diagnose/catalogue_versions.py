@@ -169,9 +169,9 @@ VERSION_SOURCES: dict[str, str] = {
     "gaudi_build": "vllm-gaudi extension/environment.py (its build check, before #1351) through validation.py regex: "
                    "\"build: 'X' doesn't match pattern '^\\d+\\.\\d+\\.\\d+\\.\\d+$'! You can override detected build "
                    "by specifying VLLM_BUILD env variable\"",
-    "mlx_model_type": "mlx-lm mlx_lm/utils.py _get_classes (read at its 2026 main): 'ValueError: Model type X not "
-                      "supported.' where it has no mlx_lm.models module for the config's model_type (vllm-metal "
-                      "loads models with mlx-lm)",
+    "mlx_model_type": "mlx-lm mlx_lm/utils.py _get_classes (read at its 2026 main), and mlx-vlm's "
+                      "get_model_and_args: 'ValueError: Model type X not supported.' where it has no module for the "
+                      "config's model_type (vllm-metal loads models with mlx-lm, multimodal ones with mlx-vlm)",
     "transformers_model_type": "transformers models/auto/configuration_auto.py AutoConfig.from_pretrained (4.3x-5.x): "
                                "'KeyError' from CONFIG_MAPPING[config_dict[\"model_type\"]], re-raised as 'The "
                                "checkpoint you are trying to load has model type `X` but Transformers does not "

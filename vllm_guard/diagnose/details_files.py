@@ -213,10 +213,10 @@ TRANSFORMERS_MODEL_TYPE = Advice(
 )
 
 MLX_MODEL_TYPE = Advice(
-    "mlx-lm, which vLLM's Metal plugin (vllm-metal) builds the model with, has no module for the model type the "
-    "checkpoint's config.json names: the model is newer than the installed mlx-lm (its PyPI releases can lag its "
-    "main branch by months).",
-    ("an mlx-lm release, or a vllm-metal that pins one, that lists the model type",
+    "mlx-lm (mlx-vlm for a multimodal model), which vLLM's Metal plugin (vllm-metal) builds the model with, has no "
+    "module for the model's type: the model is newer than the installed library (their PyPI releases can lag their "
+    "main branches by months). The name shown is after the library's own renaming of some types.",
+    ("an mlx-lm (or mlx-vlm) release, or a vllm-metal that pins one, that lists the model type",
      "check config.json's model_type for a typo or an export tool's own name"),
     ("changing vLLM's memory or parallel settings", "--trust-remote-code"),
 )

@@ -44,11 +44,11 @@ UNKNOWN_QUANT = Advice(
 )
 
 MISTRAL_QUANT = Advice(
-    "vLLM read the checkpoint in Mistral's own format (params.json: --config-format/--load-format mistral, the "
-    "default where a repository has params.json) and does not map the quantization entry it found there to one of "
-    "its methods.",
-    ("read the checkpoint's Hugging Face files instead (--config-format hf --load-format hf, where the repository "
-     "has config.json and safetensors in that layout)", "a vLLM release that maps this entry"),
+    "vLLM read the checkpoint in Mistral's own format (params.json: --config-format mistral, or auto where this vLLM "
+    "prefers params.json) and does not map the quantization entry it found there to one of its methods.",
+    ("read the checkpoint's Hugging Face files instead, where the repository has config.json and weights in that "
+     "layout: --config-format hf, and --load-format safetensors (or auto) in place of mistral",
+     "a vLLM release that maps this entry"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

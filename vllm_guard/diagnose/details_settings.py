@@ -111,15 +111,17 @@ BACKEND_NAME = Advice(
 )
 
 RAY_PLATFORM = Advice(
-    "The start asked for Ray (--distributed-executor-backend ray), and this platform has no device Ray can place "
-    "workers on (vLLM's CPU backend, Apple's Metal through vllm-metal).",
-    ("drop --distributed-executor-backend ray, or set it to mp (one machine's processes)",),
+    "The start runs its workers through Ray (--distributed-executor-backend ray, --data-parallel-backend ray, or a "
+    "start inside a Ray placement group), and this platform has no device Ray can place workers on (vLLM's CPU "
+    "backend, Apple's Metal through vllm-metal).",
+    ("drop --distributed-executor-backend ray, or set it to mp (one machine's processes); likewise "
+     "--data-parallel-backend mp", "start vLLM outside a Ray job on this platform"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 
 MAMBA_ALIGN = Advice(
     "Prefix caching on a hybrid model with Mamba layers caches their state in 'align' mode, and that mode needs "
-    "chunked prefill, which the start turned off.",
+    "chunked prefill, which is off for this start (turned off, or off by default for a pooling model).",
     ("enable chunked prefill (--enable-chunked-prefill)", "or turn off prefix caching (--no-enable-prefix-caching)"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )

@@ -39,6 +39,14 @@ PYTHON_PACKAGE = Advice(
     ("restarting", "changing vLLM's settings"),
 )
 
+MOCK_RESOLUTION = Advice(
+    "vLLM's compile step patches a torch module by its dotted name, and Python 3.10 and earlier resolve that name to "
+    "the function torch defines under the same name (torch._inductor.standalone_compile), which has nothing to patch: "
+    "a fault of this vLLM build under Python 3.10, not of the torch release.",
+    ("run vLLM under Python 3.11 or later", "or a vLLM that patches the module itself (vLLM 0.20.2-0.34 do)"),
+    ("reinstalling torch", "changing vLLM's memory settings"),
+)
+
 ROPE_FORMAT = Advice(
     "This vLLM's max-length check found a rope_scaling it does not know (one without a factor): the model's "
     "config.json is newer than this vLLM, or the installed transformers rewrote it into a form this vLLM predates.",
@@ -265,6 +273,7 @@ VERSION_ADVICE: dict[str, Advice] = {
     "processor_api": PROCESSOR_API,
     "driver": DRIVER_TOO_OLD,
     "python_package": PYTHON_PACKAGE,
+    "mock_resolution": MOCK_RESOLUTION,
     "rope_format": ROPE_FORMAT,
     "vllm_api": VLLM_API,
     "numba_numpy": NUMBA_NUMPY,

@@ -173,10 +173,12 @@ FILE_RULES: tuple[Rule, ...] = (
                                                 r"work, and the checkpoint is very new, then there may not be a "
                                                 r"release version that supports this model yet"), BEFORE_START,
          detail="transformers_model_type", source=SOURCES["transformers_model_type"]),
-    # mlx-lm, which vLLM's Metal plugin (vllm-metal) builds models with, importing no module for the config's model
-    # type (mlx_lm/utils.py _get_classes: "Model type laguna not supported."; blind176/b176-008): the model is newer
-    # than the installed mlx-lm. The whole line alone, in a start never ready: the words are common ones.
-    Rule("unsupported_architecture", re.compile(r"^ValueError: Model type (?P<model_type>[\w.-]{1,100}) not "
+    # mlx-lm (or mlx-vlm, for a multimodal model), which vLLM's Metal plugin (vllm-metal model_lifecycle.py) builds
+    # models with, importing no module for the config's model type (mlx_lm/utils.py _get_classes, mlx-vlm's
+    # get_model_and_args: "Model type laguna not supported."; blind176/b176-008): the model is newer than the
+    # installed library. The whole exception line alone (or under vLLM's logging prefix, as EngineCore logs its
+    # traceback), in a start never ready: the words are common ones.
+    Rule("unsupported_architecture", re.compile(r"(?:^|\] )ValueError: Model type (?P<model_type>[\w.-]{1,100}) not "
                                                 r"supported\.$"), BEFORE_START, detail="mlx_model_type",
          when=conditions.never_ready, source=SOURCES["mlx_model_type"]),
     # The same KeyError where the paste stops before transformers re-raises it (blind139/b139-001: 'qwen2_vl' in

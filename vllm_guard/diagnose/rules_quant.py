@@ -111,9 +111,9 @@ DTYPE_QUANT_RULES: tuple[Rule, ...] = (
     # is not supported. Supported dtypes: [...]"), an fp8 KV cache handed to it as raw bytes (blind48/b48-008)
     Rule("quant_unsupported", re.compile(r"MLA kv_data_type torch\.\w{1,32} is not supported"), LOADING,
          detail="kv_cache_dtype", source=SOURCES["flashinfer_mla_kv"]),
-    # vLLM's reader of Mistral-format checkpoints (params.json; transformers_utils/configs/mistral.py, 0.10-0.20 read)
+    # vLLM's reader of Mistral-format checkpoints (params.json; transformers_utils/configs/mistral.py, 0.9.2-0.34)
     # meeting a quantization entry it does not map to vLLM's config ("Found unknown quantization='{...}' in config";
     # blind177/b177-007, Voxtral FP8 under a cherry-pick that lost the mapping): the format, not the settings
-    Rule("quant_unsupported", re.compile(r"Found unknown quantization=.{1,4000}?(?: in config|…|$)"), BEFORE_START,
+    Rule("quant_unsupported", re.compile(r"Found unknown quantization='"), BEFORE_START,
          detail="mistral_quant", source=SOURCES["mistral_quant"]),
 )

@@ -212,11 +212,12 @@ SETTINGS_RULES: tuple[Rule, ...] = (
                                    r"which is longer that what the model"), BEFORE_START, detail="spyre_warmup",
          source=SOURCES["spyre_warmup"]),
     # Ray asked of a platform with no Ray device key (vLLM 0.11-0.34 v1/executor/ray_utils.py initialize_ray_cluster,
-    # 0.33's ray_executor_v2.py: "current platform cpu does not support ray."; 0.10's V0 ray_utils raised it as a
-    # RuntimeError with its % unformatted; blind176/b176-007, vllm-metal on a Mac)
+    # 0.20+'s ray_executor_v2.py: "current platform cpu does not support ray."; 0.9-0.20's ray_utils also raise it as a
+    # RuntimeError with its % unformatted; blind176/b176-007, vllm-metal on a Mac). Ray may be vLLM's own choice too
+    # (--data-parallel-backend ray, a Ray placement group), which the advice names.
     Rule("usage_error", re.compile(r"current platform (?:%s|\S{1,40}) does not support ray\b"), BEFORE_START,
          detail="ray_platform", source=SOURCES["ray_platform"]),
-    # prefix caching on a hybrid (Mamba) model without chunked prefill (vLLM 0.30-0.32 model_executor/models/config.py
+    # prefix caching on a hybrid (Mamba) model without chunked prefill (vLLM 0.20-0.32 model_executor/models/config.py
     # MambaModelConfig.verify_and_update_config's assert, under VllmConfig's pydantic check: "1 validation error for
     # VllmConfig / Assertion failed, Chunked prefill is required for mamba cache mode 'align'."; blind176/b176-003)
     Rule("usage_error", re.compile(r"Chunked prefill is required for mamba cache mode 'align'"), BEFORE_START,
