@@ -246,6 +246,8 @@ def _head_broken_by_hand(line: str, nxt: str) -> bool:
         return " " not in rest and not rest.endswith(":")
     return deeper or _SENTENCE_GOES_ON.match(rest) is not None or (
         rest[:1] in ("'", '"') and line.rsplit(" ", 1)[-1] in _INTRODUCES_QUOTE)
+
+
 # The most lines one wrapped message is read across (classify's runs, and the head of an indented quote).
 WRAPPED_RUN_MAX = 6
 

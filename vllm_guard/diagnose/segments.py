@@ -23,6 +23,8 @@ _SHELL_OUTPUT = re.compile(r"^usage: |: error: |Segmentation fault|Killed|Aborte
 # a record of vLLM's own (its logging's level first, uvicorn's "INFO:"), or a traceback: not prose naming an error
 _RECORD_HEADS = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback")
 _SYSTEMD_START = re.compile(r"^(?:Started|Starting) \S{1,255}")
+
+
 def segments(lines: list[LogLine]) -> list[tuple[int, int]]:
     """The starts in a log as [first, end) index ranges: a log of one start gives one range.
 
