@@ -204,8 +204,7 @@ def supported(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
         return raised_by_frame(lines, signature, "called from", "python_package", "library_signature", signal, ctx)
     patched = signatures.library_patch(lines, tbs)
     if patched is not None:
-        detail = "mock_resolution" if patched[2] == "function" else "python_package"
-        return raised_by_frame(lines, patched[0], "patched in", detail, "library_patch", signal, ctx,
+        return raised_by_frame(lines, patched[0], "patched in", patched[2], "library_patch", signal, ctx,
                                frame=patched[1])
     started = ready(lines)
     if not started:

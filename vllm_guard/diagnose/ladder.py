@@ -80,6 +80,16 @@ _EAGER_RUNS = {
 }
 
 
+# ports a start picks for itself, which another process can take between the pick and the bind: one more start picks
+# again (internal: torch's store; zmq: vLLM's own, though some are fixed by a setting, hence once)
+_PICKED_PORT_RETRY = {
+    "internal_port": "an internal port was taken between being picked and bound: start once more unchanged (another "
+                     "free port is picked)",
+    "zmq_port": "a ZMQ port vLLM picks itself may have been taken between being picked and bound: start once more "
+                "unchanged (failing again, it is one a setting fixes)",
+}
+
+
 def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_supported: bool | None = None,
               guard_set_kv_dtype: bool = False, unchanged_retries: int = 0) -> Step | Stop:
     """The single change that the failure calls for, or why none can help."""
@@ -157,12 +167,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
         if unchanged_retries == 0:
             return Step(None, None, "start once more unchanged: a slow download or a cold cache can time out once")
         return Stop("the start timed out twice")
-    if d.cls == "port_in_use" and d.detail == "internal_port" and unchanged_retries == 0:
-        return Step(None, None, "an internal port was taken between being picked and bound: start once more "
-                    "unchanged (another free port is picked)")
-    if d.cls == "port_in_use" and d.detail == "zmq_port" and unchanged_retries == 0:
-        return Step(None, None, "a ZMQ port vLLM picks itself may have been taken between being picked and bound: "
-                    "start once more unchanged (failing again, it is one a setting fixes)")
+    if d.cls == "port_in_use" and unchanged_retries == 0 and (picked := _PICKED_PORT_RETRY.get(d.detail or "")):
+        return Step(None, None, picked)
     if d.cls == "startup_hang":
         return _hang(d, s)
     if d.detail == "profiling_assertion":

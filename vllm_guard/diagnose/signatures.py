@@ -113,10 +113,11 @@ def library_signature(lines: list[LogLine], tbs: list[logread.Traceback]) -> log
 # unittest.mock's patch finding no attribute to replace (mock.py _patch.get_original, read at Python 3.11:
 # "AttributeError: <module 'torch._inductor.fx_passes' ...> does not have the attribute 'x'"): vLLM patches a
 # library's internals while it compiles (compilation/compiler_interface.py, read at 0.9.2-0.34), and a library at
-# another release has no such name there (blind176/b176-002: torch 2.10 under vLLM's nightly).
-# A function where a module was meant is vLLM's own fault, not the library's release: Python 3.10 and before resolve
-# patch("torch._inductor.standalone_compile.X") to the function of that name that torch._inductor's __init__ defines,
-# not to the module (vLLM's comment in compiler_interface.py; 0.20.2-0.34 patch the module from sys.modules instead).
+# another release has no such name there (python_package).
+# A function where a module was meant is vLLM's own fault, not the library's release (mock_resolution): Python 3.10
+# and before resolve patch("torch._inductor.standalone_compile.X") to the function of that name that
+# torch._inductor's __init__ defines, not to the module (blind176/b176-002, a vLLM nightly; vLLM's comment in
+# compiler_interface.py; 0.20.2-0.34 patch the module from sys.modules instead).
 _PATCH_TARGET_MISSING = re.compile(r"AttributeError: <(?P<kind>\w{1,20})\b.{0,300}> does not have the attribute "
                                    r"'\w{1,128}'")
 # the frames between vLLM's and the refusal: mock's own, and contextlib's where vLLM enters its patches through an
@@ -127,15 +128,15 @@ _PATCH_HELPERS = re.compile(r"[/\\](?:unittest[/\\]mock|contextlib)\.py$")
 def library_patch(lines: list[LogLine],
                   tbs: list[logread.Traceback]) -> tuple[logread.Traceback, logread.Frame, str] | None:
     """The traceback where vLLM's own code patched a library's internal that is not there, vLLM's frame that patched
-    it, and what the target was ("module", "class", "function": a function is Python 3.10's resolution of vLLM's
-    dotted name)."""
+    it, and the reading's detail by what the target was (a function: Python 3.10's resolution of vLLM's dotted
+    name)."""
     for tb in reversed(tbs):
         if tb.exception is None or "does not have the attribute" not in lines[tb.exception].text:
             continue
         m = _PATCH_TARGET_MISSING.search(lines[tb.exception].text)
         own = [f for f in tb.frames if not _PATCH_HELPERS.search(f.path)]
         if m and own and own[-1] is not tb.frames[-1] and IN_VLLM.search(own[-1].path):
-            return tb, own[-1], m.group("kind")
+            return tb, own[-1], "mock_resolution" if m.group("kind") == "function" else "python_package"
     return None
 
 
