@@ -9,6 +9,7 @@ A message whose wording changed across releases has one rule per wording, each c
 
 from __future__ import annotations
 
+from vllm_guard.diagnose.catalogue_devices import DEVICE_SOURCES
 from vllm_guard.diagnose.catalogue_settings import SETTINGS_SOURCES
 from vllm_guard.diagnose.catalogue_versions import VERSION_SOURCES
 
@@ -84,9 +85,6 @@ SOURCES: dict[str, str] = {
     "bnb_model": "vLLM 0.5-0.26 model_executor/model_loader/loader.py (later bitsandbytes_loader.py) "
                  "BitsAndBytesModelLoader: 'AttributeError: Model X does not support BitsAndBytes quantization yet.' "
                  "(\"No 'packed_modules_mapping' found.\", 'MoE Model X ...')",
-    "acl_capture": "torch_npu NPUGraph.capture_begin (csrc/core/npu/NPUGraph.cpp): 'NPU function error: "
-                   "c10_npu::acl::AclmdlRICaptureBegin(capture_stream_, capture_mode), error code is N' with CANN's "
-                   "'[Error]: Failed to apply for memory.' after it, in vllm-ascend's ACL graph capture",
     "max_len": "vLLM 0.2-0.33 _get_and_verify_max_len (config.py; config/model.py at 0.33): 'User-specified "
                "max_model_len (N) is greater than the derived max_model_len'",
     "world_size": "vLLM config/parallel.py, the executor's choice: 'World size (N) is larger than the number of "
@@ -127,9 +125,6 @@ SOURCES: dict[str, str] = {
     "flashinfer_moe_model": "vLLM 0.10-0.13 model_executor/layers/quantization/utils/flashinfer_utils.py "
                             "apply_flashinfer_per_tensor_scale_fp8: 'AssertionError: FusedMoE flashinfer kernels are "
                             "only supported for Llama4'",
-    "aiter_mla_heads": "vLLM 0.9-0.16 v1/attention/backends/mla/rocm_aiter_mla.py: 'AssertionError: Aiter MLA only "
-                       "supports 16 or 128 number of heads. Provided N number of heads. Try adjusting "
-                       "tensor_parallel_size value.'",
     "second_engine": "vLLM 0.1-0.34 distributed/parallel_state.py initialize_model_parallel (model_executor/"
                      "parallel_utils before 0.4): 'AssertionError: tensor model parallel group is already "
                      "initialized' (and the data, pipeline, expert groups' wordings)",
@@ -178,16 +173,11 @@ SOURCES: dict[str, str] = {
                           "from sentencepiece/__init__.py LoadFromFile): 'TypeError: not a string' for a model file of "
                           "None, as transformers 4.x LlamaTokenizer.get_spm_processor passes it when the model has no "
                           "tokenizer.model",
-    "ascend_no_kv": "vllm-ascend 0.9-0.13 worker/worker_v1.py NPUWorker.determine_available_memory: 'Available "
-                    "memory: {available_kv_cache_memory}, total memory: {total_npu_memory}' (bytes, clamped at 0 by "
-                    "max(..., 0)), before vLLM's 'No available memory for the cache blocks'",
     "download_integrity": "ModelScope hub file_download.py file_integrity_validation: 'modelscope.hub.errors."
                           "FileIntegrityError: File X integrity check failed, expected sha256 signature is ..., the "
                           "download may be incomplete, please try again'",
     "shards_missing": "vLLM 0.32 model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files: "
                       "'FileNotFoundError: Weight files referenced in index but missing: {...}'",
-    "neuron_oom": "AWS Neuron runtime (libnrt, NRT_RESOURCE = 4) through torch-neuron's _parallel_to_neuron: "
-                  "'RuntimeError: nrt_tensor_allocate status=4 message=\"Allocation Failure\"'",
     "cuda_runtime_oom": "the CUDA runtime's string for cudaErrorMemoryAllocation as PyTorch raises it ('RuntimeError: "
                         "CUDA error: out of memory', c10/cuda/CUDAException.h), and vLLM 0.7-0.33 "
                         "csrc/cumem_allocator.cpp's CUDA_CHECK for sleep mode ('CUDA Error: out of memory at "
@@ -387,15 +377,8 @@ SOURCES: dict[str, str] = {
                         "from file. Please check that the provided vocabulary is accessible and not corrupted.' (the "
                         "tokenizer class's own OSError)",
     **SETTINGS_SOURCES,
+    **DEVICE_SOURCES,
     **VERSION_SOURCES,
-    "tpu_busy": "the TPU's PJRT client (JAX, torch_xla): 'TPU initialization failed: open(/dev/vfio/0): Device or "
-                "resource busy' ('Unable to initialize backend 'tpu'' in JAX); libtpu: 'The TPU is already in use by "
-                "process with pid N. Not attempting to load libtpu.so in this process.'",
-    "hpu_acquire": "Habana's SynapseAI runtime under habana_frameworks.torch.hpu init (synDeviceAcquire): "
-                   "'RuntimeError: synStatus=8 [Device not found] Device acquire failed.' and 'synStatus=20 [Device "
-                   "already acquired] Device acquire failed.'",
-    "tpu_onchip": "XLA's TPU compiler: 'RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
-                  "memory space vmem' (or smem): a kernel's scratch memory on the core",
     "k8s_unschedulable": "Kubernetes' scheduler (pkg/scheduler framework FitError, noderesources fit.go), the "
                          "FailedScheduling event: '0/N nodes are available: M Insufficient nvidia.com/gpu. ...'",
     "startup_probe": "the kubelet's event when a startup probe used its failureThreshold (Kubernetes 1.16+, "
