@@ -13,6 +13,10 @@ DEVICE_SOURCES: dict[str, str] = {
     "hpu_acquire": "Habana's SynapseAI runtime under habana_frameworks.torch.hpu init (synDeviceAcquire): "
                    "'RuntimeError: synStatus=8 [Device not found] Device acquire failed.' and 'synStatus=20 [Device "
                    "already acquired] Device acquire failed.'",
+    "neuron_busy": "AWS Neuron runtime (libnrt) nrt_allocate_neuron_cores: 'NeuronCore(s) not available - Requested:N "
+                   "Available:0', newer runtimes 'Logical Neuron Core(s) not available - Requested:lncA-lncB "
+                   "Available:0 Logical Core size:1 (cores busy, ret=-16)'; a NeuronCore is reserved whole by one "
+                   "process until it exits (Neuron Runtime configuration guide)",
     "neuron_oom": "AWS Neuron runtime (libnrt, NRT_RESOURCE = 4) through torch-neuron's _parallel_to_neuron: "
                   "'RuntimeError: nrt_tensor_allocate status=4 message=\"Allocation Failure\"'",
     "acl_capture": "torch_npu NPUGraph.capture_begin (csrc/core/npu/NPUGraph.cpp): 'NPU function error: "
@@ -21,6 +25,10 @@ DEVICE_SOURCES: dict[str, str] = {
     "ascend_no_kv": "vllm-ascend 0.9-0.13 worker/worker_v1.py NPUWorker.determine_available_memory: 'Available "
                     "memory: {available_kv_cache_memory}, total memory: {total_npu_memory}' (bytes, clamped at 0 by "
                     "max(..., 0)), before vLLM's 'No available memory for the cache blocks'",
+    "aiter_moe": "ROCm's AITER aiter/fused_moe.py, refusing a MoE kernel combination it has no kernel for: "
+                 "'NotImplementedError: a16w4 (bf16 A x MXFP4 W) SiTUv2 is not supported: ...' (v0.1.20), 'MXFP4 "
+                 "a4w4 FlyDSL port does not support expert-parallel yet' (v0.1.18-0.1.20), 'CK 2-stage MoE has no "
+                 "Swiglu+MXFP4 specialization' (pull request #3565, June 2026, in no release through v0.1.20)",
     "aiter_mla_heads": "vLLM 0.9-0.16 v1/attention/backends/mla/rocm_aiter_mla.py: 'AssertionError: Aiter MLA only "
                        "supports 16 or 128 number of heads. Provided N number of heads. Try adjusting "
                        "tensor_parallel_size value.'",

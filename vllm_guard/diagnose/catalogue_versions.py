@@ -129,7 +129,10 @@ VERSION_SOURCES: dict[str, str] = {
     "package_required": "vLLM 0.4-0.34's own ImportError naming a package to install: 'Please install timm', "
                         "'bitsandbytes version is wrong. Please install bitsandbytes>=X', 'Xformers is required for "
                         "Pixtral inference with the Mistral format' (models/pixtral.py 0.6-0.9), 'Using Ray backend "
-                        "requires installation of ray', 'The package `amd-quark` is required to use ...'",
+                        "requires installation of ray', 'The package `amd-quark` is required to use ...'; Neural "
+                        "Magic's nm-vllm 0.1-0.5 (layers/sparsity/__init__.py, parameters/lazy_compressed.py): "
+                        "'ValueError: magic_wand is not available and required for sparsity support. Please install it "
+                        "with `pip install nm-magic-wand`' (`magic_wand` in its first commits)",
     "ptxas_arch": "NVIDIA's PTX assembler (ptxas; Triton bundles one): 'ptxas fatal : Value 'sm_121a' is not defined "
                   "for option 'gpu-name'' (an assembler older than the GPU's architecture)",
     "libcuda_missing": "Triton's NVIDIA driver module, libcuda_dirs (triton/backends/nvidia/driver.py in 3.x): "

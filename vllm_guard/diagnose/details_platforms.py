@@ -1,6 +1,6 @@
 """The advice for settings readings that belong to one platform or its plugin: Ascend's HCCL port and graph modes
 (vllm-ascend), Gaudi's collectives, ROCm's AITER kernels and device variables, an activation only some platforms
-run. Part of details.DETAIL_ADVICE."""
+run, AWS Neuron cores another process holds. Part of details.DETAIL_ADVICE."""
 
 from __future__ import annotations
 
@@ -21,6 +21,23 @@ AITER_MLA_HEADS = Advice(
     ("a tensor-parallel size that leaves 16 or 128 heads per GPU (for 128 heads: 1 or 8), with data or pipeline "
      "parallelism for the other GPUs", "VLLM_ROCM_USE_AITER_MLA=0: another MLA backend"),
     ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+AITER_MOE = Advice(
+    "ROCm's AITER kernels, which run this model's MoE layers, have no kernel for its combination of MXFP4 weights "
+    "with this activation, weight layout or expert parallelism, and refused it as the model first ran.",
+    ("VLLM_ROCM_USE_AITER_MOE=0: vLLM's own MoE kernels, AITER kept for the rest", "--moe-backend triton (vLLM "
+     "0.20 and later) for an MXFP4 model", "without --enable-expert-parallel where the message names expert "
+     "parallelism", "an AITER release with a kernel for the combination"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+NEURON_BUSY = Advice(
+    "Another process holds the NeuronCores this start asked for: AWS Neuron's runtime reserves a core whole for one "
+    "process until it exits (a previous vLLM or its container, a notebook's kernel, a test run beside it).",
+    ("`neuron-ls` or `neuron-top`: the processes holding each core; stop the one that holds them, or wait for it",
+     "NEURON_RT_VISIBLE_CORES naming free cores, one vLLM per set of cores"),
+    ("changing vLLM's memory settings", "retrying at once"),
 )
 
 MOE_ACT_PLATFORM = Advice(
@@ -86,5 +103,5 @@ PLATFORM_ADVICE: dict[str, Advice] = {
     "rocr_visible_devices": ROCR_VISIBLE_DEVICES, "moe_act_platform": MOE_ACT_PLATFORM, "acl_graph": ACL_GRAPH,
     "torchair_graph": TORCHAIR_GRAPH, "hpu_lazy_collectives": HPU_LAZY_COLLECTIVES, "aiter_mla_heads": AITER_MLA_HEADS,
     "hccl_port": HCCL_PORT, "npu_task_queue": NPU_TASK_QUEUE,
-    "spyre_warmup": SPYRE_WARMUP,
+    "spyre_warmup": SPYRE_WARMUP, "aiter_moe": AITER_MOE, "neuron_busy": NEURON_BUSY,
 }

@@ -97,7 +97,8 @@ def next_step(d: Diagnosis, s: Settings, limits: Limits | None = None, *, fp8_su
     n = d.numbers
     if d.cls == "kv_cache_too_small":
         return _kv_too_small(n, s, limits, fp8_supported, d)
-    if d.cls == "gpu_busy" and d.detail in ("tpu_busy", "hpu_acquired"):  # NVML, which the wait polls, sees neither
+    # NVML, which the wait for a busy GPU polls, sees none of these accelerators
+    if d.cls == "gpu_busy" and d.detail in ("tpu_busy", "hpu_acquired", "neuron_busy"):
         return Stop(NOT_RELAXABLE_DETAIL[d.detail])
     if d.cls == "gpu_busy":
         free, total = n.get("free_gib"), n.get("total_gib")

@@ -231,6 +231,9 @@ NOT_RELAXABLE_DETAIL = {
     "hpu_acquired": "another process holds the Gaudi: the guard cannot see it, so it does not wait for it",
     "hpu_not_found": "no Gaudi is free to this process: give the container one, or free one",
     "tpu_busy": "another process holds the TPU: the guard cannot see it, so it does not wait for it",
+    "neuron_busy": "another process holds the NeuronCores: the guard cannot see them, so it does not wait for them",
+    "aiter_moe": "AITER has no MoE kernel for this MXFP4 combination: VLLM_ROCM_USE_AITER_MOE=0 or another MoE "
+                 "backend in the profile",
     "tpu_onchip": "XLA ran out of the TPU core's on-chip memory compiling a kernel: not the HBM a setting frees",
     "k8s_unschedulable": "no node of the cluster has the pod's GPUs free: the scheduler never starts the container",
     "platform_start": "the platform stopped waiting for the container's port before vLLM was ready: its start "

@@ -13,6 +13,14 @@ from vllm_guard.diagnose.markers import BEFORE_START, LOADING, PROFILING
 from vllm_guard.diagnose.rule import Rule
 
 DTYPE_QUANT_RULES: tuple[Rule, ...] = (
+    # ROCm's AITER refusing a MoE kernel combination it has none for (aiter/fused_moe.py): MXFP4 weights with an
+    # activation, layout or expert parallelism its CK and FlyDSL kernels lack. vLLM takes AITER's MoE on ROCm with
+    # VLLM_ROCM_USE_AITER=1 (VLLM_ROCM_USE_AITER_MOE on by default) and for gpt-oss's MXFP4 first on gfx950 (0.20
+    # fused_moe/oracle/mxfp4.py); blind179/b179-004: gpt-oss-20b MXFP4 at TP 2 on MI355X under vLLM 0.21.
+    Rule("quant_unsupported", re.compile(r"NotImplementedError: (?:CK 2-stage MoE has no \w{1,20}\+MXFP4|a16w4 "
+                                         r"\(bf16 A x MXFP4 W\) SiTUv2 is not supported|MXFP4 a4w4 FlyDSL port does "
+                                         r"not support expert-parallel)"),
+         detail="aiter_moe", when=conditions.never_ready, source=SOURCES["aiter_moe"]),
     # vLLM's compiled extension without a quantization kernel its Python code calls (torch.ops._C.awq_dequantize,
     # gptq_marlin_repack, cutlass_scaled_mm...): a platform's build that leaves it out (ROCm's and the CPU build's
     # omit AWQ's, Marlin's and CUTLASS's kernels: blind153/b153-015 on a Radeon, b153-019 on the CPU build,

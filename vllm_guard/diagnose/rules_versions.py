@@ -245,12 +245,14 @@ VERSION_RULES: tuple[Rule, ...] = (
     # vLLM's own ImportError that names a package a model, loader or feature needs and this environment lacks or has
     # at another version (vLLM 0.4-0.34: "Please install timm", "bitsandbytes version is wrong. Please install
     # bitsandbytes>=...", "Using Ray backend requires installation of ray", "The package `amd-quark` is required to
-    # ..."; blind70/b70-003: Pixtral's Mistral format without xformers, 0.6-0.9 models/pixtral.py, in a ROCm image).
+    # ..."; blind70/b70-003: Pixtral's Mistral format without xformers, 0.6-0.9 models/pixtral.py, in a ROCm image;
+    # Neural Magic's nm-vllm 0.1-0.5 raises a ValueError for its sparsity kernels' package, blind179/b179-001).
     # Not a remote-code file's own list of packages (transformers' message), nor vLLM's gpt_oss check, which its tool
     # servers catch and log as a warning.
     Rule("version_mismatch", re.compile(r"ImportError: (?:Please install \S|Xformers is required for \w|"
                                         r"\w{1,40} version is wrong\. Please|Using Ray backend requires installation "
-                                        r"of ray|The package `[\w-]{1,40}` is required to)"),
+                                        r"of ray|The package `[\w-]{1,40}` is required to)|ValueError: magic_wand is "
+                                        r"not available and required for sparsity"),
          detail="package_required", when=conditions.never_ready_nor_skipped, source=SOURCES["package_required"]),
     # transformers' check of a remote-code file's imports (dynamic_module_utils.py check_imports): the model's own
     # modeling file imports packages this environment lacks (blind92/b92-009: tiktoken for Qwen-7B under Ray;

@@ -1,0 +1,81 @@
+"""`explain` on blind179-180 (tests/data/real-logs), issue 26's sets after their one scoring.
+
+blind179, failed starts quoted in the commit messages of serving stacks, cloud recipes and vLLM's forks (Open Data
+Hub's vLLM fork, AMD's aiter, optimum-neuron, Neuron's inference library), scored once at 3abc7fd: 3 of 6. Its three
+misses were messages of the accelerators' and forks' own code no rule read: Neural Magic's nm-vllm asking for its
+sparsity package, ROCm's AITER refusing an MXFP4 MoE combination, and AWS Neuron's runtime finding its cores held by
+another process. blind180, the commit messages of libraries and model projects whose users start vLLM, scored once
+at the same commit: 1 of 1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import blind_log
+from vllm_guard.diagnose.classify import classify
+from vllm_guard.diagnose.ladder import Settings, Stop, next_step
+from vllm_guard.diagnose.ladder_reasons import NOT_RELAXABLE_DETAIL
+
+
+@pytest.mark.parametrize(("name", "cls", "detail"), [
+    # nm-vllm 0.1-0.5's own check for its sparsity kernels' package (a ValueError, under LLM(..., sparsity=...))
+    ("b179-001", "version_mismatch", "package_required"),
+    # Triton's cache directory raced by several workers' compiles: the commit does not say the start is the moment
+    ("b179-002", "unknown", None),
+    ("b179-003", "unknown", None),
+    # AITER's CK 2-stage MoE without a Swiglu+MXFP4 kernel (gpt-oss-20b MXFP4 on MI355X), quoted indented, broken
+    ("b179-004", "quant_unsupported", "aiter_moe"),
+    # Neuron's runtime: the logical cores are held by a leftover vLLM container (cores busy, ret=-16)
+    ("b179-005", "gpu_busy", "neuron_busy"),
+    # transformers asking for trust_remote_code (read before the score)
+    ("b179-006", "remote_code_required", None),
+])
+def test_blind179(name: str, cls: str, detail: str | None) -> None:
+    d = classify(blind_log("blind179", name))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_blind180() -> None:
+    # a CPU op missing from vLLM's extension (the image's torch), then KServe's use of an attribute vLLM removed
+    d = classify(blind_log("blind180", "b180-001"))
+    assert (d.cls, d.detail) == ("version_mismatch", "op_missing")
+
+
+def test_neuron_cores_held_elsewhere_are_not_waited_for() -> None:
+    # the ladder's wait for a busy GPU polls NVML, which sees no NeuronCore: waiting would wait for nothing
+    step = next_step(classify(blind_log("blind179", "b179-005")), Settings())
+    assert isinstance(step, Stop) and step.reason == NOT_RELAXABLE_DETAIL["neuron_busy"]
+
+
+@pytest.mark.parametrize(("line", "cls"), [
+    # the older runtime's wording (optimum-neuron's issue 377: the message as AWS's troubleshooting guide heads it)
+    ("2023-Dec-13 16:44:18.626441 190864:229706 ERROR   NRT:nrt_allocate_neuron_cores               NeuronCore(s) "
+     "not available - Requested:2 Available:0", "gpu_busy"),
+    # the newer one on one line
+    ("ERROR  NRT:nrt_allocate_neuron_cores  Logical Neuron Core(s) not available - Requested:lnc8-lnc9 Available:0 "
+     "Logical Core size:1 (cores busy, ret=-16)", "gpu_busy"),
+    # some cores free but fewer than asked: too few may be the cause as well as another process, so no reading
+    ("ERROR  NRT:nrt_allocate_neuron_cores  NeuronCore(s) not available - Requested:4 Available:2", "unknown"),
+])
+def test_neuron_core_allocation(line: str, cls: str) -> None:
+    assert classify(line + "\nRuntimeError: The PyTorch Neuron Runtime could not be initialized.\n").cls == cls
+
+
+@pytest.mark.parametrize("line", [
+    # AITER v0.1.20's refusal of bf16 activations with MXFP4 weights outside its one SiTU layout
+    "NotImplementedError: a16w4 (bf16 A x MXFP4 W) SiTUv2 is not supported: per-expert bias.",
+    # AITER v0.1.18-0.1.20's FlyDSL MXFP4 port under expert parallelism
+    "NotImplementedError: MXFP4 a4w4 FlyDSL port does not support expert-parallel yet (expert_mask is dropped by the "
+    "output_aux sort path).",
+])
+def test_aiter_moe_refusals(line: str) -> None:
+    d = classify(line + "\n")
+    assert (d.cls, d.detail) == ("quant_unsupported", "aiter_moe")
+
+
+def test_a_server_that_got_ready_is_not_read_by_aiter_refusal() -> None:
+    # a request's MoE call after the server was ready fails that request, not the start
+    text = ("INFO 06-05 18:00:00 [api_server.py:1] Starting vLLM server on http://0.0.0.0:8000\n"
+            "NotImplementedError: MXFP4 a4w4 FlyDSL port does not support expert-parallel yet.\n")
+    assert classify(text).detail != "aiter_moe"
