@@ -184,3 +184,32 @@ def test_a_process_name_cut_mid_character_is_read(tmp_path: Path) -> None:
     (tmp_path / "42" / "stat").write_bytes(b"42 (" + name + b") S 1 42 42 0 -1 4194560" + b" 0" * 12 + b" 987654 0\n")
     assert stat_field(42, STATE_FIELD, str(tmp_path)) == "S"
     assert stat_field(42, START_TIME_FIELD, str(tmp_path)) == "987654"
+
+
+def test_a_process_with_any_thread_in_uninterruptible_sleep_has_its_maps_left_unread(tmp_path: Path) -> None:
+    """Reading /proc/PID/maps takes the memory-map lock that a thread stuck in a driver call may hold: the keeper
+    skips the maps of a process when any of its threads is in state D, not only its main thread, whose state
+    /proc/PID/stat alone gives (a worker's NCCL or CUDA thread hangs while the main thread sleeps)."""
+    from vllm_guard.probes.procfs import holdings_of
+
+    held = tmp_path / "shm" / "psm_0a1b"
+    held.parent.mkdir()
+    held.write_bytes(b"x")
+    st = held.stat()
+    proc = tmp_path / "proc"
+    line = (f"7f00-7f10 rw-s 00000000 {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x} {st.st_ino}"
+            f"                  {held}\n")
+
+    def process(pid: int, states: list[str]) -> None:
+        (proc / str(pid) / "task").mkdir(parents=True)
+        (proc / str(pid) / "maps").write_text(line)
+        (proc / str(pid) / "stat").write_text(f"{pid} (python3) {states[0]} 1 {pid} {pid} 0\n")
+        for n, state in enumerate(states):
+            (proc / str(pid) / "task" / str(pid + n)).mkdir()
+            (proc / str(pid) / "task" / str(pid + n) / "stat").write_text(f"{pid + n} (python3) {state} 1\n")
+
+    process(100, ["S", "S"])
+    process(200, ["S", "D"])  # the main thread sleeps; another waits in the kernel
+    directories = (str(held.parent) + "/",)
+    assert holdings_of([100], directories, str(proc)) == {(str(held), (st.st_dev, st.st_ino))}
+    assert holdings_of([200], directories, str(proc)) == set()

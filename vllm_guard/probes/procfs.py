@@ -189,12 +189,27 @@ def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
 def holdings_of(pids: Iterable[int], directories: tuple[str, ...],
                 proc_root: str = "/proc") -> set[tuple[str, Identity]]:
     """The files under these directories that these processes have open or mapped right now (``_holdings``). Not
-    the mappings of a process in uninterruptible sleep: reading its maps waits for its memory-map lock, which such a
-    process may hold (a GPU driver call that hangs), and the keeper must go on to SIGKILL."""
+    the mappings of a process with a thread in uninterruptible sleep: reading its maps waits for its memory-map lock,
+    which such a thread may hold (a GPU driver call that hangs), and the keeper must go on to SIGKILL."""
     found: set[tuple[str, Identity]] = set()
     for pid in pids:
-        found |= _holdings(f"{proc_root}/{pid}", directories, maps=stat_field(pid, STATE_FIELD, proc_root) != "D")
+        found |= _holdings(f"{proc_root}/{pid}", directories, maps=not _uninterruptible(pid, proc_root))
     return found
+
+
+def _uninterruptible(pid: int, proc_root: str) -> bool:
+    """Whether any thread of the process is in state D. /proc/PID/stat is the main thread's alone, and vLLM's driver
+    calls run in others too (a worker's NCCL and CUDA threads); a process whose threads cannot be listed is judged by
+    its main thread."""
+    try:
+        threads = list(os.scandir(f"{proc_root}/{pid}/task"))
+    except OSError:
+        return stat_field(pid, STATE_FIELD, proc_root) == "D"
+    for thread in threads:
+        with contextlib.suppress(OSError, IndexError), open(f"{thread.path}/stat", "rb") as f:
+            if f.read().rsplit(b")", 1)[1].split()[STATE_FIELD] == b"D":
+                return True
+    return False
 
 
 # /proc/PID/stat's fields after the command's closing parenthesis, from 0 (proc(5) numbers them from 3)
