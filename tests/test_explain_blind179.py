@@ -1,11 +1,14 @@
-"""`explain` on blind179-180 (tests/data/real-logs), issue 26's sets after their one scoring.
+"""`explain` on blind179-184 (tests/data/real-logs), issue 26's sets after their one scoring.
 
 blind179, failed starts quoted in the commit messages of serving stacks, cloud recipes and vLLM's forks (Open Data
 Hub's vLLM fork, AMD's aiter, optimum-neuron, Neuron's inference library), scored once at 3abc7fd: 3 of 6. Its three
 misses were messages of the accelerators' and forks' own code no rule read: Neural Magic's nm-vllm asking for its
 sparsity package, ROCm's AITER refusing an MXFP4 MoE combination, and AWS Neuron's runtime finding its cores held by
 another process. blind180, the commit messages of libraries and model projects whose users start vLLM, scored once
-at the same commit: 1 of 1.
+at the same commit: 1 of 1. blind182, excerpts of the issue threads of libraries vLLM loads, scored once at 98c8264:
+10 of 11 (its miss shows Triton's ptxas failing without the error ptxas printed). blind183 and blind184, issue threads
+of model makers' repositories, scored once at fe73e2e: 3 of 4 and 5 of 9; blind184's misses taught vLLM's
+Transformers backend meeting a model's own processor, and xformers' FlashAttention 3 kernels on a Blackwell GPU.
 """
 
 from __future__ import annotations
@@ -79,3 +82,40 @@ def test_a_server_that_got_ready_is_not_read_by_aiter_refusal() -> None:
     text = ("INFO 06-05 18:00:00 [api_server.py:1] Starting vLLM server on http://0.0.0.0:8000\n"
             "NotImplementedError: MXFP4 a4w4 FlyDSL port does not support expert-parallel yet.\n")
     assert classify(text).detail != "aiter_moe"
+
+
+@pytest.mark.parametrize(("part", "name", "cls", "detail"), [
+    # a Triton ptxas failure for sm_110a whose own error (ptxas's stderr) the excerpt does not show: not read
+    ("blind182", "b182-006", "unknown", None),
+    # one KeyError line of a weight name: nothing in it says bitsandbytes, which its collector's label rests on
+    ("blind183", "b183-004", "unknown", None),
+    # transformers' "does not recognize this architecture": read as the other logs of those words are (a label in
+    # dispute, KNOWN_CONFIDENT_ERRORS)
+    ("blind184", "b184-002", "unsupported_architecture", "transformers_model_type"),
+    ("blind184", "b184-003", "unsupported_architecture", "transformers_model_type"),
+    # vLLM's Transformers backend asking Step3-VL's own processor for a method transformers' processors have
+    ("blind184", "b184-004", "unsupported_architecture", "transformers_backend_mm"),
+    ("blind184", "b184-005", "unsupported_architecture", None),
+    # xformers' bundled FlashAttention 3 (Hopper only) launched on an RTX PRO 6000 Blackwell
+    ("blind184", "b184-006", "version_mismatch", "xformers_fa3_arch"),
+    # the same line on an RTX 5080 (MinerU), relabelled from unknown with a note in its index
+    ("blind8", "b8-013", "version_mismatch", "xformers_fa3_arch"),
+    # cut in the frames above the call, before the exception: not read
+    ("blind184", "b184-007", "unknown", None),
+])
+def test_blind182_to_184(part: str, name: str, cls: str, detail: str | None) -> None:
+    d = classify(blind_log(part, name))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_the_transformers_backends_processor_call_is_read_before_the_processor_api() -> None:
+    # another missing attribute of a processor is still read as transformers and vLLM of releases that do not match
+    other = classify("AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'.\n")
+    assert (other.cls, other.detail) == ("version_mismatch", "processor_api")
+
+
+def test_vllms_own_flash_attention_3_is_not_read_as_xformers() -> None:
+    # vLLM's vllm-flash-attn builds the same Hopper template: on a Hopper GPU, where vLLM alone picks FA3, its launch
+    # failure says nothing of xformers' dispatch
+    line = "CUDA error (/workspace/.deps/vllm-flash-attn-src/hopper/flash_fwd_launch_template.h:188): invalid argument"
+    assert classify(line + "\nRuntimeError: Engine core initialization failed.\n").detail != "xformers_fa3_arch"

@@ -318,18 +318,22 @@ KNOWN_CONFIDENT_ERRORS = {"h11-ray_placement.log", "b5-001-gpu_oom.log", "b6-016
                           # after blind177's score: vLLM's Mistral-format reader's "Found unknown quantization='...'
                           # in config" read quant_unsupported (mistral_quant), as "Unknown quantization method" is;
                           # labelled usage_error, with quant_unsupported as the collector's second reading
-                          "b177-007-usage_error.log"}
+                          "b177-007-usage_error.log",
+                          # blind184's two, recorded at its score: transformers' 'does not recognize this architecture'
+                          # (hunyuan_v1_dense, hunyuan_vl), read unsupported_architecture as b8-032 and b123-015 are;
+                          # their collector labelled them version_mismatch, unsupported_architecture second
+                          "b184-002-version_mismatch.log", "b184-003-version_mismatch.log"}
 
 
 def test_accuracy_on_all_the_real_logs_together() -> None:
-    """After the blind parts were scored once (README.md there), all the real failures (2285, with blind2-180): no
-    fewer right than measured after the rules blind57's to blind179's misses taught (2038, 89.2%; issue 26's bar of
+    """After the blind parts were scored once (README.md there), all the real failures (2309, with blind2-184): no
+    fewer right than measured after the rules blind57's to blind184's misses taught (2058, 89.1%; issue 26's bar of
     95% and one confident error is not met since blind5), no confident error beyond the known ones, and a success
     never gets a failure class. A regression guard: the bar itself is reported by benchmarks/classify_real_logs.py."""
     failures, startups = _benchmark().evaluate()
     wrong = [(r.part, r.file, r.label, r.got) for r in failures if not r.right]
-    assert len(failures) >= 2285
-    assert sum(r.right for r in failures) >= 2038, wrong
+    assert len(failures) >= 2309
+    assert sum(r.right for r in failures) >= 2058, wrong
     assert {r.file for r in failures if r.confident_error} <= KNOWN_CONFIDENT_ERRORS, wrong
     assert [r.file for r in startups if r.got != "unknown"] == []
 

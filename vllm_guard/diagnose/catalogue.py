@@ -313,6 +313,11 @@ SOURCES: dict[str, str] = {
                              "with vLLM.', with --model-impl transformers 'The Transformers implementation of X is "
                              "not compatible with vLLM.', and 'Cannot find model module. 'X' is not a registered model "
                              "in the Transformers library ...' (0.9+)",
+    "transformers_backend_mm": "vLLM 0.10-0.34's Transformers backend (model_executor/models/transformers.py; "
+                               "transformers/multimodal.py from 0.11) get_max_image_tokens and its processor: "
+                               "'processor._get_num_multimodal_tokens(...)', which a processor without it fails "
+                               "with \"AttributeError: 'XProcessor' object has no attribute "
+                               "'_get_num_multimodal_tokens'\"",
     "gguf_architecture": "transformers modeling_gguf_pytorch_utils.py load_gguf_checkpoint (vLLM's GGUF loader reads "
                          "the config through it): 'GGUF model with architecture X is not supported yet.' (4.4x), "
                          "'Architecture X not supported' (earlier)",

@@ -163,6 +163,18 @@ TRITON_LIBCUDA = Advice(
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 
+XFORMERS_FA3_ARCH = Advice(
+    "xformers ran FlashAttention 3's kernels, which are built for Hopper GPUs (compute capability 9.0) alone, on "
+    "another GPU, and their launch failed: xformers before 0.0.33 took any newer GPU for them (capability 9.0 or more, "
+    "8.0 or more in 0.0.31-0.0.32). "
+    "vLLM 0.10 and earlier run a multimodal model's vision encoder through xformers (unless the flash-attn package "
+    "is installed), and on a Blackwell GPU (RTX PRO 6000, RTX 50, B200) that meets this.",
+    ("vLLM 0.11 or later, which runs vision encoders with PyTorch's SDPA on Blackwell GPUs (unless "
+     "VLLM_ATTENTION_BACKEND names XFORMERS, which 0.11 applies to them too)",
+     "xformers 0.0.33 or later, which keeps FlashAttention 3 to Hopper GPUs, if this vLLM accepts it"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 BUILD_ADVICE: dict[str, Advice] = {
     "triton_libcuda": TRITON_LIBCUDA,
     "triton_capability": TRITON_CAPABILITY,
@@ -181,4 +193,5 @@ BUILD_ADVICE: dict[str, Advice] = {
     "extension_missing": EXTENSION_MISSING,
     "no_c_compiler": NO_C_COMPILER,
     "no_cxx_compiler": NO_CXX_COMPILER,
+    "xformers_fa3_arch": XFORMERS_FA3_ARCH,
 }

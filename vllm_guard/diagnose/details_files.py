@@ -221,6 +221,17 @@ MLX_MODEL_TYPE = Advice(
     ("changing vLLM's memory or parallel settings", "--trust-remote-code"),
 )
 
+TRANSFORMERS_BACKEND_MM = Advice(
+    "vLLM has no class of its own for this multimodal model, and its Transformers backend, which stands in for one, "
+    "counts an image's tokens through the model's processor (`_get_num_multimodal_tokens`): transformers gives that "
+    "method only to the processors of models its vLLM backend runs, and this model's processor (most often its own "
+    "code, run with --trust-remote-code) has none.",
+    ("a vLLM release with its own class for the model (vLLM's supported-models page; a model maker may name a "
+     "nightly)", "the model maker's own serving instructions (a fork or image they publish)",
+     "where the processor is transformers' own: a transformers release whose processor for it has the method"),
+    ("changing vLLM's memory or parallel settings", "retrying unchanged"),
+)
+
 DOWNLOAD_RESUME = Advice(
     "The Hub refused to resume a download from where the cache's partial file ends: that file is as long as the "
     "whole file or longer, left by a cut download or by several processes downloading into one cache at once "
@@ -232,7 +243,7 @@ DOWNLOAD_RESUME = Advice(
 FILE_ADVICE: dict[str, Advice] = {
     "download_resume": DOWNLOAD_RESUME,
     "transformers_model_type": TRANSFORMERS_MODEL_TYPE,
-    "mlx_model_type": MLX_MODEL_TYPE,
+    "mlx_model_type": MLX_MODEL_TYPE, "transformers_backend_mm": TRANSFORMERS_BACKEND_MM,
     "harmony_vocab_file": HARMONY_VOCAB_FILE,
     "lora_modules": LORA_MODULES,
     "config_not_json": CONFIG_NOT_JSON,

@@ -43,6 +43,8 @@ NOT_RELAXABLE_DETAIL = {
     "mamba_align": "prefix caching on this hybrid model needs chunked prefill: enable it, or turn prefix caching off",
     "mock_resolution": "this vLLM's compile step cannot patch torch under Python 3.10: Python 3.11+, or a fixed vLLM",
     "mlx_model_type": "the installed mlx-lm (or mlx-vlm) has no module for this model type: a release that lists it",
+    "transformers_backend_mm": "vLLM's Transformers backend cannot run this multimodal model's processor: a vLLM "
+                               "with its own class for the model",
     "backend_name": "VLLM_ATTENTION_BACKEND names no backend of this vLLM: unset it or use a listed name",
     "batch_invariant": "VLLM_BATCH_INVARIANT=1 where this vLLM has no batch-invariant kernel for the model or backend",
     "cdi_device": "the container runtime knows no CDI device of that name: generate the node's CDI spec",
@@ -74,6 +76,8 @@ NOT_RELAXABLE_DETAIL = {
                         "in the profile (NCCL's all-reduce instead)",
     "deep_gemm": "the deep_gemm package is missing or too old: install it (a model without FP8 layers can skip "
                  "it with VLLM_DEEP_GEMM_WARMUP=skip in the profile's [env] table)",
+    "xformers_fa3_arch": "xformers ran Hopper-only attention kernels on another GPU: vLLM 0.11 or xformers 0.0.33, no "
+                         "setting",
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",
