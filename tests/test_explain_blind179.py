@@ -1,4 +1,4 @@
-"""`explain` on blind179-184 (tests/data/real-logs), issue 26's sets after their one scoring.
+"""`explain` on blind179-186 (tests/data/real-logs), issue 26's sets after their one scoring.
 
 blind179, failed starts quoted in the commit messages of serving stacks, cloud recipes and vLLM's forks (Open Data
 Hub's vLLM fork, AMD's aiter, optimum-neuron, Neuron's inference library), scored once at 3abc7fd: 3 of 6. Its three
@@ -9,6 +9,9 @@ at the same commit: 1 of 1. blind182, excerpts of the issue threads of libraries
 10 of 11 (its miss shows Triton's ptxas failing without the error ptxas printed). blind183 and blind184, issue threads
 of model makers' repositories, scored once at fe73e2e: 3 of 4 and 5 of 9; blind184's misses taught vLLM's
 Transformers backend meeting a model's own processor, and xformers' FlashAttention 3 kernels on a Blackwell GPU.
+blind185 (more model makers' threads) and blind186 (cloud vendors' and platforms' guides), scored once at fc5aba4: 7 of
+10 and 2 of 4; their misses taught transformers 4.50's image-processor size, a plugin reading a module vLLM moved, NIM
+not reaching NGC, and a tokenizer.json newer than the tokenizers installed.
 """
 
 from __future__ import annotations
@@ -119,3 +122,36 @@ def test_vllms_own_flash_attention_3_is_not_read_as_xformers() -> None:
     # failure says nothing of xformers' dispatch
     line = "CUDA error (/workspace/.deps/vllm-flash-attn-src/hopper/flash_fwd_launch_template.h:188): invalid argument"
     assert classify(line + "\nRuntimeError: Engine core initialization failed.\n").detail != "xformers_fa3_arch"
+
+
+@pytest.mark.parametrize(("part", "name", "cls", "detail"), [
+    # transformers 4.50+ refusing the old Qwen2-VL preprocessor_config.json's size (UI-TARS-2B)
+    ("blind185", "b185-001", "version_mismatch", "image_processor_size"),
+    # vLLM's weight loader naming a checkpoint weight its class lacks: labels of these words disagree (four classes
+    # and unknown across the corpus), so it stays unread
+    ("blind185", "b185-004", "unknown", None),
+    # VibeVoice's plugin reading vllm.multimodal.audio.AudioMediaIO, which vLLM moved (medium: a program's reading)
+    ("blind185", "b185-008", "version_mismatch", "vllm_api"),
+    ("blind186", "b186-001", "usage_error", "batched_tokens"),
+    # NIM's hub client could not send its request to NGC
+    ("blind186", "b186-002", "network", "ngc_unreachable"),
+    # tokenizers older than the tokenizer.json it reads (an LMI container)
+    ("blind186", "b186-003", "version_mismatch", "tokenizers_format"),
+    ("blind186", "b186-004", "gpu_oom", None),
+])
+def test_blind185_and_186(part: str, name: str, cls: str, detail: str | None) -> None:
+    d = classify(blind_log(part, name))
+    assert (d.cls, d.detail) == (cls, detail)
+
+
+def test_a_name_vllms_own_module_lacks_under_vllms_own_frame_is_no_programs_mismatch() -> None:
+    # vLLM's own code reading its own module: a mixed install, not a program written for another release
+    text = ('  File "/usr/lib/python3.12/site-packages/vllm/multimodal/processing.py", line 10, in <module>\n'
+            "    from vllm.multimodal.audio import AudioMediaIO\n"
+            "AttributeError: module 'vllm.multimodal.audio' has no attribute 'AudioMediaIO'\n")
+    assert classify(text).detail != "vllm_api"
+
+
+def test_a_request_that_could_not_be_sent_to_another_host_is_not_ngc() -> None:
+    line = "ERROR hub error sending request for url (https://example.com/v2/models/x/files)"
+    assert classify(line + "\nRuntimeError: Engine core initialization failed.\n").detail != "ngc_unreachable"

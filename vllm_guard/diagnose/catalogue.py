@@ -197,6 +197,9 @@ SOURCES: dict[str, str] = {
                   "huggingface_hub 1.x's httpx wording (\"Client error '401 Unauthorized' for url 'https://"
                   "huggingface.co/...'\", httpx _models.py raise_for_status); vLLM 0.8+ 'Invalid repository ID or "
                   "local directory specified'",
+    "ngc_unreachable": "NVIDIA NIM's hub client (nim_sdk::hub, Rust's reqwest): 'error sending request for url "
+                       "(https://api.ngc.nvidia.com/v2/org/nim/...)', reqwest's words for a request that could not be "
+                       "sent (an HTTP status is 'HTTP status client error (401 ...)' instead)",
     "hub_unreachable": "huggingface_hub utils/_http.py OfflineModeIsEnabled ('Cannot reach URL: offline mode is "
                        "enabled', 0.20+), file_download.py LocalEntryNotFoundError ('... cannot find the requested "
                        "files in the local cache ...'), snapshot_download ('outgoing traffic has been disabled'); "

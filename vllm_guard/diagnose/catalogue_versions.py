@@ -108,6 +108,12 @@ VERSION_SOURCES: dict[str, str] = {
                          "_LazyConfigMapping.register: \"'KEY' is already used by a Transformers config, pick another "
                          "name.\" (vLLM 0.9.2 registering 'aimv2' for Ovis under transformers 4.56, blind15/b15-004; a "
                          "model's remote code registering its own type does the same)",
+    "image_processor_size": "transformers 4.50+ models/qwen2_vl/image_processing_qwen2_vl.py (and its fast "
+                            "processor) Qwen2VLImageProcessor.__init__: \"ValueError: size must contain "
+                            "'shortest_edge' and 'longest_edge' keys.\" (4.49 had no such check)",
+    "tokenizers_format": "the tokenizers library's tokenizer.json reader (Rust serde, its untagged ModelWrapper and "
+                         "sibling enums): 'Exception: data did not match any variant of untagged enum ModelWrapper at "
+                         "line N column M'",
     "tokenizers_backend": "transformers 4.x tokenization_auto.py AutoTokenizer.from_pretrained: 'Tokenizer class "
                           "TokenizersBackend does not exist or is not currently imported.' (transformers 5 writes that "
                           "class into tokenizer_config.json; vLLM 0.16+ transformers_utils hf.py notes it)",

@@ -6,6 +6,16 @@ from __future__ import annotations
 
 from vllm_guard.diagnose.knowledge import Advice
 
+NGC_UNREACHABLE = Advice(
+    "NVIDIA's NIM, which runs vLLM, could not reach NGC (api.ngc.nvidia.com) to fetch the model's files: no network "
+    "from the container, DNS, a firewall or proxy, or TLS inspection. An HTTP refusal (a key without access) would "
+    "read as a status instead.",
+    ("the container's egress to api.ngc.nvidia.com and NGC's download hosts (`curl -sI https://api.ngc.nvidia.com` "
+     "from inside the pod)", "HTTPS_PROXY and NO_PROXY in the container's environment where a proxy is needed",
+     "the model's files cached in NIM_CACHE_PATH on a persistent volume, filled where NGC can be reached"),
+    ("changing vLLM's memory settings", "retrying before the network is fixed"),
+)
+
 HUB_UNREACHABLE = Advice(
     "The Hugging Face Hub could not be reached: offline mode (HF_HUB_OFFLINE=1), no network, a proxy or a firewall. "
     "vLLM resolves a model id on the Hub even when the files are cached (vllm #3719).",
@@ -251,7 +261,7 @@ FILE_ADVICE: dict[str, Advice] = {
     "vocab_unreadable": VOCAB_UNREADABLE,
     "tokenizer_old": TOKENIZER_OLD,
     "no_model_type": NO_MODEL_TYPE,
-    "hub": HUB_UNREACHABLE,
+    "hub": HUB_UNREACHABLE, "ngc_unreachable": NGC_UNREACHABLE,
     "config_missing": CONFIG_MISSING,
     "hub_refused": HUB_REFUSED,
     "no_weights": NO_WEIGHTS,

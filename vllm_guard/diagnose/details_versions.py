@@ -253,8 +253,28 @@ TRITON_TORCH = Advice(
     ("changing vLLM's memory or parallel settings", "retrying unchanged"),
 )
 
+IMAGE_PROCESSOR_SIZE = Advice(
+    "transformers 4.50 and later take a Qwen2-VL-family image processor's `size` as {shortest_edge, longest_edge}, "
+    "and this checkpoint's preprocessor_config.json gives it the older {min_pixels, max_pixels} form, which 4.49 "
+    "and earlier read: the transformers installed is newer than the checkpoint's files.",
+    ("in preprocessor_config.json: drop `size` and keep `min_pixels` and `max_pixels` at its top level (transformers "
+     "reads them), or rename size's keys to shortest_edge (min pixels) and longest_edge (max pixels)",
+     "or transformers 4.49, if this vLLM accepts it", "the model maker's updated preprocessor_config.json"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
+TOKENIZERS_FORMAT = Advice(
+    "The tokenizers library could not read the model's tokenizer.json: it was written by a later tokenizers release "
+    "than the one installed (tokenizers 0.20 and later write BPE merges as pairs, which earlier releases refuse so).",
+    ("a tokenizers release as new as the one that wrote the file (and the transformers that accepts it), in the "
+     "environment or image that runs vLLM", "or a tokenizer.json re-saved with the installed release"),
+    ("changing vLLM's memory settings", "retrying unchanged"),
+)
+
 VERSION_ADVICE: dict[str, Advice] = {
     "triton_torch": TRITON_TORCH,
+    "image_processor_size": IMAGE_PROCESSOR_SIZE,
+    "tokenizers_format": TOKENIZERS_FORMAT,
     "gaudi_build": GAUDI_BUILD,
     "cann_kernels": CANN_KERNELS,
     "vllm_metadata": VLLM_METADATA,

@@ -105,7 +105,7 @@ _WORDS = (
     "cutlass_scaled_mm kernel", "Prequant BitsAndBytes", "got an unexpected keyword argument",
     "Not enough memory ",
     "nrt_allocate_neuron_cores", "CK 2-stage MoE", "FlyDSL port", "is not available and required",
-    "flash-attention/hopper/",
+    "flash-attention/hopper/", "'shortest_edge' and 'longest_edge'", "untagged enum", "error sending request",
 )
 RULE_WORDS = any_of(_WORDS)
 # Each rule is tried only on a line holding one of the words its own pattern spells (every rule spells one: a test

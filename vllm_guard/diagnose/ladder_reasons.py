@@ -78,6 +78,10 @@ NOT_RELAXABLE_DETAIL = {
                  "it with VLLM_DEEP_GEMM_WARMUP=skip in the profile's [env] table)",
     "xformers_fa3_arch": "xformers ran Hopper-only attention kernels on another GPU: vLLM 0.11 or xformers 0.0.33, no "
                          "setting",
+    "image_processor_size": "transformers is newer than the checkpoint's preprocessor_config.json: edit its size, "
+                            "no vLLM setting",
+    "tokenizers_format": "tokenizer.json was written by a newer tokenizers than the one installed: upgrade it",
+    "ngc_unreachable": "NGC cannot be reached from the container: the network, no vLLM setting",
     "extension_abi": "a compiled extension does not match the installed torch or CUDA: reinstall, no setting "
                      "helps",
     "gpu_arch": "the installed build has no kernels for this GPU: install one built for it",

@@ -107,6 +107,17 @@ VERSION_RULES: tuple[Rule, ...] = (
     # (Gemma 3/4 on an older vLLM; blind28/b28-008)
     Rule("version_mismatch", re.compile(r"rope_scaling should have a 'rope_type' key"), BEFORE_START,
          detail="rope_format", source=SOURCES["rope_type_key"]),
+    # transformers 4.50+ takes a Qwen2-VL-family image processor's size as {shortest_edge, longest_edge} and refuses
+    # the {min_pixels, max_pixels} form older checkpoints' preprocessor_config.json gives it (4.49 took it;
+    # models/qwen2_vl/image_processing_qwen2_vl.py); blind185/b185-001: UI-TARS-2B under vLLM's V0 engine.
+    Rule("version_mismatch", re.compile(r"size must contain 'shortest_edge' and 'longest_edge' keys"),
+         detail="image_processor_size", when=conditions.never_ready, source=SOURCES["image_processor_size"]),
+    # the tokenizers library (Rust, through serde) unable to read tokenizer.json's model, pre-tokenizer, normalizer,
+    # decoder or post-processor: a file written by a later tokenizers (0.20 wrote BPE merges as pairs) read by an
+    # older one (blind186/b186-003: a LLaVA tokenizer in an LMI container of vLLM)
+    Rule("version_mismatch", re.compile(r"data did not match any variant of untagged enum (?:Model|PreTokenizer|"
+                                        r"Normalizer|Decoder|PostProcessor)Wrapper"),
+         BEFORE_START, detail="tokenizers_format", when=conditions.never_ready, source=SOURCES["tokenizers_format"]),
     # transformers 5 saves "tokenizer_class": "TokenizersBackend"; 4.x has no such class (vLLM 0.16+ hf.py).
     Rule("version_mismatch", re.compile(r"Tokenizer class TokenizersBackend does not exist or is not currently "
                                         r"imported"), BEFORE_START, detail="python_package",

@@ -22,6 +22,10 @@ _VLLM_CLASSES = ("LLMEngine", "AsyncLLMEngine", "AsyncLLM", "MQLLMEngine", "LLM"
                  "OpenAIServingModels", "OpenAIServingEmbedding", "OpenAIServingTokenization",
                  *VLLM_CONFIG_CLASSES)
 _VLLM_OBJECT = re.compile(rf"AttributeError: '(?:{'|'.join(_VLLM_CLASSES)})' object has no attribute '\w{{1,128}}'")
+# A module of vLLM without a name that a program or plugin reads from it (blind185/b185-008: VibeVoice's plugin
+# reading vllm.multimodal.audio.AudioMediaIO, which vLLM moved to vllm/multimodal/media/audio.py by 0.20). Not a
+# partially initialized module (a circular import, Python's other wording).
+_VLLM_MODULE = re.compile(r"AttributeError: module 'vllm(?:\.\w{1,64}){0,6}' has no attribute '\w{1,128}'")
 # Python 3.10+ names the function by its qualified name ("AsyncEngineArgs.__init__()"), 3.9 and before by its own.
 _UNEXPECTED_KEYWORD = re.compile(r"TypeError: (?:(?P<owner>[\w.]{1,128})\.)?(?P<func>\w{1,128})\(\) got an unexpected "
                                  r"keyword argument '\w{1,128}'")
@@ -48,6 +52,10 @@ def vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     text = lines[i].text
     if "object has no attribute" in text and _VLLM_OBJECT.search(text):
         return True
+    if "module 'vllm" in text and _VLLM_MODULE.search(text):
+        # the reader is the last frame above, and not vLLM's own code (its own missing name is a mixed install)
+        frame = next((line.text for line in reversed(lines[max(0, i - 5):i]) if 'File "' in line.text), None)
+        return frame is not None and not IN_VLLM.search(frame.split('"')[1]) and not ready(lines)
     m = _UNEXPECTED_KEYWORD.search(text) if "unexpected keyword" in text else None
     if m is None:
         return False
