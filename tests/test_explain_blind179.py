@@ -155,3 +155,49 @@ def test_a_name_vllms_own_module_lacks_under_vllms_own_frame_is_no_programs_mism
 def test_a_request_that_could_not_be_sent_to_another_host_is_not_ngc() -> None:
     line = "ERROR hub error sending request for url (https://example.com/v2/models/x/files)"
     assert classify(line + "\nRuntimeError: Engine core initialization failed.\n").detail != "ngc_unreachable"
+
+
+
+# A newcomer review's cases (each reproduced, then fixed)
+
+def test_nims_request_error_is_not_the_failure_of_a_start_that_went_on() -> None:
+    # NIM may go on from its cache after its hub client's error: a later stage's failure decides
+    text = ("[09-25 ERROR nim_sdk::hub::repo repo.rs:119] error sending request for url "
+            "(https://api.ngc.nvidia.com/v2/org/nim/team/meta/models/x/files)\n"
+            "INFO 09-25 19:05:00 [gpu_model_runner.py:1] Loading model weights took 60.0 GiB\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.10 GiB of which 1.00 GiB is free.\n")
+    assert classify(text).detail != "ngc_unreachable"
+
+
+@pytest.mark.parametrize(("counts", "detail"), [("Requested:4 Available:0", "neuron_busy"),
+                                                ("Requested:4 Available:2", None)])
+def test_a_neuron_line_broken_before_its_counts_is_read_by_them(counts: str, detail: str | None) -> None:
+    text = f"ERROR NRT:nrt_allocate_neuron_cores  NeuronCore(s) not available\n - {counts}\n"
+    assert classify(text).detail == detail
+
+
+_ENVS = ('  File "/usr/lib/python3.12/site-packages/{reader}", line 5, in run\n    if envs.VLLM_NEW_FLAG:\n'
+         '  File "/usr/lib/python3.12/site-packages/vllm/envs.py", line 900, in __getattr__\n'
+         '    raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")\n'
+         "AttributeError: module 'vllm.envs' has no attribute 'VLLM_NEW_FLAG'\n")
+
+
+@pytest.mark.parametrize(("reader", "detail"), [
+    # vllm/envs.py raises from its own __getattr__: the reader is the frame above it
+    ("vllm/v1/engine/core.py", None),  # vLLM's own code: a mixed install, not a program's release
+    ("vllm_ascend/worker/worker.py", "vllm_api"),  # a plugin written for another vLLM
+])
+def test_the_reader_of_a_name_vllms_module_lacks_is_the_frame_past_its_getattr(reader: str, detail: str | None) -> None:
+    assert classify(_ENVS.format(reader=reader)).detail == detail
+
+
+@pytest.mark.parametrize(("processor", "cls", "detail"), [
+    # transformers' own processor without the method: a transformers older than 4.55, which added it
+    ("LlavaProcessor", "version_mismatch", "processor_api"),
+    # a processor transformers never gave it: the model's own code
+    ("Step3VLProcessor", "unsupported_architecture", "transformers_backend_mm"),
+])
+def test_whose_processor_lacks_the_transformers_backends_method(processor: str, cls: str, detail: str) -> None:
+    d = classify(f"AttributeError: '{processor}' object has no attribute '_get_num_multimodal_tokens'\n")
+    assert (d.cls, d.detail) == (cls, detail)

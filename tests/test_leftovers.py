@@ -190,7 +190,7 @@ def test_a_process_with_any_thread_in_uninterruptible_sleep_has_its_maps_left_un
     """Reading /proc/PID/maps takes the memory-map lock that a thread stuck in a driver call may hold: the keeper
     skips the maps of a process when any of its threads is in state D, not only its main thread, whose state
     /proc/PID/stat alone gives (a worker's NCCL or CUDA thread hangs while the main thread sleeps)."""
-    from vllm_guard.probes.procfs import holdings_of
+    from vllm_guard.probes.procfs import holdings_of, paths_in_use
 
     held = tmp_path / "shm" / "psm_0a1b"
     held.parent.mkdir()
@@ -213,3 +213,8 @@ def test_a_process_with_any_thread_in_uninterruptible_sleep_has_its_maps_left_un
     directories = (str(held.parent) + "/",)
     assert holdings_of([100], directories, str(proc)) == {(str(held), (st.st_dev, st.st_ino))}
     assert holdings_of([200], directories, str(proc)) == set()
+    # (newcomer review) the scan of every process for a leftover's users skips such maps too
+    assert paths_in_use({str(held)}, str(proc)) == {str(held)}  # process 100's maps
+    (proc / "100").rename(proc / "300")
+    (proc / "300" / "task" / "101" / "stat").write_text("101 (python3) D 1\n")
+    assert paths_in_use({str(held)}, str(proc)) == set()

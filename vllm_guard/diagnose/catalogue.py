@@ -317,7 +317,7 @@ SOURCES: dict[str, str] = {
                              "not compatible with vLLM.', and 'Cannot find model module. 'X' is not a registered model "
                              "in the Transformers library ...' (0.9+)",
     "transformers_backend_mm": "vLLM 0.10-0.34's Transformers backend (model_executor/models/transformers.py; "
-                               "transformers/multimodal.py from 0.11) get_max_image_tokens and its processor: "
+                               "transformers/multimodal.py by 0.11.2) get_max_image_tokens and its processor: "
                                "'processor._get_num_multimodal_tokens(...)', which a processor without it fails "
                                "with \"AttributeError: 'XProcessor' object has no attribute "
                                "'_get_num_multimodal_tokens'\"",

@@ -115,3 +115,26 @@ HANG_SOURCES: dict[str, str] = {
     "hang_guard": "the guard's own stall detector (guard.stall-timeout): no progress for the limit, the stage read "
                   "from py-spy's stacks of the launch's processes and its last lines",
 }
+
+# The processors transformers itself gives _get_num_multimodal_tokens, the method vLLM's Transformers backend counts a
+# multimodal item's tokens with (read from transformers 4.55, 4.57 and 5.25; 4.52 gave it to none): a processor of
+# these that lacks it is transformers older than that, another one is a processor transformers never gave it (a
+# model's own code, run with --trust-remote-code).
+TRANSFORMERS_MM_TOKEN_PROCESSORS = frozenset({
+    "Apertus1p5Processor", "AriaProcessor", "AyaVisionProcessor", "Blip2Processor", "ChameleonProcessor",
+    "Cohere2VisionProcessor", "CohereCompassProcessor", "ColModernVBertProcessor", "ColPaliProcessor",
+    "ColQwen2Processor", "Cosmos3EdgeProcessor", "DeepseekOcr2Processor", "DeepseekVLHybridProcessor",
+    "DeepseekVLProcessor", "Dots3NoteProcessor", "EmbeddingGemma2Processor", "Emu3Processor",
+    "Ernie4_5_VLMoeProcessor", "Exaone4_5_Processor", "Florence2Processor", "FuyuProcessor", "Gemma3Processor",
+    "Gemma3nProcessor", "Gemma4Processor", "Gemma4UnifiedProcessor", "Glm46VProcessor", "Glm4vProcessor",
+    "Glm5NextProcessor", "GotOcr2Processor", "Granite4VisionProcessor", "GraniteDoclingProcessor", "HYV4VLProcessor",
+    "HunYuanVLProcessor", "HyperCLOVAXVisionV2Processor", "Idefics2Processor", "Idefics3Processor",
+    "InklingProcessor", "InstructBlipProcessor", "InternVLProcessor", "Kimi_K25Processor", "Lfm2VlProcessor",
+    "Lfm3VlProcessor", "LightOnOcrProcessor", "Llama4Processor", "LlavaNextProcessor", "LlavaNextVideoProcessor",
+    "LlavaOnevisionProcessor", "LlavaProcessor", "MiniMaxM3VLProcessor", "Molmo2Processor", "MuseGlimmerProcessor",
+    "MuseSparkProcessor", "NemotronH_Omni_Reasoning_V3Processor", "Ovis2Processor", "Ovis2_5Processor",
+    "PaddleOCRVLProcessor", "PaliGemmaProcessor", "PerceptionLMProcessor", "Phi4MultimodalProcessor",
+    "PixtralProcessor", "QianfanOCRProcessor", "Qwen2VLProcessor", "Qwen2_5OmniProcessor", "Qwen2_5_VLProcessor",
+    "Qwen3OmniMoeProcessor", "Qwen3VLProcessor", "ShieldGemma2Processor", "SmolVLMProcessor", "Step3p7Processor",
+    "UnlimitedOcrProcessor", "VideoLlama3Processor", "VideoLlavaProcessor"
+})

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_guard.diagnose import logread, progress
+from vllm_guard.diagnose.catalogue_support import TRANSFORMERS_MM_TOKEN_PROCESSORS
 from vllm_guard.diagnose.diagnosis import EXCEPTION_LINE, WRAPPERS, per_log, ready, skipped_plugin_lines
 from vllm_guard.diagnose.hang_log import TROUBLE
 from vllm_guard.diagnose.logread import MAX_LINE_CHARS, LogLine
@@ -52,6 +53,31 @@ def never_ready(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) ->
 # What a pod does once the scheduler placed it: the kubelet's events (`kubectl describe pod`) and vLLM's own lines.
 _POD_WENT_ON = re.compile(r"Successfully assigned|Started container|Created container|Pulling image|Successfully "
                           r"pulled|\b(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def processor_not_transformers(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """A processor lacking _get_num_multimodal_tokens that transformers never gave the method (a model's own), in a
+    start never ready: transformers' own processors that lack it are a transformers older than the one that added
+    it, which the processor API's rule reads."""
+    m = _PROCESSOR_CLASS.search(line)
+    return m is not None and m.group(1) not in TRANSFORMERS_MM_TOKEN_PROCESSORS and not ready(lines)
+
+
+_PROCESSOR_CLASS = re.compile(r"AttributeError: '(\w{1,120})' object has no attribute")
+
+
+def no_neuron_core_free(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """Neuron's runtime counted no core free ("Available:0"), on this line or, where the paste broke the line
+    before its counts, on the next; a count short of the request but above 0 may be too few cores, not a holder."""
+    if ready(lines):
+        return False
+    if "Available:" in line:
+        return True  # the rule's pattern took only "Available:0" on the line itself
+    nxt = lines[i + 1].text if i + 1 < len(lines) else ""
+    return _NO_CORE_FREE.search(nxt[:MAX_LINE_CHARS]) is not None
+
+
+_NO_CORE_FREE = re.compile(r"^\s{0,40}-?\s{0,3}Requested:\s?[\w-]{1,40}\s{1,3}Available:0\b")
 
 
 def went_no_further(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

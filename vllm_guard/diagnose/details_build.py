@@ -164,14 +164,13 @@ TRITON_LIBCUDA = Advice(
 )
 
 XFORMERS_FA3_ARCH = Advice(
-    "xformers ran FlashAttention 3's kernels, which are built for Hopper GPUs (compute capability 9.0) alone, on "
-    "another GPU, and their launch failed: xformers before 0.0.33 took any newer GPU for them (capability 9.0 or more, "
-    "8.0 or more in 0.0.31-0.0.32). "
-    "vLLM 0.10 and earlier run a multimodal model's vision encoder through xformers (unless the flash-attn package "
-    "is installed), and on a Blackwell GPU (RTX PRO 6000, RTX 50, B200) that meets this.",
+    "xformers ran FlashAttention 3's kernels on a GPU they are not built for, and their launch failed: xformers "
+    "builds them for Hopper (and, from 0.0.31, the A100), yet before 0.0.33 took any GPU from capability 9.0 up for "
+    "them (8.0 from 0.0.31), Blackwell GPUs included. vLLM 0.10 and earlier run many multimodal models' vision "
+    "encoders through xformers, and on a Blackwell GPU (RTX PRO 6000, RTX 50, B200) they meet this.",
     ("vLLM 0.11 or later, which runs vision encoders with PyTorch's SDPA on Blackwell GPUs (unless "
      "VLLM_ATTENTION_BACKEND names XFORMERS, which 0.11 applies to them too)",
-     "xformers 0.0.33 or later, which keeps FlashAttention 3 to Hopper GPUs, if this vLLM accepts it"),
+     "xformers 0.0.33 or later, which keeps FlashAttention 3 to capability 8.0-9.0, if this vLLM accepts it"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

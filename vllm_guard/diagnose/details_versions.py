@@ -259,7 +259,8 @@ IMAGE_PROCESSOR_SIZE = Advice(
     "and earlier read: the transformers installed is newer than the checkpoint's files.",
     ("in preprocessor_config.json: drop `size` and keep `min_pixels` and `max_pixels` at its top level (transformers "
      "reads them), or rename size's keys to shortest_edge (min pixels) and longest_edge (max pixels)",
-     "or transformers 4.49, if this vLLM accepts it", "the model maker's updated preprocessor_config.json"),
+     "or transformers 4.49, if this vLLM accepts it", "the model maker's updated preprocessor_config.json",
+     "a `size` given in --mm-processor-kwargs: the same two keys, shortest_edge and longest_edge"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

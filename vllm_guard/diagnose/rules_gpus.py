@@ -31,10 +31,11 @@ GPU_COUNT_RULES: tuple[Rule, ...] = (
     # AWS Neuron's runtime reserving the NeuronCores a process asks for (libnrt nrt_allocate_neuron_cores): a core is
     # reserved whole by one process until it exits, so none available is another's (blind179/b179-005: a test's
     # leftover vLLM container on the same Neuron device; newer runtimes add "(cores busy, ret=-16)", EBUSY). Only with
-    # "Available:0" or the line broken before the counts: a count short of the request may be too few cores.
+    # "Available:0", on the line or on the next where a paste broke it before the counts: a count short of the request
+    # may be too few cores.
     Rule("gpu_busy", re.compile(r"nrt_allocate_neuron_cores\s{1,40}(?:Logical )?Neuron ?Core\(s\) not available"
                                 r"(?:\s{0,3}$|\s{0,3}-\s{0,3}Requested:\s?[\w-]{1,40}\s{1,3}Available:0\b)"),
-         BEFORE_START, detail="neuron_busy", when=conditions.never_ready, source=SOURCES["neuron_busy"]),
+         BEFORE_START, detail="neuron_busy", when=conditions.no_neuron_core_free, source=SOURCES["neuron_busy"]),
     # XLA's TPU compiler out of a core's on-chip memory (vmem, smem) for one of vLLM's kernels: an out-of-memory both
     # real reports label gpu_oom (blind47/b47-010: smem at a 16k context; blind82/b82-001: vmem in the ragged paged
     # attention kernel's precompile), but not HBM's, so no memory setting of vLLM's frees it (rules._OOM reads hbm)

@@ -312,21 +312,23 @@ VERSION_RULES: tuple[Rule, ...] = (
     Rule("version_mismatch", re.compile(r"bishengir-compile: for the --target option: Cannot find option named "
                                         r"'(?P<target>[\w.-]{1,64})'"), detail="bisheng_target",
          when=conditions.never_ready, source=SOURCES["bisheng_target"]),
-    # FlashAttention 3's Hopper-only kernels as xformers bundles them, launched on another GPU: xformers before 0.0.33
-    # took any GPU from capability 9.0 up for them (8.0 in 0.0.31-0.0.32; ops/fmha/flash3.py), and vLLM 0.10
-    # and earlier ran vision encoders through xformers, also on Blackwell (0.11 platforms/cuda.py get_vit_attn_backend
-    # uses SDPA there, citing xformers issue 1317). blind184/b184-006: Cosmos-Reason1 on an RTX PRO 6000.
+    # FlashAttention 3's kernels as xformers bundles them (built for Hopper, and the A100 from 0.0.31), launched on
+    # another GPU: xformers before 0.0.33 took any GPU from capability 9.0 up for them (8.0 from 0.0.31;
+    # ops/fmha/flash3.py), and vLLM 0.10 and earlier ran many vision encoders through xformers, also on Blackwell
+    # (0.11 platforms/cuda.py get_vit_attn_backend uses SDPA there, citing xformers issue 1317).
+    # blind184/b184-006: Cosmos-Reason1 on an RTX PRO 6000.
     Rule("version_mismatch", re.compile(r"CUDA error \(\S{0,300}xformers/third_party/flash-attention/hopper/"
                                         r"[\w.]{1,80}:\d{1,6}\): invalid argument"),
          detail="xformers_fa3_arch", when=conditions.never_ready, source=SOURCES["xformers_fa3_arch"]),
     # vLLM's Transformers backend, standing in for a multimodal architecture vLLM has no class for, counts an image's
     # tokens with the processor's _get_num_multimodal_tokens (0.10-0.34 models/transformers*.py), which transformers
-    # gives only the processors of models its vLLM backend runs: a model's own processor (remote code) lacks it
-    # (blind184/b184-004: Step3-VL-10B before vLLM's own class for it, which its nightly had). Before the processor
-    # API's rule below, which reads other missing attributes as releases that do not match.
+    # (4.55 and later) gives only the processors of models its vLLM backend runs: a processor it never gave it (a
+    # model's own, remote code) cannot be run so (blind184/b184-004: Step3-VL-10B before vLLM's own class for it, which
+    # its nightly had). One of transformers' own that lacks it is a transformers older than 4.55: the processor API's
+    # rule below reads it, as it reads other missing attributes.
     Rule("unsupported_architecture", re.compile(r"AttributeError: '\w{1,120}' object has no attribute "
                                                 r"'_get_num_multimodal_tokens'"),
-         BEFORE_START, detail="transformers_backend_mm", when=conditions.never_ready,
+         BEFORE_START, detail="transformers_backend_mm", when=conditions.processor_not_transformers,
          source=SOURCES["transformers_backend_mm"]),
     # A multimodal processor or feature extractor (transformers', or vLLM's stand-in for mistral_common's) without a
     # method or attribute the other side calls: transformers and vLLM (or the model's processor code) of releases

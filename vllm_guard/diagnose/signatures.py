@@ -53,9 +53,7 @@ def vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
     if "object has no attribute" in text and _VLLM_OBJECT.search(text):
         return True
     if "module 'vllm" in text and _VLLM_MODULE.search(text):
-        # the reader is the last frame above, and not vLLM's own code (its own missing name is a mixed install)
-        frame = next((line.text for line in reversed(lines[max(0, i - 5):i]) if 'File "' in line.text), None)
-        return frame is not None and not IN_VLLM.search(frame.split('"')[1]) and not ready(lines)
+        return _read_by_a_program(lines, i) and not ready(lines)
     m = _UNEXPECTED_KEYWORD.search(text) if "unexpected keyword" in text else None
     if m is None:
         return False
@@ -83,6 +81,21 @@ def vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
                                                         and h.group("method") == func)
                          or (func == "forward" and _HELD_MODULE_CALL.search(c)) for c in calls))
             and not ready(lines))
+
+
+def _read_by_a_program(lines: list[LogLine], i: int) -> bool:
+    """The frame that read the missing name, the last above the line past a module's own __getattr__ (vllm/envs.py
+    raises from its own, 0.6-0.34), is no file of vLLM's package: vLLM's own code missing its own name is a mixed
+    install, not a program written for another release."""
+    for line in reversed(lines[max(0, i - 8):i]):
+        m = _FRAME.search(line.text)
+        if m is not None and m.group("func") != "__getattr__":
+            return not _VLLM_FILE.search(m.group("path"))
+    return False
+
+
+_FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d{1,7}, in (?P<func>[\w<>]{1,128})')
+_VLLM_FILE = re.compile(r"[/\\]vllm[/\\]")
 
 
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.

@@ -180,7 +180,8 @@ def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
     used: set[str] = set()
     for entry in os.scandir(proc_root):
         if entry.name.isdigit():
-            used |= {wanted[i] for _, i in _holdings(entry.path, directories) if i in wanted}
+            maps = not _uninterruptible(int(entry.name), proc_root)  # as holdings_of: a stuck thread holds the lock
+            used |= {wanted[i] for _, i in _holdings(entry.path, directories, maps=maps) if i in wanted}
             if len(used) == len(wanted):
                 break
     return used
