@@ -24,28 +24,54 @@ from vllm_guard.diagnose.ladder import Settings, Stop, next_step
 from vllm_guard.diagnose.ladder_reasons import NOT_RELAXABLE_DETAIL
 
 
-@pytest.mark.parametrize(("name", "cls", "detail"), [
+@pytest.mark.parametrize(("part", "name", "cls", "detail"), [
     # nm-vllm 0.1-0.5's own check for its sparsity kernels' package (a ValueError, under LLM(..., sparsity=...))
-    ("b179-001", "version_mismatch", "package_required"),
+    ("blind179", "b179-001", "version_mismatch", "package_required"),
     # Triton's cache directory raced by several workers' compiles: the commit does not say the start is the moment
-    ("b179-002", "unknown", None),
-    ("b179-003", "unknown", None),
+    ("blind179", "b179-002", "unknown", None),
+    ("blind179", "b179-003", "unknown", None),
     # AITER's CK 2-stage MoE without a Swiglu+MXFP4 kernel (gpt-oss-20b MXFP4 on MI355X), quoted indented, broken
-    ("b179-004", "quant_unsupported", "aiter_moe"),
+    ("blind179", "b179-004", "quant_unsupported", "aiter_moe"),
     # Neuron's runtime: the logical cores are held by a leftover vLLM container (cores busy, ret=-16)
-    ("b179-005", "gpu_busy", "neuron_busy"),
+    ("blind179", "b179-005", "gpu_busy", "neuron_busy"),
     # transformers asking for trust_remote_code (read before the score)
-    ("b179-006", "remote_code_required", None),
-])
-def test_blind179(name: str, cls: str, detail: str | None) -> None:
-    d = classify(blind_log("blind179", name))
-    assert (d.cls, d.detail) == (cls, detail)
-
-
-def test_blind180() -> None:
+    ("blind179", "b179-006", "remote_code_required", None),
     # a CPU op missing from vLLM's extension (the image's torch), then KServe's use of an attribute vLLM removed
-    d = classify(blind_log("blind180", "b180-001"))
-    assert (d.cls, d.detail) == ("version_mismatch", "op_missing")
+    ("blind180", "b180-001", "version_mismatch", "op_missing"),
+    # a Triton ptxas failure for sm_110a whose own error (ptxas's stderr) the excerpt does not show: not read
+    ("blind182", "b182-006", "unknown", None),
+    # one KeyError line of a weight name: nothing in it says bitsandbytes, which its collector's label rests on
+    ("blind183", "b183-004", "unknown", None),
+    # transformers' "does not recognize this architecture": read as the other logs of those words are (a label in
+    # dispute, KNOWN_CONFIDENT_ERRORS)
+    ("blind184", "b184-002", "unsupported_architecture", "transformers_model_type"),
+    ("blind184", "b184-003", "unsupported_architecture", "transformers_model_type"),
+    # vLLM's Transformers backend asking Step3-VL's own processor for a method transformers' processors have
+    ("blind184", "b184-004", "unsupported_architecture", "transformers_backend_mm"),
+    ("blind184", "b184-005", "unsupported_architecture", None),
+    # xformers' bundled FlashAttention 3, not built for Blackwell, launched on an RTX PRO 6000 Blackwell
+    ("blind184", "b184-006", "version_mismatch", "xformers_fa3_arch"),
+    # the same line on an RTX 5080 (MinerU), relabelled from unknown with a note in its index
+    ("blind8", "b8-013", "version_mismatch", "xformers_fa3_arch"),
+    # cut in the frames above the call, before the exception: not read
+    ("blind184", "b184-007", "unknown", None),
+    # transformers 4.50+ refusing the old Qwen2-VL preprocessor_config.json's size (UI-TARS-2B)
+    ("blind185", "b185-001", "version_mismatch", "image_processor_size"),
+    # vLLM's weight loader naming a checkpoint weight its class lacks: labels of these words disagree (four classes
+    # and unknown across the corpus), so it stays unread
+    ("blind185", "b185-004", "unknown", None),
+    # VibeVoice's plugin reading vllm.multimodal.audio.AudioMediaIO, which vLLM moved (medium: a program's reading)
+    ("blind185", "b185-008", "version_mismatch", "vllm_api"),
+    ("blind186", "b186-001", "usage_error", "batched_tokens"),
+    # NIM's hub client could not send its request to NGC
+    ("blind186", "b186-002", "network", "ngc_unreachable"),
+    # tokenizers older than the tokenizer.json it reads (an LMI container)
+    ("blind186", "b186-003", "version_mismatch", "tokenizers_format"),
+    ("blind186", "b186-004", "gpu_oom", None),
+])
+def test_reading(part: str, name: str, cls: str, detail: str | None) -> None:
+    d = classify(blind_log(part, name))
+    assert (d.cls, d.detail) == (cls, detail)
 
 
 def test_neuron_cores_held_elsewhere_are_not_waited_for() -> None:
@@ -87,30 +113,6 @@ def test_a_server_that_got_ready_is_not_read_by_aiter_refusal() -> None:
     assert classify(text).detail != "aiter_moe"
 
 
-@pytest.mark.parametrize(("part", "name", "cls", "detail"), [
-    # a Triton ptxas failure for sm_110a whose own error (ptxas's stderr) the excerpt does not show: not read
-    ("blind182", "b182-006", "unknown", None),
-    # one KeyError line of a weight name: nothing in it says bitsandbytes, which its collector's label rests on
-    ("blind183", "b183-004", "unknown", None),
-    # transformers' "does not recognize this architecture": read as the other logs of those words are (a label in
-    # dispute, KNOWN_CONFIDENT_ERRORS)
-    ("blind184", "b184-002", "unsupported_architecture", "transformers_model_type"),
-    ("blind184", "b184-003", "unsupported_architecture", "transformers_model_type"),
-    # vLLM's Transformers backend asking Step3-VL's own processor for a method transformers' processors have
-    ("blind184", "b184-004", "unsupported_architecture", "transformers_backend_mm"),
-    ("blind184", "b184-005", "unsupported_architecture", None),
-    # xformers' bundled FlashAttention 3 (Hopper only) launched on an RTX PRO 6000 Blackwell
-    ("blind184", "b184-006", "version_mismatch", "xformers_fa3_arch"),
-    # the same line on an RTX 5080 (MinerU), relabelled from unknown with a note in its index
-    ("blind8", "b8-013", "version_mismatch", "xformers_fa3_arch"),
-    # cut in the frames above the call, before the exception: not read
-    ("blind184", "b184-007", "unknown", None),
-])
-def test_blind182_to_184(part: str, name: str, cls: str, detail: str | None) -> None:
-    d = classify(blind_log(part, name))
-    assert (d.cls, d.detail) == (cls, detail)
-
-
 def test_the_transformers_backends_processor_call_is_read_before_the_processor_api() -> None:
     # another missing attribute of a processor is still read as transformers and vLLM of releases that do not match
     other = classify("AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'.\n")
@@ -122,26 +124,6 @@ def test_vllms_own_flash_attention_3_is_not_read_as_xformers() -> None:
     # failure says nothing of xformers' dispatch
     line = "CUDA error (/workspace/.deps/vllm-flash-attn-src/hopper/flash_fwd_launch_template.h:188): invalid argument"
     assert classify(line + "\nRuntimeError: Engine core initialization failed.\n").detail != "xformers_fa3_arch"
-
-
-@pytest.mark.parametrize(("part", "name", "cls", "detail"), [
-    # transformers 4.50+ refusing the old Qwen2-VL preprocessor_config.json's size (UI-TARS-2B)
-    ("blind185", "b185-001", "version_mismatch", "image_processor_size"),
-    # vLLM's weight loader naming a checkpoint weight its class lacks: labels of these words disagree (four classes
-    # and unknown across the corpus), so it stays unread
-    ("blind185", "b185-004", "unknown", None),
-    # VibeVoice's plugin reading vllm.multimodal.audio.AudioMediaIO, which vLLM moved (medium: a program's reading)
-    ("blind185", "b185-008", "version_mismatch", "vllm_api"),
-    ("blind186", "b186-001", "usage_error", "batched_tokens"),
-    # NIM's hub client could not send its request to NGC
-    ("blind186", "b186-002", "network", "ngc_unreachable"),
-    # tokenizers older than the tokenizer.json it reads (an LMI container)
-    ("blind186", "b186-003", "version_mismatch", "tokenizers_format"),
-    ("blind186", "b186-004", "gpu_oom", None),
-])
-def test_blind185_and_186(part: str, name: str, cls: str, detail: str | None) -> None:
-    d = classify(blind_log(part, name))
-    assert (d.cls, d.detail) == (cls, detail)
 
 
 def test_a_name_vllms_own_module_lacks_under_vllms_own_frame_is_no_programs_mismatch() -> None:
