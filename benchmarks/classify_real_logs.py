@@ -160,7 +160,7 @@ SCORED_ONCE = {
     "blind173": "1 of 7", "blind174": "3 of 3", "blind175": "3 of 3", "blind176": "6 of 11",
     "blind177": "7 of 9", "blind179": "3 of 6", "blind180": "1 of 1", "blind182": "10 of 11",
     "blind183": "3 of 4", "blind184": "5 of 9", "blind185": "7 of 10", "blind186": "2 of 4",
-    "blind187": "11 of 11", "blind188": "16 of 16",
+    "blind187": "11 of 11", "blind188": "16 of 16", "blind190": "9 of 11", "blind191": "13 of 13",
 }
 SETS = ("failures", "collected", "hangs", *SCORED_ONCE)
 
