@@ -1,4 +1,4 @@
-"""`explain` on blind179-186 (tests/data/real-logs), issue 26's sets after their one scoring.
+"""`explain` on blind179-191 (tests/data/real-logs), issue 26's sets after their one scoring.
 
 blind179, failed starts quoted in the commit messages of serving stacks, cloud recipes and vLLM's forks (Open Data
 Hub's vLLM fork, AMD's aiter, optimum-neuron, Neuron's inference library), scored once at 3abc7fd: 3 of 6. Its three
@@ -11,7 +11,9 @@ of model makers' repositories, scored once at fe73e2e: 3 of 4 and 5 of 9; blind1
 Transformers backend meeting a model's own processor, and xformers' FlashAttention 3 kernels on a Blackwell GPU.
 blind185 (more model makers' threads) and blind186 (cloud vendors' and platforms' guides), scored once at fc5aba4: 7 of
 10 and 2 of 4; their misses taught transformers 4.50's image-processor size, a plugin reading a module vLLM moved, NIM
-not reaching NGC, and a tokenizer.json newer than the tokenizers installed.
+not reaching NGC, and a tokenizer.json newer than the tokenizers installed. blind187-188 (Qwen's threads) and
+blind190-191 (OCR projects', multimodal and speech models' threads), scored once at ce3ed1f and a76fd82: 27 of 27 and
+22 of 24, most of them excerpts cut before their cause; blind190's one reading was a function that raises one failure.
 """
 
 from __future__ import annotations
@@ -68,6 +70,13 @@ from vllm_guard.diagnose.ladder_reasons import NOT_RELAXABLE_DETAIL
     # tokenizers older than the tokenizer.json it reads (an LMI container)
     ("blind186", "b186-003", "version_mismatch", "tokenizers_format"),
     ("blind186", "b186-004", "gpu_oom", None),
+    # a vLLM module a model's code imports that this vLLM has not (read before the score)
+    ("blind190", "b190-001", "version_mismatch", "vllm_module"),
+    # cut at `raise ValueError(` in vLLM 0.8-0.9's resolve_transformers_arch, whose three raises all refuse the
+    # architecture (medium: the function, not the message)
+    ("blind190", "b190-002", "unsupported_architecture", None),
+    # Triton's PTXASError cut before ptxas's own words (GB10): not read, as b182-006
+    ("blind190", "b190-006", "unknown", None),
 ])
 def test_reading(part: str, name: str, cls: str, detail: str | None) -> None:
     d = classify(blind_log(part, name))

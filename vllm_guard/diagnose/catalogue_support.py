@@ -24,6 +24,12 @@ FRAME_SOURCES: dict[str, tuple[str, str, str]] = {
                                 "raising KeyError for a layer the description lacks and ValueError when only some "
                                 "shards of a fused layer are quantized: a quantization description this vllm-ascend "
                                 "does not read"),
+    "resolve_transformers_arch": ("unsupported_architecture", "before_start",
+                                  "vLLM 0.8-0.9 model_executor/model_loader/utils.py resolve_transformers_arch: it "
+                                  "raises only 'Cannot find model module. 'X' is not a registered model in the "
+                                  "Transformers library', 'The Transformers implementation of X is not compatible with "
+                                  "vLLM.' and 'X has no vLLM implementation and the Transformers implementation is not "
+                                  "compatible with vLLM.'"),
     "_check_scheme_supported": ("quant_unsupported", "weight_loading",
                                 "vLLM 0.5-0.33 compressed_tensors.py CompressedTensorsConfig._check_scheme_supported: "
                                 "it raises only 'Quantization scheme is not supported for the current GPU. Min "
