@@ -213,8 +213,11 @@ def test_a_process_with_any_thread_in_uninterruptible_sleep_has_its_maps_left_un
     directories = (str(held.parent) + "/",)
     assert holdings_of([100], directories, str(proc)) == {(str(held), (st.st_dev, st.st_ino))}
     assert holdings_of([200], directories, str(proc)) == set()
-    # (newcomer review) the scan of every process for a leftover's users skips such maps too
-    assert paths_in_use({str(held)}, str(proc)) == {str(held)}  # process 100's maps
-    (proc / "100").rename(proc / "300")
-    (proc / "300" / "task" / "101" / "stat").write_text("101 (python3) D 1\n")
-    assert paths_in_use({str(held)}, str(proc)) == set()
+    # (newcomer reviews) the scan of every process for a leftover's users does not read such maps either, and, as
+    # such a process may map any of the files, it takes them all for in use: the keeper removes none of them
+    (proc / "100" / "maps").write_text("")  # process 100 no longer maps it; 200's maps cannot be read
+    assert paths_in_use({str(held)}, str(proc), pause_s=0) == {str(held)}
+    (proc / "200" / "task" / "201" / "stat").write_text("201 (python3) S 1\n")  # its thread woke
+    assert paths_in_use({str(held)}, str(proc), pause_s=0) == {str(held)}  # and its maps show the file
+    (proc / "200" / "maps").write_text("")
+    assert paths_in_use({str(held)}, str(proc), pause_s=0) == set()

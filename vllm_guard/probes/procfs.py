@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -171,20 +172,36 @@ def _holdings(pid_dir: str, directories: tuple[str, ...], maps: bool = True) -> 
 _DELETED = " (deleted)"
 
 
-def paths_in_use(paths: set[str], proc_root: str = "/proc") -> set[str]:
-    """Which of these paths some live process has open or mapped, under this name or another."""
+def paths_in_use(paths: set[str], proc_root: str = "/proc", pause_s: float = 0.02) -> set[str]:
+    """Which of these paths some live process has open or mapped, under this name or another. All of them where a
+    process stays in uninterruptible sleep: its maps cannot be read without waiting on the lock its stuck thread may
+    hold (as holdings_of), and it may map any of them, so none is taken for unused (the caller removes the unused).
+    A sleep that ends within a few looks (a disk read) is waited out."""
     wanted = {ident: path for path in paths if (ident := identity(path)) is not None}
     if not wanted:
         return set()
     directories = tuple({os.path.realpath(os.path.dirname(path)) + "/" for path in paths})  # as /proc shows them
     used: set[str] = set()
-    for entry in os.scandir(proc_root):
-        if entry.name.isdigit():
-            maps = not _uninterruptible(int(entry.name), proc_root)  # as holdings_of: a stuck thread holds the lock
-            used |= {wanted[i] for _, i in _holdings(entry.path, directories, maps=maps) if i in wanted}
+    with os.scandir(proc_root) as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            if _stays_uninterruptible(int(entry.name), proc_root, pause_s):
+                return set(wanted.values())
+            used |= {wanted[i] for _, i in _holdings(entry.path, directories) if i in wanted}
             if len(used) == len(wanted):
                 break
     return used
+
+
+def _stays_uninterruptible(pid: int, proc_root: str, pause_s: float, looks: int = 3) -> bool:
+    """A thread of the process in uninterruptible sleep at each of a few looks ``pause_s`` apart."""
+    for look in range(looks):
+        if not _uninterruptible(pid, proc_root):
+            return False
+        if look < looks - 1:
+            time.sleep(pause_s)
+    return True
 
 
 def holdings_of(pids: Iterable[int], directories: tuple[str, ...],
