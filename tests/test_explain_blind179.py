@@ -184,7 +184,7 @@ def test_the_reader_of_a_name_vllms_module_lacks_is_the_frame_past_its_getattr(r
 
 
 @pytest.mark.parametrize(("processor", "cls", "detail"), [
-    # transformers' own processor without the method: a transformers older than 4.55, which added it
+    # transformers' own processor without the method: a transformers older than the release that gave it the method
     ("LlavaProcessor", "version_mismatch", "processor_api"),
     # a processor transformers never gave it: the model's own code
     ("Step3VLProcessor", "unsupported_architecture", "transformers_backend_mm"),
@@ -192,3 +192,49 @@ def test_the_reader_of_a_name_vllms_module_lacks_is_the_frame_past_its_getattr(r
 def test_whose_processor_lacks_the_transformers_backends_method(processor: str, cls: str, detail: str) -> None:
     d = classify(f"AttributeError: '{processor}' object has no attribute '_get_num_multimodal_tokens'\n")
     assert (d.cls, d.detail) == (cls, detail)
+
+
+
+# A second review's cases (each reproduced, then fixed)
+
+def test_nims_request_error_is_not_the_failure_when_another_follows_at_the_same_stage() -> None:
+    text = ("[09-25 ERROR nim_sdk::hub::repo repo.rs:119] error sending request for url "
+            "(https://api.ngc.nvidia.com/v2/org/nim/team/meta/models/x/files)\n"
+            "ValueError: User-specified max_model_len (200000) is greater than the derived max_model_len "
+            "(max_position_embeddings=131072 or model_max_length=None in model's config.json).\n")
+    assert classify(text).cls == "max_len_exceeds_model"
+
+
+def test_nims_own_traceback_for_the_hub_keeps_its_reading() -> None:
+    text = ("[09-25 ERROR nim_sdk::hub::repo repo.rs:119] error sending request for url "
+            "(https://api.ngc.nvidia.com/v2/org/nim/team/meta/models/x/files)\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/nim/llm/vllm_nvext/entrypoints/args.py", line 155, in prepare_environment\n'
+            "    engine_args, extracted_name = inject_ngc_hub(engine_args)\n"
+            "Exception: error sending request for url\n")
+    assert classify(text).detail == "ngc_unreachable"
+
+
+@pytest.mark.parametrize(("reader", "detail"), [
+    ("/usr/lib/python3.12/site-packages/xinference/model/llm/vllm/core.py", "vllm_api"),  # a framework's vllm folder
+    ("/home/u/vllm/run.py", "vllm_api"),  # a user's folder named vllm
+    ("/workspace/vllm/vllm/v1/engine/core.py", None),  # vLLM's source tree
+    (r"C:\Py\Lib\site-packages\vllm\engine\x.py", None),  # vLLM installed, on Windows
+])
+def test_whose_file_reads_a_name_a_vllm_module_lacks(reader: str, detail: str | None) -> None:
+    text = (f'  File "{reader}", line 5, in load\n    x = arg_utils.NewThing\n'
+            "AttributeError: module 'vllm.engine.arg_utils' has no attribute 'NewThing'\n")
+    assert classify(text).detail == detail
+
+
+@pytest.mark.parametrize(("code", "after", "cls"), [
+    ("raise ValueError(", "", "unsupported_architecture"),
+    # the same function imports a remote-code class through transformers, which fails for other reasons
+    ("get_class_from_dynamic_module(module,", "", "unknown"),
+    ("raise ValueError(", "ModuleNotFoundError: No module named 'flash_attn'\n", "version_mismatch"),
+])
+def test_resolve_transformers_arch_is_read_only_at_its_raise(code: str, after: str, cls: str) -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/utils.py", line 170, in '
+            f"resolve_transformers_arch\n    {code}\n{after}")
+    assert classify(text).cls == cls

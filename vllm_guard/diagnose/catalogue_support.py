@@ -123,9 +123,9 @@ HANG_SOURCES: dict[str, str] = {
 }
 
 # The processors transformers itself gives _get_num_multimodal_tokens, the method vLLM's Transformers backend counts a
-# multimodal item's tokens with (read from transformers 4.55, 4.57 and 5.25; 4.52 gave it to none): a processor of
-# these that lacks it is transformers older than that, another one is a processor transformers never gave it (a
-# model's own code, run with --trust-remote-code).
+# multimodal item's tokens with (read from transformers 4.55, 4.57 and 5.25; 4.52 gave it to none, 4.55 to 21, 4.57
+# to 23): a processor of these that lacks it is a transformers older than the release that gave it the method,
+# another one is a processor transformers never gave it (a model's own code, run with --trust-remote-code).
 TRANSFORMERS_MM_TOKEN_PROCESSORS = frozenset({
     "Apertus1p5Processor", "AriaProcessor", "AyaVisionProcessor", "Blip2Processor", "ChameleonProcessor",
     "Cohere2VisionProcessor", "CohereCompassProcessor", "ColModernVBertProcessor", "ColPaliProcessor",

@@ -18,7 +18,7 @@ VERSION_SOURCES: dict[str, str] = {
     "xformers_fa3_arch": "FlashAttention 3's launch check as xformers bundles it "
                          "(third_party/flash-attention/hopper/flash_fwd_launch_template.h CHECK_CUDA): 'CUDA error "
                          "(.../hopper/flash_fwd_launch_template.h:188): invalid argument'; xformers ops/fmha/flash3.py "
-                         "took any capability from 9.0 (8.0 from 0.0.31) up for it until 0.0.33 kept it to 8.0-9.0",
+                         "took any capability from 9.0 (8.0 from 0.0.31) up for it until 0.0.33 bounded it above",
     "processor_api": "Python's AttributeError on a multimodal processor or feature extractor, raised where vLLM's "
                      "multimodal processing (multimodal/processing, 0.6-0.34) or transformers' processing_utils.py "
                      "calls it: \"AttributeError: 'XProcessor' object has no attribute 'y'\"",

@@ -80,6 +80,27 @@ def no_neuron_core_free(line: str, lines: list[LogLine], i: int, ctx: dict[str, 
 _NO_CORE_FREE = re.compile(r"^\s{0,40}-?\s{0,3}Requested:\s?[\w-]{1,40}\s{1,3}Available:0\b")
 
 
+def ngc_went_no_further(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
+    """As went_no_further, and no exception follows but those of NIM's own traceback for the hub (its frames name
+    inject_ngc_hub): NIM may go on from its cache and fail at the same stage for another reason (a review: the NGC
+    line, then a max_model_len refusal)."""
+    return went_no_further(line, lines, i, ctx) and i > per_log(lines, _last_exception_outside_ngc)
+
+
+def _last_exception_outside_ngc(lines: list[LogLine]) -> int:
+    """The index of the log's last exception line (not vLLM's wrappers) outside a traceback through NIM's hub
+    client; -1 when none. Read once per log."""
+    last, in_hub = -1, False
+    for k, line in enumerate(lines):
+        text = line.text[:MAX_LINE_CHARS]
+        if "Traceback (most recent call last)" in text:
+            in_hub = False
+        in_hub = in_hub or "inject_ngc_hub" in text
+        if not in_hub and EXCEPTION_LINE.search(text) and not WRAPPERS.search(text):
+            last = k
+    return last
+
+
 def went_no_further(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
     """The start never got ready and its progress went no further than this line's stage: a failure a later stage's
     lines follow was survived (a helper's compile that failed once, where the start went on to size the KV cache)."""
@@ -270,59 +291,6 @@ def assertion_raised(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any
         if not _CARETS.match(text):
             return False
     return False
-
-
-# The prefixes of a multimodal model's towers in vLLM's classes (qwen*_vl.py's visual, gemma3_mm.py's
-# vision_tower, llava's vision_tower and multi_modal_projector, gemma4_mm.py's embed_vision and audio_tower, mllama4's
-# vision_model).
-_TOWER_WEIGHT = re.compile(r"(?:model\.)?(?:visual|vision_tower|vision_model|multi_modal_projector|embed_vision|"
-                           r"audio_tower|audio_model|embed_audio)\.")
-_MISSING_NAMES = re.compile(r"'([\w.]{1,300})'")
-
-
-def _missing_names(line: str, lines: list[LogLine], i: int) -> list[str]:
-    """The weight names vLLM's set lists, read on to its closing brace where a paste wrapped the set over lines
-    (blind89/b89-003: a line of two names each)."""
-    listed = line[line.find("checkpoint: {"):]
-    names = _MISSING_NAMES.findall(listed)
-    if "}" in listed:
-        return names
-    for after in lines[i + 1:i + 200]:
-        part = after.text.split("}", 1)[0]
-        names += [n for n in _MISSING_NAMES.findall(part) if n not in names]
-        if "}" in after.text:
-            break
-    return names
-
-
-def only_tower_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-    """vLLM's 'Following weights were not initialized from checkpoint: {...}' lists only a vision or audio tower's
-    weights: a checkpoint without the tower (a text-only export of a multimodal architecture)."""
-    names = _missing_names(line, lines, i)
-    return bool(names) and all(_TOWER_WEIGHT.match(n) for n in names)
-
-
-# The parts of a multi-token-prediction (MTP) draft layer in vLLM's *_mtp.py classes (deepseek_mtp.py's enorm, hnorm,
-# eh_proj and shared_head; glm4_moe_mtp.py's and glm_ocr_mtp.py's mtp_block; qwen3_next_mtp.py's and qwen3_5_mtp.py's
-# "mtp." prefix; mimo_mtp.py's mtp_layers).
-_MTP_PART = re.compile(r"(?:^|\.)(?:enorm|hnorm|eh_proj|shared_head|mtp_block)\.|(?:^|\.)mtp(?:_layers)?\.")
-_LAYER_INDEX = re.compile(r"\blayers\.(\d{1,4})\.")
-
-
-def only_mtp_weights(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
-    """vLLM's 'Following weights were not initialized from checkpoint: {...}' lists only an MTP draft layer's weights:
-    each name is an MTP part, or sits in a layer whose other names are (the draft's own attention and MLP)."""
-    names = [n for n in _missing_names(line, lines, i) if n not in _MTP_SHARED]
-    mtp_layers = {m.group(1) for n in names if _MTP_PART.search(n) and (m := _LAYER_INDEX.search(n))}
-    return bool(names) and any(_MTP_PART.search(n) for n in names) and all(
-        _MTP_PART.search(n) or ((m := _LAYER_INDEX.search(n)) is not None and m.group(1) in mtp_layers) for n in names)
-
-
-# The draft's own copy of the embedding, which its loader names at the top level (deepseek_mtp.py and
-# glm4_moe_mtp.py of vLLM 0.11-0.34, glm_ocr_mtp.py of 0.20-0.34, _rewrite_spec_layer_name: shared_weight_names =
-# ["embed_tokens"]); in a set that names an MTP part it is the draft's (blind138/b138-016: GLM-OCR's export without
-# its layer 16)
-_MTP_SHARED = frozenset({"model.embed_tokens.weight"})
 
 
 def npu_memory_follows(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:

@@ -170,7 +170,7 @@ XFORMERS_FA3_ARCH = Advice(
     "encoders through xformers, and on a Blackwell GPU (RTX PRO 6000, RTX 50, B200) they meet this.",
     ("vLLM 0.11 or later, which runs vision encoders with PyTorch's SDPA on Blackwell GPUs (unless "
      "VLLM_ATTENTION_BACKEND names XFORMERS, which 0.11 applies to them too)",
-     "xformers 0.0.33 or later, which keeps FlashAttention 3 to capability 8.0-9.0, if this vLLM accepts it"),
+     "xformers 0.0.33 or later, which does not take Blackwell GPUs for FlashAttention 3, if this vLLM accepts it"),
     ("changing vLLM's memory settings", "retrying unchanged"),
 )
 

@@ -33,6 +33,8 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
     from vLLM's own settings checks when no rule knows their message."""
     for tb in reversed(tbs):
         known = FRAME_SOURCES.get(tb.frames[-1].func) if tb.frames else None
+        if known is not None and tb.frames[-1].func in _AT_ITS_RAISE and not _cut_at_its_raise(lines, tb):
+            continue
         if known is not None:
             cls, stage, source = known
             evidence = (f"raised in {tb.frames[-1].func} ({cut(tb.frames[-1].path)})", *last_errors(lines, tbs, 2))
@@ -40,6 +42,24 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
                              stage_from=certainty.FRAMES)
     return (_config_check(lines, tbs, signal, ctx) or _flag_check(lines, tbs, signal, ctx)
             or raise_sites.settings_check(lines, tbs, signal, ctx))
+
+
+# Functions that also call others that can fail otherwise (resolve_transformers_arch imports a remote-code class
+# through transformers, which can fail for the network or the code): read only where the paste shows the frame at its
+# own `raise ValueError(` and any exception line shown is a ValueError.
+_AT_ITS_RAISE = frozenset({"resolve_transformers_arch"})
+_CARETS = re.compile(r"\s*[\^~]{1,400}\s*$")
+
+
+def _cut_at_its_raise(lines: list[LogLine], tb: logread.Traceback) -> bool:
+    if tb.exception is not None and "ValueError" not in lines[tb.exception].text:
+        return False
+    func = tb.frames[-1].func
+    at = max((k for k in range(tb.first, len(lines)) if f"in {func}" in lines[k].text and 'File "' in lines[k].text),
+             default=None)
+    code = next((logread.body(line.text).strip() for line in lines[at + 1:at + 3]
+                 if not _CARETS.fullmatch(logread.body(line.text))), "") if at is not None else ""
+    return code.startswith("raise ValueError(")
 
 
 # vLLM's settings checks: vllm/config.py (0.4-0.9), vllm/config/*.py (0.10-0.33), engine/arg_utils.py's

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from vllm_guard.diagnose import conditions
+from vllm_guard.diagnose import conditions, conditions_weights
 from vllm_guard.diagnose.catalogue import SOURCES
 from vllm_guard.diagnose.figures import numbers_of
 from vllm_guard.diagnose.markers import BEFORE_START, LOADING
@@ -81,11 +81,11 @@ FILE_RULES: tuple[Rule, ...] = (
     # architecture (blind19/b19-012: Qwen3_5MoeForConditionalGeneration with images and audio at 0 but videos
     # still accepted, so vLLM built the tower, _mark_tower_model, and found none of its weights).
     Rule("usage_error", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
-         detail="tower_weights_missing", when=conditions.only_tower_weights, source=SOURCES["weights_missing"]),
+         detail="tower_weights_missing", when=conditions_weights.only_tower_weights, source=SOURCES["weights_missing"]),
     # The same check when every weight it lists is a multi-token-prediction draft layer's: MTP speculative decoding
     # asked of a checkpoint without that layer (blind89/b89-003: GLM-OCR's mtp_block under --speculative-config).
     Rule("model_access", re.compile(r"Following weights were not initialized from checkpoint: \{"), LOADING,
-         detail="mtp_weights_missing", when=conditions.only_mtp_weights, source=SOURCES["weights_missing"]),
+         detail="mtp_weights_missing", when=conditions_weights.only_mtp_weights, source=SOURCES["weights_missing"]),
     # vLLM's MTP draft classes saying so themselves: deepseek_mtp.py (0.20+; bailing_moe_mtp.py's "Bailing MTP ...")
     # and step3p5_mtp.py, MiniMax-M3's mtp.py ("Some parameters like X ... will falsely use random initialization").
     Rule("model_access", re.compile(r"MTP speculative decoding layer \d{1,4} weights missing from checkpoint|Some "

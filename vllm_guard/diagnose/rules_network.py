@@ -174,11 +174,12 @@ NETWORK_RULES: tuple[Rule, ...] = (
          when=conditions.not_retried, source=SOURCES["hub_unreachable"]),
     # NVIDIA's NIM (its LLM containers run vLLM) fetching the model's files from NGC: its hub client (Rust's reqwest,
     # in nim_sdk) could not send the request at all (DNS, connection, TLS, timeout; an HTTP status reads otherwise).
-    # Only where the start got no further: NIM may go on from its cache, and fail later for another reason.
+    # Only where the start got no further and no other failure follows: NIM may go on from its cache and fail for
+    # another reason.
     # blind186/b186-002: a 70B NIM's pod under NVIDIA's nim-deploy chart.
     Rule("network", re.compile(r"error sending request for url \(https?://(?:[\w-]{1,63}\.){0,4}(?:ngc\.nvidia\.com|"
                                r"nvcr\.io)/"), BEFORE_START, detail="ngc_unreachable",
-         when=conditions.went_no_further, source=SOURCES["ngc_unreachable"]),
+         when=conditions.ngc_went_no_further, source=SOURCES["ngc_unreachable"]),
     # The Hub answered, but refused (429) or failed (5xx), or too slowly: not the network's reach.
     Rule("network", re.compile(r"\b(?:429 Client Error|50[0234] Server Error): [\w .-]{1,40} for url: https?://"
                                r"(?:[\w-]{1,63}\.){0,4}(?:huggingface\.co|hf\.co|hf-mirror\.com)/"

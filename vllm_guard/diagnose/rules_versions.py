@@ -322,10 +322,10 @@ VERSION_RULES: tuple[Rule, ...] = (
          detail="xformers_fa3_arch", when=conditions.never_ready, source=SOURCES["xformers_fa3_arch"]),
     # vLLM's Transformers backend, standing in for a multimodal architecture vLLM has no class for, counts an image's
     # tokens with the processor's _get_num_multimodal_tokens (0.10-0.34 models/transformers*.py), which transformers
-    # (4.55 and later) gives only the processors of models its vLLM backend runs: a processor it never gave it (a
-    # model's own, remote code) cannot be run so (blind184/b184-004: Step3-VL-10B before vLLM's own class for it, which
-    # its nightly had). One of transformers' own that lacks it is a transformers older than 4.55: the processor API's
-    # rule below reads it, as it reads other missing attributes.
+    # gives only the processors of models its vLLM backend runs (from 4.55, more in each release): a processor it never
+    # gave it (a model's own, remote code) cannot be run so (blind184/b184-004: Step3-VL-10B before vLLM's own class
+    # for it, which its nightly had). One of transformers' own that lacks it is a transformers older than the release
+    # that gave it the method: the processor API's rule below reads it, as it reads other missing attributes.
     Rule("unsupported_architecture", re.compile(r"AttributeError: '\w{1,120}' object has no attribute "
                                                 r"'_get_num_multimodal_tokens'"),
          BEFORE_START, detail="transformers_backend_mm", when=conditions.processor_not_transformers,

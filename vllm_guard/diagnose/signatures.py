@@ -85,17 +85,19 @@ def vllm_api_mismatch(lines: list[LogLine], i: int) -> bool:
 
 def _read_by_a_program(lines: list[LogLine], i: int) -> bool:
     """The frame that read the missing name, the last above the line past a module's own __getattr__ (vllm/envs.py
-    raises from its own, 0.6-0.34), is no file of vLLM's package: vLLM's own code missing its own name is a mixed
-    install, not a program written for another release."""
+    raises from its own, 0.6-0.34), is no file of vLLM's package or source tree: vLLM's own code missing its own name
+    is a mixed install, not a program written for another release."""
     for line in reversed(lines[max(0, i - 8):i]):
         m = _FRAME.search(line.text)
         if m is not None and m.group("func") != "__getattr__":
-            return not _VLLM_FILE.search(m.group("path"))
+            return not (_VLLM_FILE.search(m.group("path")) or IN_VLLM.search(m.group("path")))
     return False
 
 
 _FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d{1,7}, in (?P<func>[\w<>]{1,128})')
-_VLLM_FILE = re.compile(r"[/\\]vllm[/\\]")
+# vLLM's package installed, or its source tree (vllm/vllm/...); not a framework's own folder named vllm
+# (xinference/model/llm/vllm/) nor a user's (~/vllm/run.py)
+_VLLM_FILE = re.compile(r"(?:site|dist)-packages[/\\]vllm[/\\]|[/\\]vllm[/\\]vllm[/\\]")
 
 
 # Python's binding errors, raised at the call site: the traceback's last frame is the caller's.
