@@ -278,7 +278,6 @@ def raised_in_sentencepiece(line: str, lines: list[LogLine], i: int, ctx: dict[s
 
 
 _BARE_ASSERTION = re.compile(r"(?:\w{1,64}\.)?AssertionError\s*$")
-_CARETS = re.compile(r"\s*[\^~]{1,400}\s*$")
 
 
 def assertion_raised(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any]) -> bool:
@@ -288,7 +287,7 @@ def assertion_raised(line: str, lines: list[LogLine], i: int, ctx: dict[str, Any
         text = logread.body(after.text)
         if _BARE_ASSERTION.match(text):
             return True
-        if not _CARETS.match(text):
+        if not logread.CARETS.match(text):
             return False
     return False
 

@@ -48,17 +48,15 @@ def raised_in(lines: list[LogLine], tbs: list[logread.Traceback], signal: int | 
 # through transformers, which can fail for the network or the code): read only where the paste shows the frame at its
 # own `raise ValueError(` and any exception line shown is a ValueError.
 _AT_ITS_RAISE = frozenset({"resolve_transformers_arch"})
-_CARETS = re.compile(r"\s*[\^~]{1,400}\s*$")
 
 
 def _cut_at_its_raise(lines: list[LogLine], tb: logread.Traceback) -> bool:
     if tb.exception is not None and "ValueError" not in lines[tb.exception].text:
         return False
-    func = tb.frames[-1].func
-    at = max((k for k in range(tb.first, len(lines)) if f"in {func}" in lines[k].text and 'File "' in lines[k].text),
-             default=None)
+    end = len(lines) if tb.exception is None else tb.exception
+    at = max((k for k in range(tb.first, end) if logread.frame_of(lines[k].text) == tb.frames[-1]), default=None)
     code = next((logread.body(line.text).strip() for line in lines[at + 1:at + 3]
-                 if not _CARETS.fullmatch(logread.body(line.text))), "") if at is not None else ""
+                 if not logread.CARETS.fullmatch(logread.body(line.text))), "") if at is not None else ""
     return code.startswith("raise ValueError(")
 
 

@@ -298,6 +298,15 @@ def body(text: str) -> str:
     return text
 
 
+# the carets Python 3.11+ draws under a frame's source line
+CARETS = re.compile(r"\s*[\^~]{1,400}\s*$")
+
+
+def frame_of(text: str) -> Frame | None:
+    """A traceback frame's file and function on a log line (past vLLM's logging prefix)."""
+    return _frame(body(text))
+
+
 def _frame(b: str) -> Frame | None:
     """A traceback frame's file and function, as Python or IPython writes it."""
     m = _FRAME.match(b)

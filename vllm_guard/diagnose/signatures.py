@@ -88,13 +88,12 @@ def _read_by_a_program(lines: list[LogLine], i: int) -> bool:
     raises from its own, 0.6-0.34), is no file of vLLM's package or source tree: vLLM's own code missing its own name
     is a mixed install, not a program written for another release."""
     for line in reversed(lines[max(0, i - 8):i]):
-        m = _FRAME.search(line.text)
-        if m is not None and m.group("func") != "__getattr__":
-            return not (_VLLM_FILE.search(m.group("path")) or IN_VLLM.search(m.group("path")))
+        frame = logread.frame_of(line.text)
+        if frame is not None and frame.func != "__getattr__":
+            return not (_VLLM_FILE.search(frame.path) or IN_VLLM.search(frame.path))
     return False
 
 
-_FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d{1,7}, in (?P<func>[\w<>]{1,128})')
 # vLLM's package installed, or its source tree (vllm/vllm/...); not a framework's own folder named vllm
 # (xinference/model/llm/vllm/) nor a user's (~/vllm/run.py)
 _VLLM_FILE = re.compile(r"(?:site|dist)-packages[/\\]vllm[/\\]|[/\\]vllm[/\\]vllm[/\\]")

@@ -219,15 +219,13 @@ def _uninterruptible(pid: int, proc_root: str) -> bool:
     """Whether any thread of the process is in state D. /proc/PID/stat is the main thread's alone, and vLLM's driver
     calls run in others too (a worker's NCCL and CUDA threads); a process whose threads cannot be listed is judged by
     its main thread."""
+    tasks = f"{proc_root}/{pid}/task"
     try:
-        threads = list(os.scandir(f"{proc_root}/{pid}/task"))
+        with os.scandir(tasks) as entries:
+            threads = [int(entry.name) for entry in entries if entry.name.isdigit()]
     except OSError:
         return stat_field(pid, STATE_FIELD, proc_root) == "D"
-    for thread in threads:
-        with contextlib.suppress(OSError, IndexError), open(f"{thread.path}/stat", "rb") as f:
-            if f.read().rsplit(b")", 1)[1].split()[STATE_FIELD] == b"D":
-                return True
-    return False
+    return any(stat_field(tid, STATE_FIELD, tasks) == "D" for tid in threads)
 
 
 # /proc/PID/stat's fields after the command's closing parenthesis, from 0 (proc(5) numbers them from 3)
